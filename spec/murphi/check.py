@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Run Rumur on the apta model: every configuration of a suite, then every mutant.
+
+    spec/murphi/check.py [--suite default|deep] [--only NAME ...] [--set CONST=VALUE ...]
+
+A model passes when Rumur explores its whole state space with no error and every cover statement
+the configuration requires is hit. A mutant passes (is rejected as expected) only when Rumur
+reports a violation of the property the mutant targets; a compile error, another property or no
+error at all is a failure of `make verify`. Results go to build/verify/summary.json (spec/summary.py)
+and the printed table; counterexample traces of unexpected failures are printed.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+import summary  # noqa: E402  (spec/summary.py)
+
+MODEL = HERE / "apta.m"
+CHECKS = HERE / "checks.json"
+BUILD = ROOT / "build" / "murphi"
+SUMMARY = ROOT / "build" / "verify" / "summary.json"
+CC_FLAGS = ["-std=c11", "-O1", "-mcx16", "-w"]
+
+
+class CheckError(Exception):
+    """Bad input (checks file, constant, name): reported with where it came from."""
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+# ---------------------------------------------------------------------------------------------
+def load_checks(path: Path = CHECKS) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    for key in ("configs", "mutants", "suites"):
+        if not isinstance(data.get(key), dict):
+            raise CheckError(f"{path}: missing object field '{key}'")
+    for name, m in data["mutants"].items():
+        for f in ("switch", "expected", "config", "description"):
+            if f not in m:
+                raise CheckError(f"{path}: mutants.{name}: missing field '{f}'")
+        if m["config"] not in data["configs"]:
+            raise CheckError(f"{path}: mutants.{name}.config: unknown configuration {m['config']!r}")
+    for sname, s in data["suites"].items():
+        for n in s.get("models", []):
+            if n not in data["configs"]:
+                raise CheckError(f"{path}: suites.{sname}.models: unknown configuration {n!r}")
+        for n in s.get("mutants", []):
+            if n not in data["mutants"]:
+                raise CheckError(f"{path}: suites.{sname}.mutants: unknown mutant {n!r}")
+    return data
+
+
+CONST_RE = r"^(\s*{name}\s*:\s*)([^;]+)(;)"
+
+
+def instantiate(source: str, constants: dict[str, object], origin: str) -> str:
+    """Set each constant of the model's const section; unknown names are an error."""
+    for name, value in constants.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        pat = re.compile(CONST_RE.format(name=re.escape(name)), re.M)
+        if not pat.search(source):
+            raise CheckError(f"{origin}: constant {name!r} does not exist in {MODEL.name}")
+        source = pat.sub(lambda m: f"{m.group(1)}{value}{m.group(3)}", source, count=1)
+    return source
+
+
+# ---------------------------------------------------------------------------------------------
+# running Rumur
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    states: int = 0
+    rules_fired: int = 0
+    seconds: float = 0.0
+    errors: list[dict] = field(default_factory=list)     # {"message", "property", "trace"}
+    covers: dict[str, int] = field(default_factory=dict)
+    complete: bool = False                                # summary element seen
+
+
+PROP_RE = re.compile(r'"([^"]+)"')
+
+
+def property_of(message: str) -> str:
+    """'invariant "X" failed' / 'liveness property "X" violated' / 'assertion "X" failed' -> X."""
+    m = PROP_RE.search(message)
+    if m:
+        return m.group(1)
+    return message.strip().split("\n")[0]   # e.g. "deadlock"
+
+
+def parse_output(xml_text: str) -> Outcome:
+    out = Outcome()
+    # A killed verifier leaves the document unterminated; close it so the prefix still parses.
+    if "</rumur_run>" not in xml_text:
+        xml_text += "</rumur_run>"
+    root = ET.fromstring(xml_text)
+    for el in root:
+        if el.tag == "error":
+            msg = (el.findtext("message") or "").strip()
+            trace = []
+            for t in el:
+                if t.tag == "transition":
+                    params = ", ".join(f"{p.get('name')}={p.text}" for p in t.findall("parameter"))
+                    trace.append(("rule", (t.text or "").strip() + (f" [{params}]" if params else "")))
+                elif t.tag == "state":
+                    trace.append(("state", [(c.get("name"), c.get("value"))
+                                            for c in t.findall("state_component")]))
+            out.errors.append({"message": msg, "property": property_of(msg), "trace": trace})
+        elif el.tag == "cover_result":
+            out.covers[el.get("message")] = int(el.get("count"))
+        elif el.tag == "summary":
+            out.states = int(el.get("states"))
+            out.rules_fired = int(el.get("rules_fired"))
+            out.complete = True
+        elif el.tag == "progress":
+            out.states = max(out.states, int(el.get("states")))
+            out.rules_fired = max(out.rules_fired, int(el.get("rules_fired")))
+    return out
+
+
+def format_trace(trace: list) -> str:
+    lines = []
+    for kind, val in trace:
+        if kind == "rule":
+            lines.append(f"  -> {val}")
+        else:
+            shown = [f"{n}={v}" for n, v in val if v not in (None, "Undefined")]
+            if shown:
+                lines.append("       " + "; ".join(shown))
+    return "\n".join(lines)
+
+
+def build(name: str, source: str, max_errors: int, threads: int) -> Path:
+    """rumur + cc; cached by a hash of the instantiated model and the flags."""
+    flags = ["--output-format", "machine-readable", "--counterexample-trace", "diff",
+             "--max-errors", str(max_errors), "--threads", str(threads)]
+    key = hashlib.sha256((source + " ".join(flags + CC_FLAGS)).encode()).hexdigest()[:16]
+    d = BUILD / name
+    d.mkdir(parents=True, exist_ok=True)
+    exe = d / f"verifier-{key}"
+    if exe.exists():
+        return exe
+    for old in d.glob("verifier-*"):
+        old.unlink()
+    (d / "model.m").write_text(source)
+    r = subprocess.run(["rumur", *flags, str(d / "model.m"), "-o", str(d / "model.c")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise CheckError(f"rumur rejected the model ({name}):\n{r.stderr.strip()}")
+    r = subprocess.run(["cc", *CC_FLAGS, str(d / "model.c"), "-o", str(exe), "-lpthread"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise CheckError(f"cc failed on the generated verifier ({name}):\n{r.stderr.strip()[-3000:]}")
+    return exe
+
+
+def run(name: str, exe: Path, timeout: float) -> tuple[Outcome, bool]:
+    """Run a verifier, printing a progress line every ~15 s. Returns (outcome, timed_out)."""
+    log = exe.parent / "output.xml"
+    t0 = time.monotonic()
+    timed_out = False
+    with open(log, "w") as f:
+        p = subprocess.Popen(["stdbuf", "-oL", str(exe)], stdout=f, stderr=subprocess.STDOUT)
+        last = t0
+        while p.poll() is None:
+            time.sleep(0.5)
+            now = time.monotonic()
+            if now - t0 > timeout:
+                p.kill(); p.wait(); timed_out = True
+                break
+            if now - last >= 15:
+                last = now
+                states = _last_progress(log)
+                print(f"    ... {name}: {states:,} states after {now - t0:.0f} s", flush=True)
+    out = parse_output(log.read_text(errors="replace"))
+    out.seconds = time.monotonic() - t0
+    return out, timed_out
+
+
+def _last_progress(log: Path) -> int:
+    with open(log, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - 4096))
+        tail = f.read().decode(errors="replace")
+    m = re.findall(r'<progress states="(\d+)"', tail)
+    return int(m[-1]) if m else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# checks
+# ---------------------------------------------------------------------------------------------
+def check_one(name: str, kind: str, config: str, constants: dict, expected: str | None,
+              required_covers: list[str], max_errors: int, threads: int, timeout: float,
+              source: str) -> dict:
+    src = instantiate(source, constants, f"{CHECKS.name}: {name}")
+    exe = build(name, src, max_errors, threads)
+    out, timed_out = run(name, exe, timeout)
+    violated = [e["property"] for e in out.errors]
+    missing = [c for c in required_covers if out.covers.get(c, 0) == 0]
+    unknown = [c for c in required_covers if c not in out.covers]
+    if unknown:
+        raise CheckError(f"{CHECKS.name}: configs.{config}.covers: no cover statement named {unknown}")
+    if timed_out:
+        result, first = "fail", f"timeout after {timeout:.0f} s"
+    elif violated:
+        result, first = "fail", violated[0]
+    elif not out.complete:
+        result, first = "fail", "verifier did not finish"
+    elif kind == "model" and missing:
+        result, first = "fail", f"cover never hit: {missing[0]}"
+    else:
+        result, first = "pass", None
+    # A mutant is rejected when the targeted property is among those Rumur reports violated.
+    named = expected if (kind == "mutant" and expected in violated) else first
+    rec = {
+        "name": name, "checker": "rumur", "kind": kind, "config": config,
+        "states": out.states, "rules_fired": out.rules_fired, "seconds": round(out.seconds, 1),
+        "result": result, "violated": named, "expected": expected,
+        "all_violated": sorted(set(violated)), "covers": out.covers,
+        "covers_missing": missing if kind == "model" else [],
+    }
+    rec["ok"] = summary.expected_ok(kind, result, named, expected)
+    if not rec["ok"]:
+        print(f"\n!! {name}: expected {'pass' if kind == 'model' else 'a violation of ' + str(expected)}, "
+              f"got {result}" + (f" ({', '.join(sorted(set(violated))) or first})" if result == "fail" else ""))
+        for e in out.errors[:1]:
+            print(f"   counterexample for {e['message']}:\n{format_trace(e['trace'])}")
+        if missing and kind == "model":
+            print(f"   covers never hit: {missing}")
+    return rec
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suite", default="default")
+    ap.add_argument("--only", nargs="*", default=None, help="configuration or mutant names")
+    ap.add_argument("--set", nargs="*", default=[], metavar="CONST=VALUE",
+                    help="override model constants (exploration; not recorded in the summary)")
+    ap.add_argument("--model", type=Path, default=MODEL, help="model file (default spec/murphi/apta.m)")
+    ap.add_argument("--threads", type=int, default=0, help="verifier threads (0 = all cores)")
+    ap.add_argument("--no-summary", action="store_true", help="do not write build/verify/summary.json")
+    args = ap.parse_args(argv)
+
+    try:
+        checks = load_checks()
+        if args.suite not in checks["suites"]:
+            raise CheckError(f"unknown suite {args.suite!r} (known: {', '.join(checks['suites'])})")
+        suite = checks["suites"][args.suite]
+        models, mutants = list(suite.get("models", [])), list(suite.get("mutants", []))
+        if args.only is not None:
+            known = set(checks["configs"]) | set(checks["mutants"])
+            bad = [n for n in args.only if n not in known]
+            if bad:
+                raise CheckError(f"unknown configuration or mutant name(s): {', '.join(bad)} "
+                                 f"(known: {', '.join(sorted(known))})")
+            models = [n for n in args.only if n in checks["configs"]]
+            mutants = [n for n in args.only if n in checks["mutants"]]
+        overrides = {}
+        for kv in args.set:
+            if "=" not in kv:
+                raise CheckError(f"--set {kv!r}: expected CONST=VALUE")
+            k, v = kv.split("=", 1)
+            overrides[k] = v
+        if not args.model.exists():
+            raise CheckError(f"{args.model}: no such model file")
+        source = args.model.read_text()
+        if shutil.which("rumur") is None:
+            raise CheckError("rumur is not installed (make verify installs it)")
+
+        records = []
+        total = len(models) + len(mutants)
+        i = 0
+        for cfg in models:
+            i += 1
+            c = checks["configs"][cfg]
+            print(f"[{i}/{total}] model {cfg}: {c.get('description', '')}", flush=True)
+            rec = check_one(cfg, "model", cfg, {**c["constants"], **overrides}, None,
+                            c.get("covers", []), 1, args.threads, c.get("timeout", 1200), source)
+            print(f"    {rec['result']}: {rec['states']:,} states, {rec['rules_fired']:,} rules fired, "
+                  f"{rec['seconds']} s", flush=True)
+            records.append(rec)
+        for mname in mutants:
+            i += 1
+            m = checks["mutants"][mname]
+            c = checks["configs"][m["config"]]
+            print(f"[{i}/{total}] mutant {mname} on {m['config']}: {m['description']}", flush=True)
+            consts = {**c["constants"], **m.get("constants", {}), "MUTANT": m["switch"], **overrides}
+            rec = check_one(mname, "mutant", m["config"], consts, m["expected"], [],
+                            m.get("max_errors", 1), args.threads, m.get("timeout", c.get("timeout", 1200)),
+                            source)
+            print(f"    {'rejected' if rec['ok'] else 'NOT REJECTED'}: {rec['violated']} "
+                  f"({rec['states']:,} states, {rec['seconds']} s)", flush=True)
+            records.append(rec)
+    except CheckError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    if not args.no_summary and not overrides and args.model == MODEL:
+        allrecs = summary.update(SUMMARY, "rumur", records)
+        mine = [r for r in allrecs if r["checker"] == "rumur"]
+    else:
+        mine = records
+    print()
+    print(summary.table(records))
+    bad = [r["name"] for r in records if not r["ok"]]
+    nmodels = sum(1 for r in records if r["kind"] == "model")
+    nmut = len(records) - nmodels
+    if bad:
+        print(f"\nrumur: FAILED: {', '.join(bad)}")
+        return 1
+    print(f"\nrumur: {nmodels} configuration(s) verified ({sum(r['states'] for r in records if r['kind'] == 'model'):,} states), "
+          f"{nmut} mutant(s) rejected on their target property")
+    del mine
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

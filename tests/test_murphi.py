@@ -1,0 +1,189 @@
+"""spec/murphi: the results of `make verify` and the checker's handling of bad input.
+
+The heavy model checking runs once, in `make verify` (which `make test` runs first); these tests
+read its summary and re-run only the smallest configuration where a test needs Rumur itself.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECK = ROOT / "spec" / "murphi" / "check.py"
+CHECKS = json.loads((ROOT / "spec" / "murphi" / "checks.json").read_text())
+SUMMARY = ROOT / "build" / "verify" / "summary.json"
+sys.path.insert(0, str(ROOT / "spec" / "murphi"))
+sys.path.insert(0, str(ROOT / "spec"))
+import check  # noqa: E402
+import summary  # noqa: E402
+
+DEFAULT = CHECKS["suites"]["default"]
+
+
+def run_check(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(CHECK), "--no-summary", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def records() -> dict[str, dict]:
+    if not SUMMARY.exists():
+        pytest.fail(f"{SUMMARY} is missing: run `make verify` first (make test does)")
+    recs = [r for r in json.loads(SUMMARY.read_text()) if r["checker"] == "rumur"]
+    return {r["name"]: r for r in recs}
+
+
+# --- the verification results --------------------------------------------------------------------
+@pytest.mark.parametrize("config", DEFAULT["models"])
+def test_configuration_verified(records, config):
+    r = records.get(config)
+    assert r is not None, f"configuration {config} missing from {SUMMARY}"
+    assert r["result"] == "pass" and r["ok"], f"{config}: {r['violated']}"
+    assert r["states"] > 1000, "a real state space, not a trivial one"
+
+
+@pytest.mark.parametrize("config", DEFAULT["models"])
+def test_required_covers_hit(records, config):
+    r = records[config]
+    required = CHECKS["configs"][config]["covers"]
+    assert required, f"{config} requires no cover: every configuration must show what it exercises"
+    for c in required:
+        assert r["covers"].get(c, 0) > 0, f"{config}: cover {c!r} never hit"
+
+
+@pytest.mark.parametrize("mutant", DEFAULT["mutants"])
+def test_mutant_rejected_on_its_property(records, mutant):
+    r = records.get(mutant)
+    assert r is not None, f"mutant {mutant} missing from {SUMMARY}"
+    expected = CHECKS["mutants"][mutant]["expected"]
+    assert r["result"] == "fail", f"{mutant} passed: the property {expected} has no teeth"
+    assert expected in r["all_violated"], f"{mutant} failed on {r['all_violated']}, not {expected}"
+    assert r["ok"]
+
+
+def test_every_property_has_a_mutant():
+    """Each safety and liveness property of the model is the target of at least one mutant."""
+    src = (ROOT / "spec" / "murphi" / "apta.m").read_text()
+    import re
+    props = set(re.findall(r'^(?:invariant|liveness)\s+"([^"]+)"', src, re.M))
+    props |= set(re.findall(r'"(P[12]_[a-z_]+)";', src))          # P1 / P2 assertions
+    targeted = {CHECKS["mutants"][m]["expected"] for m in DEFAULT["mutants"]}
+    untested = sorted(p for p in props if p.startswith("P") and p not in targeted)
+    assert not untested, f"properties without a mutant: {untested}"
+
+
+def test_mutants_are_switches_of_the_one_model():
+    """A mutant is a MUTANT value of apta.m, never a copied model file."""
+    src = (ROOT / "spec" / "murphi" / "apta.m").read_text()
+    for name, m in CHECKS["mutants"].items():
+        assert f"{m['switch']}:" in src, f"{name}: switch {m['switch']} is not declared in apta.m"
+        assert src.count(m["switch"]) >= 2, f"{name}: switch {m['switch']} is never used"
+    assert not list((ROOT / "spec" / "murphi").glob("*mutant*.m"))
+
+
+# --- the checker on real Rumur runs -------------------------------------------------------------------
+def test_smoke_configuration_passes():
+    r = run_check("--only", "smoke")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "smoke" in r.stdout and "pass (ok)" in r.stdout
+
+
+def test_violation_prints_counterexample_and_fails():
+    """A model that violates a property exits non-zero and prints the trace that breaks it."""
+    r = run_check("--only", "smoke", "--set", "MUTANT=M_SCHED_RULE_OFF")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "P1_get_returns_latest_at_placement" in r.stdout
+    assert "counterexample" in r.stdout and "-> Rule" in r.stdout
+
+
+def test_model_that_does_not_parse_reports_rumur_message(tmp_path):
+    broken = tmp_path / "broken.m"
+    broken.write_text((ROOT / "spec" / "murphi" / "apta.m").read_text().replace(
+        "procedure SendReq(c: Server; m: Msg);", "procedure SendReq(c: Server; m: Msg)", 1))
+    r = run_check("--only", "smoke", "--model", str(broken))
+    assert r.returncode == 2
+    assert "rumur rejected the model" in r.stderr and "syntax error" in r.stderr
+
+
+def test_unknown_configuration_is_named():
+    r = run_check("--only", "no_such_config")
+    assert r.returncode == 2 and "no_such_config" in r.stderr
+
+
+def test_unknown_suite_is_named():
+    r = run_check("--suite", "nope")
+    assert r.returncode == 2 and "unknown suite 'nope'" in r.stderr
+
+
+def test_unknown_constant_is_named():
+    with pytest.raises(check.CheckError, match="NOT_A_CONSTANT"):
+        check.instantiate("const\n  A: 1;\n", {"NOT_A_CONSTANT": 3}, "checks.json: x")
+
+
+def test_malformed_checks_file_names_line(tmp_path):
+    bad = tmp_path / "checks.json"
+    bad.write_text('{\n  "configs": {\n    "x": [1,,2]\n  }\n}\n')
+    with pytest.raises(check.CheckError, match=r"checks.json:3:"):
+        check.load_checks(bad)
+
+
+def test_checks_file_missing_field(tmp_path):
+    bad = tmp_path / "checks.json"
+    data = json.loads(json.dumps(CHECKS))
+    del data["mutants"][next(iter(data["mutants"]))]["expected"]
+    bad.write_text(json.dumps(data))
+    with pytest.raises(check.CheckError, match="missing field 'expected'"):
+        check.load_checks(bad)
+
+
+# --- pure functions -----------------------------------------------------------------------------------
+def test_property_names_from_rumur_messages():
+    assert check.property_of('invariant "P3_x" failed') == "P3_x"
+    assert check.property_of('liveness property "P5_y" violated') == "P5_y"
+    assert check.property_of("deadlock") == "deadlock"
+
+
+def test_parse_output_reads_errors_covers_and_summary():
+    xml = """<?xml version="1.0"?><rumur_run>
+      <error includes_trace="true"><message>invariant &quot;P3_m&quot; failed</message>
+        <transition>Startstate &quot;s&quot;</transition><state><state_component name="x" value="0"/></state>
+        <transition>Rule &quot;r&quot;<parameter name="c">Server_1</parameter></transition>
+        <state><state_component name="x" value="1"/></state></error>
+      <cover_result message="c1" count="3"/><cover_result message="c2" count="0"/>
+      <summary states="42" rules_fired="99" errors="1" duration_seconds="0"/></rumur_run>"""
+    out = check.parse_output(xml)
+    assert out.complete and out.states == 42 and out.rules_fired == 99
+    assert [e["property"] for e in out.errors] == ["P3_m"]
+    assert out.covers == {"c1": 3, "c2": 0}
+    assert "Rule \"r\" [c=Server_1]" in check.format_trace(out.errors[0]["trace"])
+
+
+def test_parse_output_of_a_killed_verifier():
+    out = check.parse_output('<rumur_run><progress states="10" rules_fired="20" duration_seconds="1" '
+                             'queue_size="1" thread_id="0"/>')
+    assert not out.complete and out.states == 10
+
+
+def test_summary_expected_ok():
+    assert summary.expected_ok("model", "pass", None, None)
+    assert not summary.expected_ok("model", "fail", "P1", None)
+    assert summary.expected_ok("mutant", "fail", "P1", "P1")
+    assert not summary.expected_ok("mutant", "fail", "P3", "P1")
+    assert not summary.expected_ok("mutant", "pass", None, "P1")
+
+
+def test_summary_update_replaces_only_its_checker(tmp_path):
+    path = tmp_path / "s.json"
+    rec = {f: None for f in summary.FIELDS}
+    a = {**rec, "name": "a", "checker": "tlc", "kind": "model"}
+    b = {**rec, "name": "b", "checker": "rumur", "kind": "model"}
+    summary.update(path, "tlc", [a])
+    summary.update(path, "rumur", [b])
+    summary.update(path, "rumur", [{**b, "name": "c"}])
+    assert sorted(r["name"] for r in json.loads(path.read_text())) == ["a", "c"]
+    with pytest.raises(ValueError):
+        summary.update(path, "rumur", [{"name": "x"}])
