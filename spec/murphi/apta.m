@@ -40,6 +40,7 @@ const
   MAX_FAULTS: 1;          -- crashes + false suspicions in one run
   MAX_EPOCH: 2;           -- rejoins per server (a rejoin after a crash during rejoin costs two)
   OPC_TIMEOUT: true;      -- the OPC may abort an open transaction (timeout); the writer retries
+  SILENT_EVICTION: true;  -- compute-server caches may drop a shared object without telling the OTC
 
   -- mutant selector: one-rule switches of the real model (see checks.json)
   M_NONE: 0;
@@ -51,6 +52,7 @@ const
   M_NONATOMIC_PUT: 6;     -- PutLine written straight to memory (no staging): CXL line atomicity only
   M_STALL_PUT_IN_SA: 7;   -- the paper artifact: a put waits in S^A until every ack arrived
   M_NO_FORWARD: 8;        -- OSC reads memory only, ignoring committed lines still draining
+  M_FORWARD_OPEN: 11;     -- OSC also forwards lines of an open (uncommitted) transaction
   M_INSTALL_AFTER_INV: 9; -- GET controller installs data even though a BISnp overtook it
   M_UNDECLARED_READ: 10;  -- a declared-input function may read an object it did not declare
   MUTANT: M_NONE;         -- the real protocol
@@ -113,7 +115,6 @@ type
   ComputeServer: record
     status:   Status;
     epoch:    Epoch;                        -- survives a crash (kept by the server's BMC)
-    permanent: boolean;                     -- ghost: this crash is for good (never reboots)
     running:  boolean;                      -- a function is placed here
     declared: boolean;                      -- it declared its inputs ...
     input:    Obj;                          -- ... namely this object
@@ -155,7 +156,7 @@ var
   mepoch:  array[Server] of Epoch;                      -- control plane: current epoch per server
   fenced:  array[Server] of boolean;                    -- control plane: fenced by the detector
   owed:    array[Server] of boolean;                    -- CXL 3.0 mutant only: PutCommit withheld
-  owedObj: array[Server] of Obj;
+  owedMsg: array[Server] of Msg;
 
   -- ghosts (never read by the protocol rules, only by properties and counters of the bounds)
   issued:  array[Obj] of PutId;                         -- put ids handed out so far
@@ -352,7 +353,7 @@ begin
     undefine staging[s].obj; undefine staging[s].got; undefine staging[s].data;
   end;
   if MUTANT = M_CXL3_SYNC_INV & PendingOn(o) then
-    owed[w] := true; owedObj[w] := o;                -- answered when the last BIRsp arrives
+    owed[w] := true; owedMsg[w] := Message(PutCommit, o, mepoch[w]);  -- sent at the last BIRsp
   else
     SendRsp(w, Message(PutCommit, o, mepoch[w]));
   end;
@@ -374,6 +375,15 @@ begin
   staging[s].st := SlotFree;
   undefine staging[s].owner; undefine staging[s].epoch; undefine staging[s].obj;
   undefine staging[s].got; undefine staging[s].data;
+end;
+
+-- The no-fencing mutants (and CXL 3.0) have no failure detector and retire nothing on rejoin.
+function FencingExists(): boolean;
+begin return MUTANT != M_NO_FENCING & MUTANT != M_CXL3_SYNC_INV; end;
+
+function CrashedForFD(c: Server): boolean;
+begin
+  return cs[c].status = Dead | (cs[c].status = Joining & cs[c].epoch = mepoch[c]);
 end;
 
 -- Failure detector / fencing step: retire everything c owes, forget it as a sharer, abort its
@@ -547,7 +557,7 @@ ruleset c: Server do
 
   ruleset o: Obj do
     rule "Cache silent eviction of a shared object"     -- no PutS to the directory [III-A a2]
-      cs[c].status = Live & cs[c].cache[o].st = C_S
+      SILENT_EVICTION & cs[c].status = Live & cs[c].cache[o].st = C_S
     ==>
     begin
       cs[c].cache[o].st := C_I; undefine cs[c].cache[o].ver;
@@ -631,21 +641,20 @@ ruleset c: Server do
 ------------------------------------------------------------------------------------------------
 -- rules: faults (bounded by MAX_FAULTS) and recovery
 ------------------------------------------------------------------------------------------------
-  ruleset forever: boolean do
-    rule "Crash"
-      cs[c].status != Dead & faults < MAX_FAULTS
-    ==>
-    begin
-      cover "crash while owing acks" PendingAt(c);
-      cover "crash mid-put" cs[c].op = OpPutSend | cs[c].op = OpPutWait;
-      faults := faults + 1;
-      cs[c].status := Dead; cs[c].permanent := forever;
-      LoseState(c);
-    end;
+  -- A crashed server may stay down for ever: it simply never takes "Reboot".
+  rule "Crash"
+    cs[c].status != Dead & faults < MAX_FAULTS
+  ==>
+  begin
+    cover "crash while owing acks" PendingAt(c);
+    cover "crash mid-put" cs[c].op = OpPutSend | cs[c].op = OpPutWait;
+    faults := faults + 1;
+    cs[c].status := Dead;
+    LoseState(c);
   end;
 
   rule "Reboot: send Rejoin"
-    cs[c].status = Dead & !cs[c].permanent
+    cs[c].status = Dead
   ==>
   begin
     SendRejoin(c);
@@ -660,12 +669,13 @@ ruleset c: Server do
     SendRejoin(c);
   end;
 
+  -- Fencing a crashed server (or one rebooting whose Rejoin is not yet processed) is the detector
+  -- doing its job; fencing any other server is a false suspicion and counts as a fault.
   rule "FD fence"
-    !fenced[c] & MUTANT != M_NO_FENCING & MUTANT != M_CXL3_SYNC_INV
-    & (cs[c].status != Live | faults < MAX_FAULTS)       -- fencing a live server is a fault
+    !fenced[c] & FencingExists() & (CrashedForFD(c) | faults < MAX_FAULTS)
   ==>
   begin
-    if cs[c].status = Live then
+    if !CrashedForFD(c) then
       cover "false suspicion: live server fenced" true;
       faults := faults + 1;
     end;
@@ -688,11 +698,12 @@ ruleset c: Server do
   end;
 
   rule "MS: Rejoin (fence if needed, new epoch)"
-    req[c].n > 0 & req[c].q[0].mtype = Rejoin & mepoch[c] < MAX_EPOCH
+    req[c].n > 0 & req[c].q[0].mtype = Rejoin
   ==>
   begin
+    assert mepoch[c] < MAX_EPOCH "model bound: MAX_EPOCH too small for MAX_FAULTS";
     PopReq(c);
-    if !fenced[c] then Fence(c); end;
+    if !fenced[c] & FencingExists() then Fence(c); end;
     mepoch[c] := mepoch[c] + 1; fenced[c] := false;
     SendRsp(c, Control(RejoinAck, mepoch[c]));
   end;
@@ -717,6 +728,13 @@ ruleset c: Server do
     m := Message(ObjData, o, mepoch[c]);
     for l: Line do
       if MUTANT = M_NO_FORWARD then m.data[l] := mem[o][l]; else m.data[l] := MemView(o, l); end;
+      if MUTANT = M_FORWARD_OPEN then
+        for s: Slot do
+          if staging[s].st = SlotOpen & staging[s].obj = o & staging[s].got[l] then
+            m.data[l] := staging[s].data[l];
+          end;
+        end;
+      end;
     end;
     SendRsp(c, m);
   end;
@@ -781,9 +799,9 @@ ruleset c: Server do
         TryCommits();
         if MUTANT = M_CXL3_SYNC_INV & !PendingOn(m.obj) then
           for w: Server do                       -- CXL 3.0: the writer is answered only now
-            if owed[w] & owedObj[w] = m.obj then
-              SendRsp(w, Message(PutCommit, m.obj, mepoch[w]));
-              owed[w] := false; undefine owedObj[w];
+            if owed[w] & owedMsg[w].obj = m.obj then
+              SendRsp(w, owedMsg[w]);
+              owed[w] := false; undefine owedMsg[w];
             end;
           end;
         end;
@@ -854,7 +872,7 @@ begin
   undefine cs; undefine req; undefine rsp; undefine snp; undefine birsp;
   undefine staging;
   for c: Server do
-    cs[c].status := Live; cs[c].epoch := 0; cs[c].permanent := false;
+    cs[c].status := Live; cs[c].epoch := 0;
     cs[c].running := false; cs[c].declared := false;
     cs[c].op := OpNone; cs[c].sent := 0;
     for o: Obj do cs[c].cache[o].st := C_I; end;
