@@ -103,7 +103,7 @@ def test_violation_prints_counterexample_and_fails():
 def test_model_that_does_not_parse_reports_rumur_message(tmp_path):
     broken = tmp_path / "broken.m"
     broken.write_text((ROOT / "spec" / "murphi" / "apta.m").read_text().replace(
-        "procedure SendReq(c: Server; m: Msg);", "procedure SendReq(c: Server; m: Msg)", 1))
+        "startstate \"all servers", "startstat \"all servers", 1))
     r = run_check("--only", "smoke", "--model", str(broken))
     assert r.returncode == 2
     assert "rumur rejected the model" in r.stderr and "syntax error" in r.stderr

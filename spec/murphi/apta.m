@@ -857,6 +857,8 @@ ruleset v: Obj do
   begin
     cover "eviction with a crashed sharer"
       exists c: Server do dir[v].sharers[c] & cs[c].status = Dead end;
+    cover "eviction for a complete put waiting for an entry"
+      exists s: Slot do Complete(s) & dir[staging[s].obj].st = D_I end;
     InvalidateSharers(v);
     dir[v].st := D_SI;
     Settle(v);

@@ -173,7 +173,8 @@ def format_trace(trace: list) -> str:
 def build(name: str, source: str, max_errors: int, threads: int, extra: list[str] = ()) -> Path:
     """rumur + cc; cached by a hash of the instantiated model and the flags."""
     flags = ["--output-format", "machine-readable", "--counterexample-trace", "diff",
-             "--max-errors", str(max_errors), "--threads", str(threads), *extra]
+             "--max-errors", str(max_errors), "--threads", str(threads),
+             "--symmetry-reduction", "heuristic", *extra]   # servers, objects, slots are scalarsets
     key = hashlib.sha256((source + " ".join(flags + CC_FLAGS)).encode()).hexdigest()[:16]
     d = BUILD / name
     d.mkdir(parents=True, exist_ok=True)
