@@ -16,10 +16,21 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK = ROOT / "spec" / "murphi" / "check.py"
 CHECKS = json.loads((ROOT / "spec" / "murphi" / "checks.json").read_text())
 SUMMARY = ROOT / "build" / "verify" / "summary.json"
-sys.path.insert(0, str(ROOT / "spec" / "murphi"))
 sys.path.insert(0, str(ROOT / "spec"))
-import check  # noqa: E402
 import summary  # noqa: E402
+
+
+def _load(name: str, path: Path):
+    """Import a runner by path under its own name (spec/murphi and spec/tla both have check.py)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+check = _load("murphi_check", CHECK)
 
 DEFAULT = CHECKS["suites"]["default"]
 
@@ -187,3 +198,19 @@ def test_summary_update_replaces_only_its_checker(tmp_path):
     assert sorted(r["name"] for r in json.loads(path.read_text())) == ["a", "c"]
     with pytest.raises(ValueError):
         summary.update(path, "rumur", [{"name": "x"}])
+
+
+def test_keep_covers_drops_only_unrequired_covers():
+    src = 'rule "r" true ==> begin cover "a" x > 0; x := 1; cover "b"\n  y = 2; end;\ncover "c" true;\n'
+    out = check.keep_covers(src, {"b"}, "t")
+    assert 'cover "b"' in out and 'cover "a"' not in out and 'cover "c"' not in out
+    assert "x := 1;" in out
+    with pytest.raises(check.CheckError, match="no cover statement named"):
+        check.keep_covers(src, {"zzz"}, "t")
+
+
+@pytest.mark.parametrize("config", sorted(CHECKS["configs"]))
+def test_every_required_cover_exists_in_the_model(config):
+    names = set(check.COVER_RE.findall((ROOT / "spec" / "murphi" / "apta.m").read_text()))
+    missing = set(CHECKS["configs"][config]["covers"]) - names
+    assert not missing, f"{config}: unknown covers {missing}"
