@@ -26,7 +26,7 @@
 (* is unfenced, in its current epoch and without pending invalidations     *)
 (* (Declared: none for the function's inputs), preferring servers that     *)
 (* cache the inputs.  The view is a snapshot of the control plane that may *)
-(* lag (Lag); the freshness it needs is contract C1-C4 of README.md.       *)
+(* lag (Lag); the freshness it needs is contract C1-C5 of README.md.       *)
 (*                                                                         *)
 (* Left out (the Murphi model spec/murphi covers the message level):       *)
 (*  - the get request/reply is one step: the memory server's channel to a  *)
@@ -174,7 +174,7 @@ Eligible(f, c) ==
   /\ \/ Mutant = "FencedSchedulable"
      \/ VEp(c) = epoch[c] /\ ~fenced[c]                    \* C3: unfenced, current epoch
   /\ Mutant = "StaleView" \/ VSeq >= depSeq[f]             \* C1: fresh enough for f
-  /\ \/ Mutant = "SchedRuleOff"                            \* no pending invalidations
+  /\ \/ Mutant = "SchedRuleOff"                            \* C4: no pending invalidations
      \/ IF Declared THEN VPend(c) \cap In[f] = {} ELSE VPend(c) = {}
 
 \* Locality: how many of f's inputs the directory lists c as caching.

@@ -36,6 +36,12 @@ Patterns == [
                w1 |-> F({"x"}, {"x"}, {"s"}),
                w2 |-> F({"y"}, {"y"}, {"s"}),
                g  |-> F({"x", "y"}, {}, {"w1", "w2"})],
+  \* a reader f1 in parallel with two updates f2 -> f3 of x, then a final
+  \* reader g: re-executing f1 re-caches x between the two updates.
+  diamond |-> [f1 |-> F({"x"}, {}, {}),
+               f2 |-> F({"x"}, {"x"}, {}),
+               f3 |-> F({"x"}, {"x"}, {"f2"}),
+               g  |-> F({"x"}, {}, {"f1", "f3"})],
   \* two mappers read the input x and write partitions y, z; the reducer
   \* reads both and writes the result back to x.
   mapreduce |-> [m1 |-> F({"x"}, {"y"}, {}),

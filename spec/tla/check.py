@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -96,11 +97,14 @@ SUITES: dict[str, list[Run]] = {
         Run("bgather", "model", "bgather.cfg"),
         Run("scatter", "model", "scatter.cfg"),
         Run("mapreduce", "model", "mapreduce.cfg"),
+        Run("diamond", "model", "diamond.cfg"),
         Run("undeclared", "model", "undeclared.cfg"),
         Run("silent", "model", "silent.cfg"),
         Run("live", "model", "live.cfg"),
         Run("live-false", "model", "live.cfg", const=LIVE_FALSE,
             note="liveness with a false suspicion instead of a crash"),
+        Run("live-locality", "model", "live.cfg", const={"Locality": "TRUE"},
+            note="liveness with the strict locality preference"),
         mutant("sched-rule-off", "pipeline.cfg", "SchedRuleOff", "GetFresh",
                note="scheduler ignores pending invalidations"),
         mutant("stale-view", "pipeline.cfg", "StaleView", "GetFresh",
@@ -114,6 +118,8 @@ SUITES: dict[str, list[Run]] = {
                note="no failure detector: a crashed server's function never re-executes"),
         mutant("old-epoch-ack", "pipeline.cfg", "OldEpochAck", "AckAccounting", full=True,
                note="an ack from an older epoch decrements the new epoch's counter"),
+        mutant("old-epoch-ack-p1", "diamond.cfg", "OldEpochAck", "GetFresh",
+               note="the same, checked against the contract only: a stale read"),
         mutant("early-put-ack", "pipeline.cfg", "EarlyPutAck", "Refinement",
                note="the writer is answered when its lines arrive, before the commit"),
         mutant("zombie-put", "pipeline.cfg", "ZombiePut", "Refinement",
@@ -129,7 +135,7 @@ SUITES: dict[str, list[Run]] = {
     ],
 }
 
-DEEP_SAFETY = {"MaxCrash": "1", "MaxFalse": "1", "NLines": "2"}
+DEEP_SAFETY = {"MaxCrash": "1", "MaxFalse": "1", "NLines": "2", "Lag": "TRUE"}
 SUITES["deep"] = [
     Run("store-deep", "model", "store.cfg", module="MCStore.tla",
         const={"MaxVersion": "4", "Workflow": '"bgather"'}),
@@ -139,13 +145,14 @@ SUITES["deep"] = [
         const={"Server": "{s1, s2, s3}", "MaxCrash": "2", "MaxFalse": "0", "NLines": "1"}),
     Run("broadcast-deep", "model", "broadcast.cfg", const=DEEP_SAFETY),
     Run("bgather-deep", "model", "bgather.cfg", const=DEEP_SAFETY),
-    Run("scatter-deep", "model", "scatter.cfg", const=DEEP_SAFETY),
-    Run("mapreduce-deep", "model", "mapreduce.cfg", const=DEEP_SAFETY),
+    Run("scatter-deep", "model", "scatter.cfg", const={"MaxFalse": "1"}),
+    Run("mapreduce-deep", "model", "mapreduce.cfg", const={"MaxFalse": "1"}),
+    Run("diamond-deep", "model", "diamond.cfg", const=DEEP_SAFETY),
     Run("undeclared-deep", "model", "undeclared.cfg", const={"MaxFalse": "1"}),
     Run("live-deep", "model", "live.cfg", const={"MaxFalse": "1"}),
     Run("live-pipeline", "model", "live.cfg",
         const={"Workflow": '"pipeline"', "DirCap": "1", "Lag": "FALSE"}),
-    Run("live-locality", "model", "live.cfg", const={"Locality": "TRUE", "MaxFalse": "1"}),
+    Run("live-locality-deep", "model", "live.cfg", const={"Locality": "TRUE", "MaxFalse": "1"}),
 ]
 
 ALL_RUNS = {r.name: r for runs in SUITES.values() for r in runs}
@@ -198,6 +205,14 @@ def sany(java: list[str], spec_dir: Path, module: str) -> str | None:
             seen.add(b)
             blocks.append(b)
     return "\n".join(blocks)
+
+
+def spec_digest(spec_dir: Path) -> str:
+    """SHA-1 over the modules and configurations: which spec a record checked."""
+    h = hashlib.sha1()
+    for f in sorted(list(spec_dir.glob("*.tla")) + list(spec_dir.glob("*.cfg"))):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 # --------------------------------------------------------------------------- configs
@@ -291,15 +306,19 @@ def run_tlc(run: Run, java: list[str], spec_dir: Path, build: Path, workers: str
     cmd = java + ["tlc2.TLC", "-workers", workers, "-metadir", str(states_dir),
                   "-config", str(cfg_path), run.module]
     t0 = time.monotonic()
-    try:
-        p = subprocess.run(cmd, cwd=spec_dir, capture_output=True, text=True, timeout=timeout)
-        out, rc = p.stdout + p.stderr, p.returncode
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        out += f"\ncheck.py: TLC timed out after {timeout} s\n"
-        rc = -1
+    with open(log, "w") as f:          # TLC's output streams to the log (progress)
+        f.write(" ".join(cmd) + "\n")
+        f.flush()
+        p = subprocess.Popen(cmd, cwd=spec_dir, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            f.write(f"\ncheck.py: TLC timed out after {timeout} s\n")
+            rc = -1
     seconds = time.monotonic() - t0
-    log.write_text(" ".join(cmd) + "\n" + out)
+    out = log.read_text().split("\n", 1)[1]
     shutil.rmtree(states_dir, ignore_errors=True)
 
     generated = distinct = 0
@@ -327,7 +346,7 @@ def run_tlc(run: Run, java: list[str], spec_dir: Path, build: Path, workers: str
         "name": run.name, "checker": "tlc", "kind": run.kind, "config": run.config_label,
         "states": generated, "rules_fired": generated, "distinct_states": distinct,
         "seconds": round(seconds, 1), "result": result, "violated": violated,
-        "expected": run.expected,
+        "expected": run.expected, "spec_digest": spec_digest(spec_dir),
     }
     rec["ok"] = summary.expected_ok(run.kind, result, violated, run.expected)
     return rec | {"_out": out, "_error": error, "_log": str(log)}
@@ -405,14 +424,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(error_text(rec["_out"]), flush=True)
         records.append({k: v for k, v in rec.items() if not k.startswith("_")})
 
-    # Keep this checker's other records (an --only run replaces just its own).
+    # Keep this checker's records of other runs (an --only or a deep run replaces
+    # just its own), dropping records of runs that no longer exist.
     old = []
     if args.summary.exists():
-        import json
         try:
+            new = {x["name"] for x in records}
             old = [r for r in json.loads(args.summary.read_text())
-                   if r.get("checker") == "tlc" and r["name"] not in {x["name"] for x in records}]
-        except (ValueError, KeyError):
+                   if r.get("checker") == "tlc" and r.get("name") in ALL_RUNS
+                   and r["name"] not in new]
+        except (ValueError, KeyError, TypeError):
             old = []
     merged = summary.update(args.summary, "tlc", old + records)
     print()
