@@ -10,7 +10,7 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 APT     := tools/install-apt.sh
 
-.PHONY: help verify verify-murphi verify-tla verify-deep test test-spec clean deps-murphi deps-tla venv
+.PHONY: help verify verify-murphi verify-tla verify-deep test clean deps-murphi deps-tla venv
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
