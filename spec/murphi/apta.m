@@ -648,6 +648,8 @@ ruleset c: Server do
   begin
     cover "crash while owing acks" PendingAt(c);
     cover "crash mid-put" cs[c].op = OpPutSend | cs[c].op = OpPutWait;
+    cover "crash mid-get" cs[c].op = OpGet;
+    cover "crash holding a copy" exists o: Obj do cs[c].cache[o].st = C_S end;
     faults := faults + 1;
     cs[c].status := Dead;
     LoseState(c);
