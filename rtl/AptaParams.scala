@@ -1,0 +1,62 @@
+package apta
+
+import chisel3._
+import chisel3.util._
+
+/** Every parameter of the memory-server RTL, in one place (the style of CoupledL2's L2Param).
+  *
+  * The message-field parameters (servers, epochBits, objIdBits, linesPerObject, txnBits, dataBits,
+  * addrBits) have the defaults of rtl/messages.json; Elaborate writes them to build/rtl/params.json
+  * and the Python tests compare that file with the schema, so the two cannot drift silently.
+  * Vectors from the model checker replay against a build whose servers / directory geometry match
+  * the model's configuration (spec/murphi/configs): pass those values here.
+  */
+case class AptaParams(
+  servers: Int = 16,          // compute servers (the OTC sharer vector and the OIC counters are this wide)
+  dirSets: Int = 64,          // OTC: directory sets
+  dirWays: Int = 4,           // OTC: directory ways (victim choice prefers cold S entries)
+  objIdBits: Int = 32,        // object id width
+  epochBits: Int = 8,         // epoch width per compute server (Rejoin increments it)
+  linesPerObject: Int = 64,   // cache lines per object (maximum object size)
+  txnBits: Int = 8,           // put transaction id width
+  dataBits: Int = 512,        // one cache line (64 bytes)
+  addrBits: Int = 46,         // host physical address width (object base in ObjBISnp)
+  stagingSlots: Int = 4,      // OPC: concurrent put transactions staged (PutRetry when full)
+  maxPendPerServer: Int = 15  // OIC: outstanding invalidations one server may owe per object
+) {
+  require(servers >= 1 && servers <= 64, s"servers must be 1..64 (sharer vector), got $servers")
+  require(isPow2(dirSets), s"dirSets must be a power of two, got $dirSets")
+  require(dirWays >= 1, s"dirWays must be >= 1, got $dirWays")
+  require(objIdBits >= log2Ceil(dirSets) + 1,
+    s"objIdBits ($objIdBits) must exceed the set index (${log2Ceil(dirSets)} bits) so a tag remains")
+  require(epochBits >= 1 && epochBits <= 32, s"epochBits must be 1..32, got $epochBits")
+  require(linesPerObject >= 2, s"linesPerObject must be >= 2 (a torn object must be possible), got $linesPerObject")
+  require(txnBits >= 1, s"txnBits must be >= 1, got $txnBits")
+  require(dataBits % 8 == 0 && dataBits > 0, s"dataBits must be whole bytes, got $dataBits")
+  require(addrBits >= 12 && addrBits <= 64, s"addrBits must be 12..64, got $addrBits")
+  require(stagingSlots >= 1, s"stagingSlots must be >= 1, got $stagingSlots")
+  require(maxPendPerServer >= 1, s"maxPendPerServer must be >= 1, got $maxPendPerServer")
+
+  // derived widths (names as in rtl/messages.json "derived")
+  def serverBits: Int = log2Up(servers)                // a server id
+  def lineBits: Int = log2Up(linesPerObject)           // a line index
+  def lineCountBits: Int = log2Up(linesPerObject + 1)  // a line count 0..linesPerObject
+  def setBits: Int = log2Ceil(dirSets) // OTC set index (low bits of the object id)
+  def tagBits: Int = objIdBits - setBits
+  def wayBits: Int = log2Up(dirWays)
+  def slotBits: Int = log2Up(stagingSlots)
+  def pendBits: Int = log2Up(maxPendPerServer + 1)
+
+  /** the values the message schema knows, for build/rtl/params.json */
+  def schemaParams: Seq[(String, Int)] = Seq(
+    "servers" -> servers, "epochBits" -> epochBits, "objIdBits" -> objIdBits,
+    "linesPerObject" -> linesPerObject, "txnBits" -> txnBits, "dataBits" -> dataBits,
+    "addrBits" -> addrBits, "serverBits" -> serverBits, "lineBits" -> lineBits,
+    "lineCountBits" -> lineCountBits)
+}
+
+/** Mixed into modules and bundles that need the parameters' derived widths. */
+trait HasAptaParameters {
+  implicit val p: AptaParams
+  def flitBits: Int = Messages.flitBits
+}

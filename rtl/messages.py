@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""The apta message schema (rtl/messages.json): Python codec, and the Chisel generator.
+
+As a module (pure stdlib)::
+
+    from messages import load
+    s = load()                                   # defaults of the schema; load(servers=4) overrides
+    flit = s.encode("PutLine", server=3, epoch=1, obj=7, txn=2, line=5, data=0xAB)
+    name, fields = s.decode(flit)                # ("PutLine", {...}); MessageError if malformed
+
+As a script::
+
+    python3 rtl/messages.py scala --out build/gen/Messages.scala   # Chisel bundles + opcodes
+    python3 rtl/messages.py table                                  # layout of every message
+
+A flit is an unsigned integer of `flit_bits` bits: the opcode in the low `opcodeBits` bits, then
+the message's fields in schema order, first field lowest; bits above the last field are reserved
+(zero). The Chisel side (generated below) uses exactly the same layout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_PATH = Path(__file__).with_name("messages.json")
+
+
+class MessageError(ValueError):
+    """A malformed message. `field` names the offending field (None: the message as a whole)."""
+
+    def __init__(self, text: str, message: str | None = None, field: str | None = None,
+                 error: str = "fieldRange"):
+        where = message or "message"
+        if field:
+            where += f".{field}"
+        super().__init__(f"{where}: {text}")
+        self.message, self.field, self.error = message, field, error
+
+
+def _clog2(n: int) -> int:
+    """Bits to index n things (at least 1), like chisel3.util.log2Up."""
+    return max(1, (n - 1).bit_length())
+
+
+_EXPR = re.compile(r"^\s*([A-Za-z_]\w*|\d+)\s*(?:([+-])\s*(\d+))?\s*$")
+
+
+def _expr(text, env: dict) -> int:
+    """A width/min/max: an int, a parameter name, or 'name +/- int'."""
+    if isinstance(text, int):
+        return text
+    m = _EXPR.match(str(text))
+    if not m:
+        raise ValueError(f"schema: cannot read expression {text!r}")
+    base, op, k = m.groups()
+    if base.isdigit():
+        v = int(base)
+    elif base in env:
+        v = env[base]
+    else:
+        raise ValueError(f"schema: unknown parameter {base!r} in {text!r}")
+    if op:
+        v = v + int(k) if op == "+" else v - int(k)
+    return v
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    width: int
+    lo: int          # bit offset in the flit
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class Message:
+    name: str
+    opcode: int
+    channel: str
+    fields: tuple    # of Field
+    bits: int        # opcode + fields
+
+
+class Schema:
+    def __init__(self, raw: dict, overrides: dict | None = None):
+        self.raw = raw
+        params = {k: v["default"] for k, v in raw["parameters"].items()}
+        for k, v in (overrides or {}).items():
+            if k not in params:
+                raise ValueError(f"schema: unknown parameter {k!r}")
+            params[k] = int(v)
+        for k, d in raw["derived"].items():
+            if "clog2" in d:
+                params[k] = _clog2(params[d["clog2"]])
+            elif "clog2p1" in d:
+                params[k] = _clog2(params[d["clog2p1"]] + 1)
+            else:
+                raise ValueError(f"schema: derived parameter {k!r} has no rule")
+        self.params = params
+        self.opcode_bits = raw["opcodeBits"]
+        self.errors = {k: v["code"] for k, v in raw["errors"].items()}
+        self.field_ids = {name: i + 1 for i, name in enumerate(raw["fields"])}  # 0 = no field
+        self.messages: dict[str, Message] = {}
+        self.by_opcode: dict[int, Message] = {}
+        for m in raw["messages"]:
+            lo, fields = self.opcode_bits, []
+            for fname in m["fields"]:
+                fd = raw["fields"][fname]
+                w = _expr(fd["width"], params)
+                fields.append(Field(fname, w, lo, _expr(fd.get("min", 0), params),
+                                    _expr(fd.get("max", (1 << w) - 1), params)))
+                lo += w
+            msg = Message(m["name"], m["opcode"], m["channel"], tuple(fields), lo)
+            if msg.opcode in self.by_opcode or not 0 < msg.opcode < (1 << self.opcode_bits):
+                raise ValueError(f"schema: bad or duplicate opcode {msg.opcode} ({msg.name})")
+            self.messages[msg.name] = msg
+            self.by_opcode[msg.opcode] = msg
+        self.flit_bits = max(m.bits for m in self.messages.values())
+
+    # ---- codec ---------------------------------------------------------------------------------
+    def encode(self, name: str, fields: dict | None = None, **kw) -> int:
+        """Pack a message into a flit; every field required, each within its range."""
+        vals = dict(fields or {}, **kw)
+        msg = self.messages.get(name)
+        if msg is None:
+            raise MessageError(f"unknown message type {name!r}", name, error="badOpcode")
+        known = {f.name for f in msg.fields}
+        extra = sorted(set(vals) - known)
+        if extra:
+            raise MessageError(f"unexpected field(s) {', '.join(extra)}", name, extra[0])
+        flit = msg.opcode
+        for f in msg.fields:
+            if f.name not in vals:
+                raise MessageError("missing field", name, f.name)
+            v = vals[f.name]
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise MessageError(f"not an integer: {v!r}", name, f.name)
+            if not f.min <= v <= f.max:
+                raise MessageError(f"{v} out of range {f.min}..{f.max} ({f.width} bits)", name, f.name)
+            flit |= v << f.lo
+        return flit
+
+    def decode(self, flit: int) -> tuple[str, dict]:
+        """Unpack a flit; MessageError (with .error = the schema's error name) if malformed."""
+        if isinstance(flit, bool) or not isinstance(flit, int) or flit < 0:
+            raise MessageError(f"flit must be a non-negative integer, got {flit!r}", error="reservedBits")
+        if flit >> self.flit_bits:
+            raise MessageError(f"flit wider than {self.flit_bits} bits", error="reservedBits")
+        op = flit & ((1 << self.opcode_bits) - 1)
+        msg = self.by_opcode.get(op)
+        if msg is None:
+            raise MessageError(f"unknown opcode {op}", field="opcode", error="badOpcode")
+        out = {}
+        for f in msg.fields:
+            v = (flit >> f.lo) & ((1 << f.width) - 1)
+            if not f.min <= v <= f.max:
+                raise MessageError(f"{v} out of range {f.min}..{f.max}", msg.name, f.name)
+            out[f.name] = v
+        if flit >> msg.bits:
+            raise MessageError(f"reserved bits {msg.bits}..{self.flit_bits - 1} not zero",
+                               msg.name, error="reservedBits")
+        return msg.name, out
+
+    def check(self, flit: int) -> tuple[int, int]:
+        """(error code, field id) exactly as the RTL decoder reports them (0, 0 when legal)."""
+        try:
+            self.decode(flit)
+            return 0, 0
+        except MessageError as e:
+            return self.errors[e.error], self.field_ids.get(e.field, 0)
+
+
+def load(path: Path | str = SCHEMA_PATH, **overrides) -> Schema:
+    return Schema(json.loads(Path(path).read_text()), overrides)
+
+
+# ---- Chisel generator --------------------------------------------------------------------------
+def _scala_expr(text) -> str:
+    """Schema expression -> Scala over the implicit AptaParams `p`."""
+    if isinstance(text, int):
+        return str(text)
+    base, op, k = _EXPR.match(str(text)).groups()
+    s = base if base.isdigit() else f"p.{base}"
+    return f"({s} {op} {k})" if op else s
+
+
+def gen_scala(raw: dict, schema_name: str) -> str:
+    ob = raw["opcodeBits"]
+    fields = raw["fields"]
+    fid = {name: i + 1 for i, name in enumerate(fields)}
+    L = [f"// GENERATED by rtl/messages.py from {schema_name}: do not edit (regenerated by the build).",
+         "package apta", "", "import chisel3._", "import chisel3.util._", "",
+         "/** Opcodes (low bits of every flit). */", "object MsgOpcode {", f"  val width = {ob}"]
+    for m in raw["messages"]:
+        L.append(f"  val {m['name']} = {m['opcode']}  // {m['channel']}, {m['dir']}: {m['doc']}")
+    L.append("  val all: Seq[(String, Int)] = Seq(" +
+             ", ".join(f'"{m["name"]}" -> {m["name"]}' for m in raw["messages"]) + ")")
+    L += ["}", "", "/** Error codes of the message decoder. */", "object MsgError {"]
+    codes = raw["errors"]
+    L.append(f"  val width = {max(1, max(v['code'] for v in codes.values()).bit_length())}")
+    for k, v in codes.items():
+        L.append(f"  val {k} = {v['code']}  // {v['doc']}")
+    L += ["}", "", "/** Field ids reported with a fieldRange error (0 = none, or the opcode). */",
+          "object MsgField {", f"  val width = {max(1, len(fields).bit_length())}", "  val none = 0"]
+    for name in fields:
+        L.append(f"  val {name} = {fid[name]}")
+    L += ["}", ""]
+    for m in raw["messages"]:
+        n = m["name"]
+        L.append(f"/** {n} ({m['channel']}, {m['dir']}; {m['cxl']}): {m['doc']} */")
+        L.append(f"class {n}Msg(implicit p: AptaParams) extends Bundle {{")
+        for f in m["fields"]:
+            L.append(f"  /** {fields[f]['doc']} */")
+            L.append(f"  val {f} = UInt({_scala_expr(fields[f]['width'])}.W)")
+        L.append("}")
+        L.append(f"object {n}Msg {{")
+        widths = [_scala_expr(fields[f]["width"]) for f in m["fields"]]
+        L.append(f"  /** opcode + fields: the bits of the flit this message uses */")
+        L.append(f"  def bits(implicit p: AptaParams): Int = MsgOpcode.width + " + " + ".join(widths))
+        # fromFlit
+        L.append(f"  def fromFlit(f: UInt)(implicit p: AptaParams): {n}Msg = {{")
+        L.append(f"    val m = Wire(new {n}Msg)")
+        L.append("    var lo = MsgOpcode.width")
+        for f, w in zip(m["fields"], widths):
+            L.append(f"    m.{f} := f(lo + {w} - 1, lo); lo += {w}")
+        L.append("    m")
+        L.append("  }")
+        # toFlit
+        L.append(f"  def toFlit(m: {n}Msg)(implicit p: AptaParams): UInt =")
+        L.append(f"    Cat({', '.join(f'm.{f}' for f in reversed(m['fields']))}, "
+                 f"MsgOpcode.{n}.U(MsgOpcode.width.W)).pad(Messages.flitBits)")
+        # range check: Seq of (field id, out of range)
+        L.append("  /** (field id, out of range) for each field with a range narrower than its width */")
+        L.append("  def rangeErrors(f: UInt)(implicit p: AptaParams): Seq[(Int, Bool)] = {")
+        L.append("    val m = fromFlit(f)")
+        L.append("    Seq[Option[(Int, Bool)]](")
+        checks = []
+        for f, w in zip(m["fields"], widths):
+            fd = fields[f]
+            lo = _scala_expr(fd.get("min", 0))
+            hi = _scala_expr(fd["max"]) if "max" in fd else f"((BigInt(1) << {w}) - 1)"
+            checks.append(f"      Messages.rangeCheck(MsgField.{f}, m.{f}, {w}, BigInt({lo}), BigInt({hi}))"
+                          if "max" in fd else
+                          f"      Messages.rangeCheck(MsgField.{f}, m.{f}, {w}, BigInt({lo}), {hi})")
+        L.append(",\n".join(checks))
+        L.append("    ).flatten")
+        L.append("  }")
+        L.append("}")
+        L.append("")
+    L += ["object Messages {",
+          "  /** width of a flit: the widest message */",
+          "  def flitBits(implicit p: AptaParams): Int = Seq(" +
+          ", ".join(f"{m['name']}Msg.bits" for m in raw["messages"]) + ").max",
+          "  /** elaboration-time: a comparator only where the range is narrower than the field */",
+          "  def rangeCheck(id: Int, v: UInt, w: Int, lo: BigInt, hi: BigInt): Option[(Int, Bool)] = {",
+          "    val top = (BigInt(1) << w) - 1",
+          "    val tooLow = if (lo > 0) Some(v < lo.U) else None",
+          "    val tooHigh = if (hi < top) Some(v > hi.U) else None",
+          "    (tooLow ++ tooHigh).reduceOption(_ || _).map(b => (id, b))",
+          "  }",
+          "  /** opcode, message bits and field range errors of every message of the schema */",
+          "  def table(f: UInt)(implicit p: AptaParams): Seq[(Int, Int, Seq[(Int, Bool)])] = Seq(" +
+          ", ".join(f"(MsgOpcode.{m['name']}, {m['name']}Msg.bits, {m['name']}Msg.rangeErrors(f))"
+                    for m in raw["messages"]) + ")",
+          "}", ""]
+    return "\n".join(L)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("what", choices=["scala", "table"])
+    ap.add_argument("--schema", default=str(SCHEMA_PATH))
+    ap.add_argument("--out", help="output file (scala)")
+    a = ap.parse_args(argv)
+    raw = json.loads(Path(a.schema).read_text())
+    s = Schema(raw)  # validates the schema (opcodes, expressions) before generating anything
+    if a.what == "scala":
+        text = gen_scala(raw, "rtl/messages.json")
+        if a.out:
+            Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.out).write_text(text)
+        else:
+            sys.stdout.write(text)
+    else:
+        print(f"flit {s.flit_bits} bits, opcode bits 0..{s.opcode_bits - 1}; params {s.params}")
+        for m in s.messages.values():
+            print(f"{m.opcode:2} {m.name:10} {m.channel:5} " +
+                  " ".join(f"{f.name}[{f.lo + f.width - 1}:{f.lo}]" for f in m.fields))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
