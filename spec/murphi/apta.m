@@ -22,13 +22,13 @@
 --   birsp (C->M) ObjBIRsp: invalidation ack                  -- extension of CXL 3.0 M2S BIRsp
 --
 -- Bounds that keep the state space finite (stated, not hidden): MAX_PUTS puts per object in a run;
--- MAX_FAULTS crashes plus false suspicions in a run; MAX_EPOCH rejoins per server.
+-- MAX_FAULTS crashes plus false suspicions in a run; MAX_EPOCH epochs per server.
 --
--- Mutants: MUTANT selects a one-rule switch of this model (0 = the real protocol). Each is listed in
+-- Mutants: MUTANT selects a one-rule switch of this model (M_NONE = the real protocol). Each is listed in
 -- spec/murphi/checks.json with the property it must break; `make verify` checks that it does.
 
 ------------------------------------------------------------------------------------------------
--- constants (spec/murphi/configs.json overrides the numbers per configuration)
+-- constants (spec/murphi/checks.json overrides the numbers per configuration)
 ------------------------------------------------------------------------------------------------
 const
   NUM_SERVERS: 3;         -- compute servers
@@ -38,7 +38,8 @@ const
   STAGING_SLOTS: 1;       -- OPC staging buffers (< concurrent writers exercises PutRetry)
   MAX_PUTS: 2;            -- puts per object in one run (put ids 1..MAX_PUTS; 0 = initial value)
   MAX_FAULTS: 1;          -- crashes + false suspicions in one run
-  MAX_EPOCH: 2;           -- rejoins per server (a rejoin after a crash during rejoin costs two)
+  MAX_EPOCH: 2;           -- epochs per server: 2 x MAX_FAULTS suffices (a crash during a rejoin
+                          -- can cost two); Rejoin asserts it is never exceeded
   OPC_TIMEOUT: true;      -- the OPC may abort an open transaction (timeout); the writer retries
   SILENT_EVICTION: true;  -- compute-server caches may drop a shared object without telling the OTC
 
@@ -52,9 +53,9 @@ const
   M_NONATOMIC_PUT: 6;     -- PutLine written straight to memory (no staging): CXL line atomicity only
   M_STALL_PUT_IN_SA: 7;   -- the paper artifact: a put waits in S^A until every ack arrived
   M_NO_FORWARD: 8;        -- OSC reads memory only, ignoring committed lines still draining
-  M_FORWARD_OPEN: 11;     -- OSC also forwards lines of an open (uncommitted) transaction
   M_INSTALL_AFTER_INV: 9; -- GET controller installs data even though a BISnp overtook it
   M_UNDECLARED_READ: 10;  -- a declared-input function may read an object it did not declare
+  M_FORWARD_OPEN: 11;     -- OSC also forwards lines of an open (uncommitted) transaction
   MUTANT: M_NONE;         -- the real protocol
 
   -- derived sizes
@@ -72,7 +73,6 @@ type
   Obj: scalarset(NUM_OBJECTS);
   Slot: scalarset(STAGING_SLOTS);
   Line: 0..NUM_LINES-1;
-  LineCount: 0..NUM_LINES;
   PutId: 0..MAX_PUTS;                   -- data value: which put wrote it (0 = initial)
   Rank: 0..MAX_PUTS;                    -- commit order of a put id within its object
   Epoch: 0..MAX_EPOCH;
