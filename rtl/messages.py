@@ -220,8 +220,8 @@ def gen_scala(raw: dict, schema_name: str) -> str:
         L.append("}")
         L.append(f"object {n}Msg {{")
         widths = [_scala_expr(fields[f]["width"]) for f in m["fields"]]
-        L.append(f"  /** opcode + fields: the bits of the flit this message uses */")
-        L.append(f"  def bits(implicit p: AptaParams): Int = MsgOpcode.width + " + " + ".join(widths))
+        L.append("  /** opcode + fields: the bits of the flit this message uses */")
+        L.append("  def bits(implicit p: AptaParams): Int = MsgOpcode.width + " + " + ".join(widths))
         # fromFlit
         L.append(f"  def fromFlit(f: UInt)(implicit p: AptaParams): {n}Msg = {{")
         L.append(f"    val m = Wire(new {n}Msg)")
