@@ -214,3 +214,22 @@ def test_every_required_cover_exists_in_the_model(config):
     names = set(check.COVER_RE.findall((ROOT / "spec" / "murphi" / "apta.m").read_text()))
     missing = set(CHECKS["configs"][config]["covers"]) - names
     assert not missing, f"{config}: unknown covers {missing}"
+
+
+# The scenarios issue 2 names; the default suite must require (and so hit) every one of them.
+REQUIRED_SCENARIOS = [
+    "put serviced in S^A",
+    "fence while a BISnp or its ack is in flight",
+    "eviction with a crashed sharer",
+    "placement while another server has pending invalidations",
+    "zombie put discarded",
+    "rejoin in a new epoch",
+    "false suspicion: live server fenced",
+    "undeclared read rejected",
+]
+
+
+@pytest.mark.parametrize("scenario", REQUIRED_SCENARIOS)
+def test_default_suite_requires_scenario(scenario):
+    required = {c for cfg in DEFAULT["models"] for c in CHECKS["configs"][cfg]["covers"]}
+    assert scenario in required, f"no default configuration requires cover {scenario!r}"
