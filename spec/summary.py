@@ -55,6 +55,22 @@ def update(path: Path, checker: str, records: list[dict]) -> list[dict]:
     return merged
 
 
+def merge(path: Path, checker: str, records: list[dict],
+          known: set[str] | None = None) -> list[dict]:
+    """Like `update`, for a partial run (--only): keep `checker`'s records of the runs this one did
+    not repeat, dropping those whose name is not in `known` (runs that no longer exist)."""
+    new = {r["name"] for r in records}
+    kept: list[dict] = []
+    if path.exists():
+        try:
+            kept = [r for r in json.loads(path.read_text())
+                    if r.get("checker") == checker and r.get("name") not in new
+                    and (known is None or r.get("name") in known)]
+        except (ValueError, TypeError, AttributeError):
+            kept = []
+    return update(path, checker, kept + records)
+
+
 def table(records: list[dict]) -> str:
     """The table `make verify` prints: one row per model or mutant."""
     head = ("name", "checker", "config", "states", "rules fired", "seconds", "expected", "result")

@@ -233,3 +233,15 @@ REQUIRED_SCENARIOS = [
 def test_default_suite_requires_scenario(scenario):
     required = {c for cfg in DEFAULT["models"] for c in CHECKS["configs"][cfg]["covers"]}
     assert scenario in required, f"no default configuration requires cover {scenario!r}"
+
+
+def test_summary_merge_keeps_other_runs_of_the_checker(tmp_path):
+    path = tmp_path / "s.json"
+    rec = {f: None for f in summary.FIELDS}
+    summary.update(path, "rumur", [{**rec, "name": n, "checker": "rumur"} for n in ("a", "b", "gone")])
+    summary.update(path, "tlc", [{**rec, "name": "t", "checker": "tlc"}])
+    summary.merge(path, "rumur", [{**rec, "name": "b", "checker": "rumur", "ok": True}],
+                  known={"a", "b"})
+    got = {(r["checker"], r["name"]): r for r in json.loads(path.read_text())}
+    assert set(got) == {("rumur", "a"), ("rumur", "b"), ("tlc", "t")}
+    assert got[("rumur", "b")]["ok"] is True

@@ -376,12 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_summary and not overrides and args.model == MODEL:
         # The default suite is what `make verify` reports; other suites get a file of their own.
         path = SUMMARY if args.suite == "default" else SUMMARY.with_name(f"summary-{args.suite}.json")
-        kept = []
-        if args.only is not None and path.exists():      # a partial run keeps the other records
-            names = {r["name"] for r in records}
-            kept = [r for r in json.loads(path.read_text())
-                    if r.get("checker") == "rumur" and r["name"] not in names]
-        summary.update(path, "rumur", kept + records)
+        if args.only is None:
+            summary.update(path, "rumur", records)
+        else:                                              # a partial run keeps the other records
+            summary.merge(path, "rumur", records, known=set(checks["configs"]) | set(checks["mutants"]))
     print()
     print(summary.table(records))
     bad = [r["name"] for r in records if not r["ok"]]

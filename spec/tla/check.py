@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -426,16 +425,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Keep this checker's records of other runs (an --only or a deep run replaces
     # just its own), dropping records of runs that no longer exist.
-    old = []
-    if args.summary.exists():
-        try:
-            new = {x["name"] for x in records}
-            old = [r for r in json.loads(args.summary.read_text())
-                   if r.get("checker") == "tlc" and r.get("name") in ALL_RUNS
-                   and r["name"] not in new]
-        except (ValueError, KeyError, TypeError):
-            old = []
-    merged = summary.update(args.summary, "tlc", old + records)
+    merged = summary.merge(args.summary, "tlc", records, known=set(ALL_RUNS))
     print()
     print(summary.table([r for r in merged if r["checker"] == "tlc" and r in records]))
     bad = [r["name"] for r in records if not r["ok"]]
