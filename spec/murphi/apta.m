@@ -56,6 +56,10 @@ const
   M_INSTALL_AFTER_INV: 9; -- GET controller installs data even though a BISnp overtook it
   M_UNDECLARED_READ: 10;  -- a declared-input function may read an object it did not declare
   M_FORWARD_OPEN: 11;     -- OSC also forwards lines of an open (uncommitted) transaction
+  M_FENCE_KEEPS_ACKS: 12; -- fencing does not retire the acks the fenced server owes
+  M_NO_CAPACITY: 13;      -- the OTC allocates an entry without checking its capacity
+  M_SA_GET_TO_S: 14;      -- the paper's table: a get in S^A moves the entry to S
+  M_INSTALL_EARLY: 15;    -- the PUT controller installs its version before PutCommit
   MUTANT: M_NONE;         -- the real protocol
 
   -- derived sizes
@@ -244,7 +248,7 @@ begin
 end;
 
 function DirFull(): boolean;
-begin return Entries() >= DIR_CAPACITY; end;
+begin return MUTANT != M_NO_CAPACITY & Entries() >= DIR_CAPACITY; end;
 
 function PendingOn(o: Obj): boolean;           -- OIC: some ack for o outstanding
 begin return exists c: Server do pend[o][c] > 0 end; end;
@@ -392,7 +396,7 @@ procedure Fence(c: Server);
 begin
   fenced[c] := true;
   for o: Obj do
-    pend[o][c] := 0;
+    if MUTANT != M_FENCE_KEEPS_ACKS then pend[o][c] := 0; end;
     dir[o].sharers[c] := false;
   end;
   for s: Slot do
@@ -550,7 +554,11 @@ ruleset c: Server do
     m := Message(PutLine, cs[c].opObj, cs[c].epoch);
     m.line := cs[c].sent - 1; m.val := cs[c].putId;
     SendReq(c, m);
-    if cs[c].sent = NUM_LINES then cs[c].op := OpPutWait; cs[c].sent := 0;
+    if cs[c].sent = NUM_LINES then
+      cs[c].op := OpPutWait; cs[c].sent := 0;
+      if MUTANT = M_INSTALL_EARLY then
+        cs[c].cache[cs[c].opObj].st := C_S; cs[c].cache[cs[c].opObj].ver := cs[c].putId;
+      end;
     else cs[c].sent := cs[c].sent + 1;
     end;
   end;
@@ -724,6 +732,7 @@ ruleset c: Server do
     switch dir[o].st
     case D_I:  dir[o].st := D_S;                      -- "OTC I Get": allocate
     case D_SA: cover "get served in S^A" true;        -- "OTC SA Get": stays S^A (paper: -> S)
+      if MUTANT = M_SA_GET_TO_S then dir[o].st := D_S; end;
     else                                              -- "OTC S Get"
     end;
     dir[o].sharers[c] := true;
