@@ -1,0 +1,50 @@
+"""The cells of the OTC/OIC protocol table, parsed from the one place they are written:
+the "Cells" table of rtl/CORE.md (rows whose first column is a backquoted id).
+
+    import cells; cells.load() -> [Cell(id, situation, outcome), ...]
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CORE_MD = Path(__file__).resolve().parent / "CORE.md"
+_ROW = re.compile(r"^\|\s*`([a-z][A-Za-z0-9_.]*)`\s*\|([^|]*)\|([^|]*)\|\s*$")
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str
+    situation: str
+    outcome: str
+
+
+def load(path: Path = CORE_MD) -> list[Cell]:
+    lines = path.read_text().splitlines()
+    try:
+        start = next(i for i, l in enumerate(lines) if l.startswith("## Cells"))
+    except StopIteration:
+        raise ValueError(f"{path}: no '## Cells' section") from None
+    out: list[Cell] = []
+    for n, line in enumerate(lines[start + 1:], start + 2):
+        if line.startswith("## "):
+            break
+        m = _ROW.match(line)
+        if m:
+            c = Cell(m.group(1), m.group(2).strip(), m.group(3).strip())
+            if any(c.id == o.id for o in out):
+                raise ValueError(f"{path}:{n}: cell {c.id!r} listed twice")
+            out.append(c)
+    if not out:
+        raise ValueError(f"{path}: the Cells table is empty")
+    return out
+
+
+def ids() -> list[str]:
+    return [c.id for c in load()]
+
+
+if __name__ == "__main__":
+    for c in load():
+        print(f"{c.id:18} {c.situation:50} {c.outcome}")
