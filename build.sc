@@ -8,6 +8,7 @@ object rtl extends ScalaModule {
   def scalaVersion = "2.13.15"
   val chiselVersion = "6.7.0"
 
+  // (Elaborate reads rtl/variants.json with ujson, which Chisel already depends on)
   def ivyDeps = Agg(ivy"org.chipsalliance::chisel:$chiselVersion")
   def scalacPluginIvyDeps = Agg(ivy"org.chipsalliance:::chisel-plugin:$chiselVersion")
   def scalacOptions = Seq("-language:reflectiveCalls", "-deprecation", "-feature", "-Xcheckinit", "-Ymacro-annotations")

@@ -22,7 +22,10 @@ case class AptaParams(
   dataBits: Int = 512,        // one cache line (64 bytes)
   addrBits: Int = 46,         // host physical address width (object base in ObjBISnp)
   stagingSlots: Int = 4,      // OPC: concurrent put transactions staged (PutRetry when full)
-  maxPendPerServer: Int = 15  // OIC: outstanding invalidations one server may owe per object
+  maxPendPerServer: Int = 15, // OIC: outstanding invalidations one server may owe per object
+  snpRounds: Int = 2,         // OIC: invalidation rounds (one commit or eviction each) queued for the BISnp issuer
+  respSlots: Int = 2,         // OTC: resp buffer; requests are accepted only while their answer has a slot
+  mutantPort: Boolean = false // `mutants` variant only: an io_mutant input selecting one deliberate bug (rtl/Mutants.scala)
 ) {
   require(servers >= 1 && servers <= 64, s"servers must be 1..64 (sharer vector), got $servers")
   require(isPow2(dirSets), s"dirSets must be a power of two, got $dirSets")
@@ -36,6 +39,8 @@ case class AptaParams(
   require(addrBits >= 12 && addrBits <= 64, s"addrBits must be 12..64, got $addrBits")
   require(stagingSlots >= 1, s"stagingSlots must be >= 1, got $stagingSlots")
   require(maxPendPerServer >= 1, s"maxPendPerServer must be >= 1, got $maxPendPerServer")
+  require(snpRounds >= 1, s"snpRounds must be >= 1, got $snpRounds")
+  require(respSlots >= 1, s"respSlots must be >= 1, got $respSlots")
 
   // derived widths (names as in rtl/messages.json "derived")
   def serverBits: Int = log2Up(servers)                // a server id
@@ -46,6 +51,16 @@ case class AptaParams(
   def wayBits: Int = log2Up(dirWays)
   def slotBits: Int = log2Up(stagingSlots)
   def pendBits: Int = log2Up(maxPendPerServer + 1)
+  def setIdxBits: Int = log2Up(dirSets)               // a set index signal (>= 1 bit; constant 0 when dirSets = 1)
+  /** OIC: acks one server may owe in total (every entry at its per-object bound) */
+  def totalPendBits: Int = log2Up(dirSets * dirWays * maxPendPerServer + 1)
+
+  /** every parameter and derived width, for build/rtl/<variant>/params.json */
+  def allParams: Seq[(String, Any)] =
+    productElementNames.zip(productIterator).toSeq ++ Seq(
+      "serverBits" -> serverBits, "lineBits" -> lineBits, "lineCountBits" -> lineCountBits,
+      "setBits" -> setBits, "tagBits" -> tagBits, "wayBits" -> wayBits, "slotBits" -> slotBits,
+      "pendBits" -> pendBits, "totalPendBits" -> totalPendBits)
 
   /** the values the message schema knows, for build/rtl/params.json */
   def schemaParams: Seq[(String, Int)] = Seq(

@@ -1,19 +1,69 @@
 package apta
 
 import _root_.circt.stage.ChiselStage
+import java.nio.file.{Files, Path, Paths}
 
-/** `./mill rtl.run [outdir]`: SystemVerilog of the RTL tops into build/rtl/ (default parameters),
-  * and build/rtl/params.json with the parameters the message schema knows (tests compare it with
-  * rtl/messages.json).
+/** `./mill rtl.run [outdir]`: every variant of rtl/variants.json into <outdir>/<variant>/
+  * (CoherenceCore.sv with its submodules, MsgDecoder.sv, params.json with every AptaParams value and
+  * derived width), <outdir>/mutants/mutants.json (rtl/Mutants.scala), and, for the MsgDecoder test,
+  * <outdir>/MsgDecoder.sv and <outdir>/params.json of the default parameters.
   */
 object Elaborate extends App {
   val outDir = if (args.nonEmpty) args(0) else "build/rtl"
-  implicit val p: AptaParams = AptaParams()
-  java.nio.file.Files.createDirectories(java.nio.file.Paths.get(outDir))
-  val firtoolOpts = Array("-disable-all-randomization", "-strip-debug-info")
-  ChiselStage.emitSystemVerilogFile(new MsgDecoder, Array("--target-dir", outDir), firtoolOpts)
-  val json = (p.schemaParams.map { case (k, v) => s"""  "$k": $v""" } :+ s"""  "flitBits": ${Messages.flitBits}""")
-    .mkString("{\n", ",\n", "\n}\n")
-  java.nio.file.Files.write(java.nio.file.Paths.get(outDir, "params.json"), json.getBytes("UTF-8"))
-  println(s"Elaborate: wrote $outDir/MsgDecoder.sv and $outDir/params.json (flit ${Messages.flitBits} bits)")
+  val variantsFile = if (args.length > 1) args(1) else "rtl/variants.json"
+  // plain Verilog-2005 constructs where firtool has a choice, so yosys 0.23 (rtl/synth/) reads it too
+  val firtoolOpts = Array("-disable-all-randomization", "-strip-debug-info",
+    "--lowering-options=disallowPackedArrays,disallowLocalVariables")
+
+  def write(path: Path, text: String): Unit = {
+    Files.createDirectories(path.getParent)
+    Files.write(path, text.getBytes("UTF-8"))
+  }
+  def jsonValue(v: Any): String = v match {
+    case b: Boolean => b.toString
+    case s: String => "\"" + s + "\""
+    case x => x.toString
+  }
+  def paramsJson(name: String, p: AptaParams): String =
+    ((Seq("variant" -> name) ++ p.allParams ++ Seq("flitBits" -> Messages.flitBits(p),
+      "setIndex" -> "obj % dirSets", "mutantWidth" -> (if (p.mutantPort) Mutants.width else 0)))
+      .map { case (k, v) => s"""  "$k": ${jsonValue(v)}""" }).mkString("{\n", ",\n", "\n}\n")
+
+  /** AptaParams with the named fields overridden (an unknown name is an error, not ignored) */
+  def params(over: Map[String, ujson.Value]): AptaParams = {
+    val d = AptaParams()
+    val names = d.productElementNames.toSeq
+    over.keys.filterNot(names.contains).foreach(k => sys.error(s"$variantsFile: unknown parameter '$k'"))
+    val values = names.zip(d.productIterator.toSeq).map { case (n, dv) =>
+      over.get(n) match {
+        case None => dv.asInstanceOf[AnyRef]
+        case Some(v) => dv match {
+          case _: Boolean => java.lang.Boolean.valueOf(v.bool)
+          case _: Int => java.lang.Integer.valueOf(v.num.toInt)
+          case _ => sys.error(s"$variantsFile: parameter '$n' of an unsupported type")
+        }
+      }
+    }
+    classOf[AptaParams].getConstructors.head.newInstance(values: _*).asInstanceOf[AptaParams]
+  }
+
+  val variants = ujson.read(new String(Files.readAllBytes(Paths.get(variantsFile)), "UTF-8"))("variants").arr
+  for (v <- variants) {
+    val name = v("name").str
+    implicit val p: AptaParams = params(v("params").obj.toMap)
+    val dir = Paths.get(outDir, name)
+    Files.createDirectories(dir)
+    ChiselStage.emitSystemVerilogFile(new CoherenceCore, Array("--target-dir", dir.toString), firtoolOpts)
+    ChiselStage.emitSystemVerilogFile(new MsgDecoder, Array("--target-dir", dir.toString), firtoolOpts)
+    write(dir.resolve("params.json"), paramsJson(name, p))
+    if (name == "default") {
+      ChiselStage.emitSystemVerilogFile(new MsgDecoder, Array("--target-dir", outDir), firtoolOpts)
+      // the schema's parameters only: tests/rtl/test_msg_decoder.py compares it with messages.json
+      write(Paths.get(outDir, "params.json"), ((p.schemaParams :+ ("flitBits" -> Messages.flitBits))
+        .map { case (k, x) => s"""  "$k": $x""" }).mkString("{\n", ",\n", "\n}\n"))
+    }
+    println(s"Elaborate: $name -> $dir (servers ${p.servers}, ${p.dirSets} sets x ${p.dirWays} ways, flit ${Messages.flitBits} bits)")
+  }
+  write(Paths.get(outDir, "mutants", "mutants.json"), Mutants.json)
+  println(s"Elaborate: wrote $outDir/mutants/mutants.json (${Mutants.all.size} mutants)")
 }

@@ -1,0 +1,45 @@
+package apta
+
+import chisel3._
+import chisel3.util._
+
+/** The deliberate bugs of the `mutants` variant (`make rtl-mutants`): each is gated by
+  * `io_mutant === id`, so one netlist carries all of them and 0 is the correct design. Ids and
+  * names are defined here only; Elaborate writes them to build/rtl/mutants/mutants.json.
+  * Several mirror a mutant of the Murphi model (spec/murphi/apta.m `MUTANT`), named in `doc`.
+  */
+object Mutants {
+  case class Mutant(id: Int, name: String, doc: String)
+
+  val sharersKeptOnCommit = Mutant(1, "sharers_kept_on_commit",
+    "a commit does not clear the old sharers (they stay sharers of the new version after their BISnp)")
+  val ackNotDecremented = Mutant(2, "ack_not_decremented",
+    "a legal ack does not decrement its counter (the round never settles)")
+  val acceptInSI = Mutant(3, "accept_in_SI",
+    "a get of an object in SI is Served instead of stalled")
+  val fenceIgnored = Mutant(4, "fence_ignored",
+    "fencing does not retire the acks the server owes (model: M_FENCE_KEEPS_ACKS)")
+  val oldEpochAck = Mutant(5, "old_epoch_ack",
+    "an ack's epoch and the fenced flag are not checked (model: M_OLD_EPOCH_ACK)")
+  val getSAtoS = Mutant(6, "get_SA_to_S",
+    "a get in S^A moves the entry to S, the paper's appendix table (model: M_SA_GET_TO_S)")
+  val commitStalledInSA = Mutant(7, "commit_stalled_in_SA",
+    "a commit in S^A is answered Stall until every ack arrived, the paper artifact (model: M_STALL_PUT_IN_SA)")
+
+  val all: Seq[Mutant] = Seq(sharersKeptOnCommit, ackNotDecremented, acceptInSI, fenceIgnored,
+    oldEpochAck, getSAtoS, commitStalledInSA)
+  require(all.map(_.id).distinct.size == all.size && !all.exists(_.id == 0), "mutant ids unique, 0 = none")
+
+  /** width of io_mutant */
+  def width: Int = log2Up(all.map(_.id).max + 1)
+
+  def json: String = all.map { m =>
+    s"""  {"id": ${m.id}, "name": "${m.name}", "doc": "${m.doc.replace("\"", "\\\"")}"}"""
+  }.mkString("[\n", ",\n", "\n]\n")
+}
+
+/** The selector as seen inside a module: `on(m)` is false.B (no logic at all) unless the variant has
+  * the mutant port. */
+class MutantSel(sel: Option[UInt]) {
+  def on(m: Mutants.Mutant): Bool = sel.map(_ === m.id.U).getOrElse(false.B)
+}

@@ -1,0 +1,142 @@
+package apta
+
+import chisel3._
+import chisel3.util._
+
+/** Directory states (rtl/CORE.md `queryResp.state`; the model's D_I, D_S, D_SA, D_SI). An entry in I
+  * is free: I doubles as the valid bit. */
+object DirState {
+  val width = 2
+  val I = 0   // free
+  val S = 1   // shared, nothing pending
+  val SA = 2  // S^A: the new version is shared while acks for the old one are pending (§III-D1)
+  val SI = 3  // being evicted: BISnps sent, waiting for their acks
+}
+
+/** `req.op` */
+object ReqOp {
+  val width = 1
+  val Get = 0     // the OSC asks whether it may serve the object (ObjGet)
+  val Commit = 1  // the OPC's put is complete and asks to commit
+}
+
+/** `resp.result` */
+object ReqResult {
+  val width = 2
+  val Served = 0
+  val Committed = 1
+  val Stall = 2   // retry later (SI, owes an ack, set full, counter overflow)
+  val Drop = 3    // zombie (fenced or old epoch) or malformed: nothing changed
+}
+
+/** `decodeErr.channel` */
+object ErrChannel {
+  val width = 2
+  val ack = 0
+  val ctrl = 1
+  val req = 2
+}
+
+/** One directory entry (one way of one set). */
+class DirEntry(implicit p: AptaParams) extends Bundle {
+  /** DirState; I = the way is free */
+  val state = UInt(DirState.width.W)
+  /** object id bits above the set index */
+  val tag = UInt(p.tagBits.W)
+  /** servers holding a copy of the current version (S or S^A) */
+  val sharers = UInt(p.servers.W)
+  /** object extent from the object map, carried by the BISnps */
+  val base = UInt(p.addrBits.W)
+  val size = UInt(p.lineCountBits.W)
+  /** OIC: acks each server owes for this object (the model's pend[o][c]) */
+  val pend = Vec(p.servers, UInt(p.pendBits.W))
+}
+
+/** A request as the core's ports carry it (`io_req_bits_*`). */
+class CoreReq(implicit p: AptaParams) extends Bundle {
+  /** ReqOp: Get or Commit */
+  val op = UInt(ReqOp.width.W)
+  /** requester (Get) or writer (Commit) */
+  val server = UInt(p.serverBits.W)
+  /** the requester's epoch as it sent the request */
+  val epoch = UInt(p.epochBits.W)
+  val obj = UInt(p.objIdBits.W)
+  /** object extent from the object map (kept in the entry, sent in the BISnps) */
+  val base = UInt(p.addrBits.W)
+  val size = UInt(p.lineCountBits.W)
+}
+
+/** The answer to one accepted request (`io_resp_bits_*`). */
+class CoreResp(implicit p: AptaParams) extends Bundle {
+  val op = UInt(ReqOp.width.W)
+  val server = UInt(p.serverBits.W)
+  val obj = UInt(p.objIdBits.W)
+  /** ReqResult */
+  val result = UInt(ReqResult.width.W)
+}
+
+/** One ack's outcome (`io_ackResult_bits_*`). */
+class AckResult(implicit p: AptaParams) extends Bundle {
+  val server = UInt(p.serverBits.W)
+  val obj = UInt(p.objIdBits.W)
+  /** a counter was decremented (else discarded: old epoch, fenced, nothing owed) */
+  val applied = Bool()
+  /** that was the round's last ack: S^A -> S or SI -> I */
+  val settled = Bool()
+}
+
+/** `io_query_bits_*` */
+class QueryReq(implicit p: AptaParams) extends Bundle {
+  val obj = UInt(p.objIdBits.W)
+}
+
+/** The entry of one object as the control plane sees it (`io_queryResp_bits_*`). */
+class QueryResp(implicit p: AptaParams) extends Bundle {
+  val obj = UInt(p.objIdBits.W)
+  /** the object has an entry (state != I) */
+  val hit = Bool()
+  /** DirState (I on a miss) */
+  val state = UInt(DirState.width.W)
+  /** bitmap, bit i = server i */
+  val sharers = UInt(p.servers.W)
+  /** acks each server owes for this object */
+  val pend = Vec(p.servers, UInt(p.pendBits.W))
+  /** bit i: server i is not fenced and owes nothing for this object (declared-input scheduling) */
+  val schedulableFor = UInt(p.servers.W)
+}
+
+/** `io_decodeErr_bits_*`: an illegal input was consumed and refused. */
+class CoreDecodeErr(implicit p: AptaParams) extends Bundle {
+  /** ErrChannel */
+  val channel = UInt(ErrChannel.width.W)
+  /** MsgError code */
+  val code = UInt(MsgError.width.W)
+  /** MsgField of the first bad field, else MsgField.none */
+  val field = UInt(MsgField.width.W)
+  /** the flit's opcode; for a req: MsgOpcode.ObjGet (Get) or MsgOpcode.PutCommit (Commit) */
+  val opcode = UInt(MsgOpcode.width.W)
+}
+
+/** What enters the directory pipeline in one cycle (one source wins the arbiter). */
+object PipeKind {
+  val width = 2
+  val Req = 0
+  val Ack = 1
+  val Query = 2
+  val Fence = 3  // one set of a fence walk: retire `server`'s counters and sharer bits there
+}
+
+class PipeOp(implicit p: AptaParams) extends Bundle {
+  val kind = UInt(PipeKind.width.W)
+  /** the set to read (the object's, or the walk's for Fence) */
+  val set = UInt(p.setIdxBits.W)
+  val req = new CoreReq  // req fields; Ack/Query/Fence use server, epoch, obj only
+}
+
+object DirIndex {
+  /** set index: the object id's low bits (a constant 0 with one set) */
+  def setOf(obj: UInt)(implicit p: AptaParams): UInt =
+    if (p.setBits == 0) 0.U(p.setIdxBits.W) else obj(p.setBits - 1, 0)
+  /** tag: the object id's bits above the set index */
+  def tagOf(obj: UInt)(implicit p: AptaParams): UInt = obj(p.objIdBits - 1, p.setBits)
+}

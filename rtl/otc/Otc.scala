@@ -1,0 +1,92 @@
+package apta
+
+import chisel3._
+import chisel3.util._
+
+/** OTC: the set-associative object directory (§III-D1, Fig. 6) with the OIC's per-(object, server)
+  * counters in each entry, as a two-stage pipeline:
+  *
+  *   S0 (accept)  the op enters; the set is read from the SyncReadMem (data next cycle)
+  *   S1 (update)  DirUpdate applies the protocol table to the set; the set is written back; the
+  *                answer (resp / ackResult / queryResp / BISnp round) leaves this cycle
+  *
+  * One op per cycle, whatever the sets: an op reading the set S1 writes in the same cycle (where
+  * the memory's read-during-write is undefined) takes S1's result from a forwarding register
+  * instead. After reset the directory clears itself, one set per cycle (`ready` low meanwhile).
+  */
+class Otc(implicit val p: AptaParams) extends Module with HasAptaParameters {
+  val io = IO(new Bundle {
+    /** S0: the arbiter's choice (the core only sends when `ready`) */
+    val in = Flipped(Valid(new PipeOp))
+    /** the directory is initialised */
+    val ready = Output(Bool())
+    val fenced = Input(UInt(p.servers.W))
+    val epochs = Input(Vec(p.servers, UInt(p.epochBits.W)))
+    val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
+
+    /** S1 holds an op (s1Req: a request, which produces a resp and maybe a round this cycle) */
+    val s1Valid = Output(Bool())
+    val s1Req = Output(Bool())
+    val resp = Valid(new CoreResp)
+    val reqErr = Valid(UInt(MsgField.width.W))
+    val ackResult = Valid(new AckResult)
+    val query = Valid(new QueryResp)
+    val round = Valid(new SnpRound)
+    val pendDec = Valid(UInt(p.serverBits.W))
+  })
+  val mem = SyncReadMem(p.dirSets, Vec(p.dirWays, new DirEntry))
+
+  // ---- reset: clear every set (I = free) ---------------------------------------------------------
+  val initSet = RegInit(0.U(p.setIdxBits.W))
+  val initDone = RegInit(false.B)
+  io.ready := initDone
+  assert(!io.in.valid || initDone, "OTC: op before the directory was cleared")
+
+  // ---- S0 -> S1 -------------------------------------------------------------------------------------
+  val rdata = mem.read(io.in.bits.set, io.in.valid)
+  val s1Valid = RegNext(io.in.valid, false.B)
+  val s1 = RegEnable(io.in.bits, io.in.valid)
+
+  // forwarding: the set S1 wrote last cycle, which the memory read of that cycle may not have seen
+  val fwdValid = RegInit(false.B)
+  val fwdSet = Reg(UInt(p.setIdxBits.W))
+  val fwdWays = Reg(Vec(p.dirWays, new DirEntry))
+  val ways = Mux(fwdValid && fwdSet === s1.set, fwdWays, rdata)
+
+  val upd = Module(new DirUpdate)
+  upd.io.op := s1
+  upd.io.ways := ways
+  upd.io.fenced := io.fenced
+  upd.io.epochs := io.epochs
+  upd.io.mutant.foreach(_ := io.mutant.get)
+
+  val write = s1Valid && s1.kind =/= PipeKind.Query.U
+  when(!initDone) {
+    val zero = 0.U.asTypeOf(Vec(p.dirWays, new DirEntry))
+    mem.write(initSet, zero)
+    initSet := initSet + 1.U
+    when(initSet === (p.dirSets - 1).U) { initDone := true.B }
+  }.elsewhen(write) {
+    mem.write(s1.set, upd.io.newWays)
+  }
+  fwdValid := write
+  fwdSet := s1.set
+  fwdWays := upd.io.newWays
+
+  // ---- S1 outputs -----------------------------------------------------------------------------------
+  val isReq = s1.kind === PipeKind.Req.U
+  io.s1Valid := s1Valid
+  io.s1Req := s1Valid && isReq
+  io.resp.valid := s1Valid && isReq
+  io.resp.bits := upd.io.resp
+  io.reqErr.valid := s1Valid && isReq && upd.io.reqErr.valid
+  io.reqErr.bits := upd.io.reqErr.bits
+  io.ackResult.valid := s1Valid && s1.kind === PipeKind.Ack.U
+  io.ackResult.bits := upd.io.ackResult
+  io.query.valid := s1Valid && s1.kind === PipeKind.Query.U
+  io.query.bits := upd.io.query
+  io.round.valid := s1Valid && upd.io.round.valid
+  io.round.bits := upd.io.round.bits
+  io.pendDec.valid := s1Valid && upd.io.pendDec.valid
+  io.pendDec.bits := upd.io.pendDec.bits
+}

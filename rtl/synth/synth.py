@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Generic yosys synthesis of the coherence core (`make synth`).
+
+1. default variant, hierarchical: `synth -run begin:fine` (coarse: proc, opt, alumacc, share,
+   `memory -nomap`), then the fine stage *without* `memory_map` (techmap, abc), so the directory
+   array stays one memory cell ($mem_v2) whose bits are reported separately; per module: cells,
+   flip-flops (single-bit $_*DFF*_ cells), memory bits. -> build/synth/report.json and the table
+   between the markers in rtl/README.md.
+2. stress variant, flattened, full `synth` (memories mapped to flip-flops) -> a gate-level netlist
+   build/synth/stress/CoherenceCore.v (+ params.json) the cocotb tests run with RTL_DIR=build/synth/stress.
+
+Usage: rtl/synth/synth.py [--rtl build/rtl] [--out build/synth] [--readme rtl/README.md]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BEGIN, END = "<!-- synth:begin -->", "<!-- synth:end -->"
+
+# fine stage of `synth` (yosys 0.23 `help synth`) minus memory_map
+FINE_KEEP_MEM = "opt -fast -full; opt -full; techmap; opt -fast; abc -fast; opt -fast; hierarchy -check; check"
+
+
+def yosys(script: str, log: Path) -> float:
+    t = time.time()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as f:
+        r = subprocess.run(["yosys", "-q", "-p", script], stdout=f, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        sys.exit(f"synth: yosys failed, see {log}")
+    return time.time() - t
+
+
+def read_stat(path: Path) -> dict:
+    """`stat -json` of yosys 0.23 also prints the hierarchy tree into the JSON: drop those lines."""
+    text = "\n".join(l for l in path.read_text().splitlines() if not re.fullmatch(r"\s+[\w$\\.]+\s+\d+", l))
+    return json.loads(text)
+
+
+def memory_bits(netlist: Path) -> dict:
+    """bits of the memory cells ($mem_v2: SIZE x WIDTH) per module"""
+    bits = {}
+    for name, m in json.loads(netlist.read_text())["modules"].items():
+        for c in m.get("cells", {}).values():
+            if c["type"] == "$mem_v2":
+                prm = c["parameters"]
+                bits[name] = bits.get(name, 0) + int(prm["SIZE"], 2) * int(prm["WIDTH"], 2)
+    return bits
+
+
+def is_ff(cell_type: str) -> bool:
+    return "DFF" in cell_type or "DLATCH" in cell_type
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rtl", default=str(ROOT / "build/rtl"))
+    ap.add_argument("--out", default=str(ROOT / "build/synth"))
+    ap.add_argument("--readme", default=str(ROOT / "rtl/README.md"))
+    a = ap.parse_args()
+    rtl, out = Path(a.rtl), Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    # 1. default, hierarchical, memories kept
+    src = rtl / "default" / "CoherenceCore.sv"
+    stat = out / "default" / "stat.json"
+    secs = yosys(f"read_verilog -sv -DSYNTHESIS {src}; synth -top CoherenceCore -run begin:fine; "
+                 f"{FINE_KEEP_MEM}; tee -q -o {stat} stat -json; write_json {out / 'default' / 'netlist.json'}",
+                 out / "default" / "yosys.log")
+    raw = read_stat(stat)
+    mem_bits = memory_bits(out / "default" / "netlist.json")
+    mods = {}
+    for name, m in raw["modules"].items():
+        name = name.lstrip("\\")
+        by_type = {k.lstrip("\\"): v for k, v in m.get("num_cells_by_type", {}).items()}
+        submods = {k: v for k, v in by_type.items() if not k.startswith("$")}
+        mods[name] = {
+            "cells": m["num_cells"] - sum(submods.values()),   # this module's own cells
+            "flipflops": sum(v for k, v in by_type.items() if is_ff(k)),
+            "memoryBits": mem_bits.get(name, 0),
+            "submodules": submods,
+        }
+
+    def total(name: str, key: str) -> int:      # own + every instance below
+        m = mods[name]
+        return m[key] + sum(n * total(s, key) for s, n in m["submodules"].items())
+
+    top = {k: total("CoherenceCore", k) for k in ("cells", "flipflops", "memoryBits")}
+    params = json.loads((rtl / "default" / "params.json").read_text())
+
+    # 2. stress, flattened gate-level netlist for the cocotb regression
+    st_src = rtl / "stress" / "CoherenceCore.sv"
+    st_dir = out / "stress"
+    st_dir.mkdir(parents=True, exist_ok=True)
+    st_stat = st_dir / "stat.json"
+    st_secs = yosys(f"read_verilog -sv -DSYNTHESIS {st_src}; synth -flatten -top CoherenceCore; "
+                    f"tee -q -o {st_stat} stat -json; write_verilog -noattr {st_dir / 'CoherenceCore.v'}",
+                    st_dir / "yosys.log")
+    shutil.copy(rtl / "stress" / "params.json", st_dir / "params.json")
+    st = read_stat(st_stat)["modules"]
+    st_top = next(iter(st.values()))
+
+    report = {
+        "tool": subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout.strip(),
+        "flow": "generic `synth` (yosys internal gate library), default variant hierarchical; directory "
+                "array kept as a memory cell (fine stage without memory_map), its bits under memoryBits",
+        "variant": "default",
+        "params": {k: params[k] for k in ("servers", "dirSets", "dirWays", "maxPendPerServer", "pendBits", "flitBits")},
+        "seconds": round(secs, 1),
+        "modules": mods,
+        "total": top,
+        "stress_netlist": {"file": str((st_dir / "CoherenceCore.v").relative_to(ROOT)),
+                           "cells": st_top["num_cells"],
+                           "flipflops": sum(v for k, v in st_top["num_cells_by_type"].items() if is_ff(k)),
+                           "seconds": round(st_secs, 1)},
+    }
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+
+    # the README table
+    order = sorted(mods, key=lambda n: (n != "CoherenceCore", n))
+    lines = [BEGIN,
+             f"Default variant ({params['servers']} servers, {params['dirSets']} sets x {params['dirWays']} ways, "
+             f"maxPendPerServer {params['maxPendPerServer']}); {report['tool']}, generic `synth` without "
+             f"`memory_map` ({secs:.0f} s). Cells and flip-flops are the module's own (submodule instances "
+             "not counted); the directory array is one memory cell, its bits in the memory column. "
+             "Written by `make synth` (build/synth/report.json).", "",
+             "| module | cells | flip-flops | memory bits | instantiates |", "|---|---|---|---|---|"]
+    for n in order:
+        m = mods[n]
+        subs = ", ".join(f"{s}" + (f" x{k}" if k > 1 else "") for s, k in sorted(m["submodules"].items())) or "-"
+        lines.append(f"| `{n}` | {m['cells']:,} | {m['flipflops']:,} | {m['memoryBits']:,} | {subs} |")
+    lines.append(f"| **total** (CoherenceCore with everything below) | **{top['cells']:,}** | "
+                 f"**{top['flipflops']:,}** | **{top['memoryBits']:,}** | |")
+    lines += ["", f"Stress variant, flattened with the memories mapped to flip-flops: "
+              f"{report['stress_netlist']['cells']:,} cells, {report['stress_netlist']['flipflops']:,} flip-flops "
+              f"({st_secs:.0f} s), netlist `build/synth/stress/CoherenceCore.v`.", END]
+    readme = Path(a.readme)
+    text = readme.read_text()
+    block = "\n".join(lines)
+    if BEGIN in text:
+        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n## Synthesis (yosys)\n\n" + block + "\n"
+    readme.write_text(text)
+    print(f"synth: default {top['cells']:,} cells, {top['flipflops']:,} flip-flops, {top['memoryBits']:,} memory bits "
+          f"({secs:.0f} s); stress netlist {report['stress_netlist']['cells']:,} cells ({st_secs:.0f} s) -> {out}/report.json")
+
+
+if __name__ == "__main__":
+    main()
