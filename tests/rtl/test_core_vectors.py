@@ -1,0 +1,209 @@
+"""Replay of the Murphi-derived vectors (build/vectors/*.jsonl, rtl/CORE.md "Test vectors") on
+CoherenceCore: every scenario on the variant whose servers/dirSets/dirWays equal its params (no
+match is an error), one Verilator build and one simulation per variant, reset between scenarios.
+
+Per step: each stimulus is driven and the core run idle; then the step's messages are compared
+(resp and ackResult and ctrlResp in order, snp as a multiset, nothing else, no decodeErr) and the
+state (io_query of every object of the scenario, io_status). A mismatch names the scenario id, the
+step, the model's rule, the field, expected and got.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from core_bfm import ROOT, Core, Req, load_params, rtl_dir_overridden, rtl_root  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "rtl"))
+
+VECTORS = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors"))
+GEOMETRY = ("servers", "dirSets", "dirWays")
+SNP_KEYS = ("server", "epoch", "obj", "base", "size")
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+def _diff(where, field, exp, got):
+    raise Mismatch(f"{where}: {field}: expected {exp!r}, got {got!r}")
+
+
+def _sub(exp: dict, got: dict) -> bool:
+    return all(k in got and got[k] == v for k, v in exp.items())
+
+
+async def replay(core: Core, sc: dict):
+    """One scenario; raises Mismatch at the first difference."""
+    await core.reset()
+    seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr")}
+    fired = Counter()
+
+    def grab(b):
+        if b.port in seen:
+            seen[b.port].append(b.data)
+        elif b.port.endswith(".fire"):
+            fired[b.port[:-5]] += 1
+
+    def waiting():
+        return (len(seen["resp"]) < fired["req"] or len(seen["ctrlResp"]) < fired["ctrl"]
+                or len(seen["ackResult"]) + len(seen["decodeErr"]) < fired["ack"])
+
+    core.listeners.append(grab)
+    try:
+        for si, step in enumerate(sc["steps"]):
+            where = f"{sc['id']} ({sc.get('_where', '')}) step {si} rule {step['rule']!r}"
+            for k in seen:
+                seen[k].clear()
+            fired.clear()
+            for st in step["stimuli"]:
+                if st["port"] == "req":
+                    core.send_req(Req(st["op"], st["server"], st["epoch"], st["obj"], st["base"], st["size"]))
+                elif st["port"] == "ack":
+                    core.send_ack(core.ack_flit(st["server"], st["epoch"], st["obj"]))
+                else:
+                    core.send_ctrl(core.ctrl_flit(st["op"], st["server"], st["epoch"]))
+                await core.settle(quiet=8, full_ready=True, waiting=waiting)
+            exp = step["expect"]
+            if seen["decodeErr"]:
+                _diff(where, "decodeErr", [], seen["decodeErr"])
+            for port in ("resp", "ackResult", "ctrlResp"):
+                e, g = exp.get(port, []), seen[port]
+                if len(e) != len(g):
+                    _diff(where, port, e, g)
+                for i, (a, b) in enumerate(zip(e, g)):
+                    for k, v in a.items():
+                        if b.get(k) != v:
+                            _diff(where, f"{port}[{i}].{k}", v, b.get(k))
+            e = Counter(tuple(d.get(k) for k in SNP_KEYS) for d in exp.get("snp", []))
+            g = Counter(tuple(d.get(k) for k in SNP_KEYS) for d in seen["snp"])
+            if e != g:
+                _diff(where, f"snp (multiset of {SNP_KEYS})", sorted(e.elements()), sorted(g.elements()))
+            state = exp.get("state")
+            if state is None:
+                continue
+            objs = sorted({o["obj"] for o in sc["objects"].values()} | {int(k) for k in state.get("objects", {})})
+            q = await core.query_all(objs)
+            for ok, want in state.get("objects", {}).items():
+                r = q[int(ok)]
+                if "hit" in want and r["hit"] != want["hit"]:
+                    _diff(where, f"query obj {ok}.hit", want["hit"], r["hit"])
+                if want.get("state") and r["hit"] != (want["state"] != "I"):
+                    _diff(where, f"query obj {ok}.hit", want["state"] != "I", r["hit"])
+                for k, v in want.items():
+                    if k != "hit" and r.get(k) != v:
+                        _diff(where, f"query obj {ok}.{k}", v, r.get(k))
+            status = core.read_status()
+            for k, v in state.items():
+                if k != "objects" and status.get(k) != v:
+                    _diff(where, f"status.{k}", v, status.get(k))
+    finally:
+        core.listeners.remove(grab)
+
+
+# ---- the cocotb test ---------------------------------------------------------------------------
+try:
+    import cocotb
+except ImportError:
+    cocotb = None
+
+if cocotb is not None:
+    @cocotb.test()
+    async def core_vectors(dut):
+        from core_bfm import start_clock
+        variant = os.environ["APTA_VARIANT"]
+        scen = json.loads(Path(os.environ["APTA_SCENARIOS"]).read_text())
+        p = load_params(variant)
+        start_clock(dut)
+        core = Core(dut, p)
+        fails, t0 = [], time.time()
+        for sc in scen:
+            try:
+                await replay(core, sc)
+            except Mismatch as e:
+                fails.append(str(e))
+        out = os.environ.get("APTA_RESULT")
+        if out:
+            Path(out).write_text(json.dumps({"variant": variant, "scenarios": len(scen), "failed": fails,
+                                             "cycles": core.cycle_no, "seconds": round(time.time() - t0, 1)},
+                                            indent=1))
+        assert not fails, f"{len(fails)} of {len(scen)} scenarios differ:\n" + "\n".join(fails[:20])
+
+
+# ---- pytest side --------------------------------------------------------------------------------
+def variants() -> dict:
+    """variant name -> params.json, for every variant with Verilog under build/rtl/ (or RTL_DIR)."""
+    from core_bfm import all_variants
+    out = {}
+    for v in all_variants():
+        try:
+            out[v] = load_params(v)
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def match_variant(params: dict, vs: dict) -> str | None:
+    for name, p in vs.items():
+        if name == "mutants":
+            continue
+        if all(p.get(k) == params[k] for k in GEOMETRY):
+            return name
+    return None
+
+
+def load_all(vdir: Path = VECTORS) -> list[dict]:
+    import vectors_io
+    files = sorted(vdir.glob("*.jsonl"))
+    assert files, f"no vectors in {vdir}: run `make vectors` first"
+    out = []
+    for f in files:
+        lines = [n for n, l in enumerate(f.read_text().splitlines(), 1) if l.strip()]
+        for i, sc in enumerate(vectors_io.load_vectors(f)):
+            sc = dict(sc)
+            sc.setdefault("_where", f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}")
+            out.append(sc)
+    return out
+
+
+def test_vectors_replay():
+    from core_bfm import run
+    scen = load_all()
+    vs = variants()
+    groups, unmatched = {}, []
+    for sc in scen:
+        v = match_variant(sc["params"], vs)
+        if v is None:
+            unmatched.append(sc["id"])
+        else:
+            groups.setdefault(v, []).append(sc)
+    if rtl_dir_overridden():        # another build (e.g. the netlist of one variant): what matches
+        if not groups:
+            import pytest
+            pytest.skip(f"no vector's geometry matches a variant under RTL_DIR={rtl_root()} "
+                        f"({sorted(vs)})")
+    else:
+        assert not unmatched, (f"{len(unmatched)} scenarios match no RTL variant (servers/dirSets/dirWays) "
+                               f"of {sorted(vs)}: {unmatched[:5]}")
+    report = {}
+    for v, scs in sorted(groups.items()):
+        bdir = ROOT / "build" / "sim" / "vectors"
+        bdir.mkdir(parents=True, exist_ok=True)
+        sf = bdir / f"{v}.json"
+        sf.write_text(json.dumps(scs))
+        res = bdir / f"{v}-result.json"
+        if res.exists():
+            res.unlink()
+        n, failed = run(v, "test_core_vectors", {"APTA_SCENARIOS": sf, "APTA_RESULT": res},
+                        results_name="vectors.xml")
+        r = json.loads(res.read_text()) if res.exists() else {"failed": ["simulation crashed"]}
+        report[v] = r
+        assert n == 1 and failed == 0, f"variant {v}: " + "\n".join(r["failed"][:20])
+    (ROOT / "build" / "coverage").mkdir(parents=True, exist_ok=True)
+    (ROOT / "build" / "coverage" / "vectors-replay.json").write_text(json.dumps(
+        {v: {k: r.get(k) for k in ("scenarios", "cycles", "seconds")} for v, r in report.items()}, indent=1))
