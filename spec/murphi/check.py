@@ -170,13 +170,14 @@ def format_trace(trace: list) -> str:
     return "\n".join(lines)
 
 
-def build(name: str, source: str, max_errors: int, threads: int, extra: list[str] = ()) -> Path:
-    """rumur + cc; cached by a hash of the instantiated model and the flags."""
+def build(name: str, source: str, max_errors: int, threads: int, extra: list[str] = (),
+          base: Path = BUILD, cc_flags: list[str] = CC_FLAGS) -> Path:
+    """rumur + cc into base/name; cached by a hash of the instantiated model and the flags."""
     flags = ["--output-format", "machine-readable", "--counterexample-trace", "diff",
              "--max-errors", str(max_errors), "--threads", str(threads),
              "--symmetry-reduction", "heuristic", *extra]   # servers, objects, slots are scalarsets
-    key = hashlib.sha256((source + " ".join(flags + CC_FLAGS)).encode()).hexdigest()[:16]
-    d = BUILD / name
+    key = hashlib.sha256((source + " ".join(flags + list(cc_flags))).encode()).hexdigest()[:16]
+    d = base / name
     d.mkdir(parents=True, exist_ok=True)
     exe = d / f"verifier-{key}"
     if exe.exists():
@@ -188,7 +189,7 @@ def build(name: str, source: str, max_errors: int, threads: int, extra: list[str
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise CheckError(f"rumur rejected the model ({name}):\n{r.stderr.strip()}")
-    r = subprocess.run(["cc", *CC_FLAGS, str(d / "model.c"), "-o", str(exe), "-lpthread"],
+    r = subprocess.run(["cc", *cc_flags, str(d / "model.c"), "-o", str(exe), "-lpthread"],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise CheckError(f"cc failed on the generated verifier ({name}):\n{r.stderr.strip()[-3000:]}")

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "rtl"))
 NEEDS = {
     "test_msg_decoder": [""],
     "test_core_vectors": [],
-    "test_core_mutants": ["mutants"],
+    "test_core_mutants": ["mutants", "mutants_m2s1w1"],
     "test_core_bench": ["default"],
     "test_stress_default_variant": ["default"],
     "test_stress_and_coverage": ["stress"],

@@ -1,10 +1,12 @@
 """`make rtl-mutants`: the regression must catch every deliberate bug of the `mutants` variant.
 
-One Verilator build of build/rtl/mutants/ (the stress geometry plus an io_mutant input, ids and
-names in build/rtl/mutants/mutants.json, 0 = the correct design). For each id the vectors that
-match the geometry (if any) and a shorter stress run (APTA_MUTANT_OPS, default 15k operations)
-are run; id 0 must pass, every other id must fail. Prints a table mutant -> the check that caught
-it; writes build/coverage/mutants.json.
+Two Verilator builds with an io_mutant input (ids and names in build/rtl/mutants/mutants.json,
+0 = the correct design): `mutants_m2s1w1` (the geometry of the model's 2-server configurations)
+replays every vector of that geometry, and `mutants` (the stress geometry) runs a shorter stress
+(APTA_MUTANT_OPS, default 15k operations). Id 0 must pass both; every other id must be caught by
+at least one. Whether the model's vectors alone catch a mutant is reported, per mutant, with the
+first scenario that caught it: the vectors' teeth, measured. Prints the table; writes
+build/coverage/mutants.json.
 """
 from __future__ import annotations
 
@@ -32,26 +34,60 @@ def _stress(mid: int) -> dict:
     return res
 
 
+def _vectors(mid: int, scen_file: Path) -> dict:
+    """Replay the vectors of the mutants_m2s1w1 geometry with io_mutant = mid."""
+    from core_bfm import run
+    res = ROOT / "build" / "coverage" / "mutants" / f"vectors-{mid}.json"
+    if res.exists():
+        res.unlink()
+    n, failed = run("mutants_m2s1w1", "test_core_vectors", {"APTA_SCENARIOS": scen_file, "APTA_RESULT": res,
+                                                             "APTA_MUTANT": mid},
+                    results_name=f"vectors-mutant-{mid}.xml")
+    r = json.loads(res.read_text()) if res.exists() else {"failed": ["simulation crashed"], "scenarios": 0}
+    r["caught"] = failed > 0 or n != 1
+    return r
+
+
+def _scenario_file() -> tuple[Path, int]:
+    from test_core_vectors import load_all, match_variant
+    from core_bfm import load_params
+    geo = load_params("mutants_m2s1w1")
+    scen = [sc for sc in load_all() if match_variant(sc["params"], {"m": geo})]
+    f = ROOT / "build" / "coverage" / "mutants" / "vectors-m2s1w1.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps(scen))
+    return f, len(scen)
+
+
 def test_mutants_caught():
     ms = json.loads((variant_dir("mutants") / "mutants.json").read_text())
     if isinstance(ms, dict):
         ms = ms.get("mutants", list(ms.values()))
+    scen_file, n_scen = _scenario_file()
+    assert n_scen, "no vector matches the mutants_m2s1w1 geometry: run `make vectors`"
     rows, problems = [], []
-    base = _stress(0)
-    rows.append((0, "none", "passes" if not base["failed"] else f"FAILS: {base['violation']}", base.get("ops")))
+    base, vbase = _stress(0), _vectors(0, scen_file)
+    rows.append({"id": 0, "name": "none", "vectors": "passes" if not vbase["caught"] else "FAILS",
+                 "stress": "passes" if not base["failed"] else f"FAILS: {base['violation']}", "ops": base.get("ops")})
     if base["failed"]:
-        problems.append(f"mutant 0 (the correct design) fails: {base['violation']}")
+        problems.append(f"mutant 0 (the correct design) fails the stress: {base['violation']}")
+    if vbase["caught"]:
+        problems.append(f"mutant 0 (the correct design) fails the vectors: {vbase['failed'][:3]}")
     for m in ms:
-        r = _stress(m["id"])
+        r, vr = _stress(m["id"]), _vectors(m["id"], scen_file)
         v = r.get("violation") or {}
         caught = v.get("check") if r["failed"] else None
-        rows.append((m["id"], m["name"], caught or "NOT CAUGHT", r.get("ops")))
-        if not caught:
-            problems.append(f"mutant {m['id']} {m['name']} not caught ({r.get('ops')} ops)")
-    w = max(len(r[1]) for r in rows)
-    print("\nmutant" + " " * (w - 2) + "caught by (ops until caught)")
-    for mid, name, caught, ops in rows:
-        print(f"{mid:3} {name:{w}}  {caught}  ({ops})")
+        vcaught = (f"{len(vr['failed'])}/{n_scen}, first {vr['failed'][0].split(' ')[0]}"
+                   if vr["caught"] and vr["failed"] else ("crashed" if vr["caught"] else None))
+        rows.append({"id": m["id"], "name": m["name"], "vectors": vcaught or "not caught",
+                     "stress": caught or "not caught", "ops": r.get("ops")})
+        if not caught and not vcaught:
+            problems.append(f"mutant {m['id']} {m['name']} caught neither by the vectors nor by the stress "
+                            f"({r.get('ops')} ops)")
+    w = max(len(r["name"]) for r in rows)
+    print(f"\nmutant{' ' * (w - 2)}vectors ({n_scen} scenarios: failing, first)      stress check (ops)")
+    for r in rows:
+        print(f"{r['id']:3} {r['name']:{w}}  {r['vectors']:42} {r['stress']} ({r['ops']})")
     out = ROOT / "build" / "coverage" / "mutants.json"
-    out.write_text(json.dumps([{"id": i, "name": n, "caught_by": c, "ops": o} for i, n, c, o in rows], indent=1))
+    out.write_text(json.dumps(rows, indent=1))
     assert not problems, "\n".join(problems)

@@ -38,9 +38,9 @@ def _sub(exp: dict, got: dict) -> bool:
     return all(k in got and got[k] == v for k, v in exp.items())
 
 
-async def replay(core: Core, sc: dict):
+async def replay(core: Core, sc: dict, mutant: int = 0):
     """One scenario; raises Mismatch at the first difference."""
-    await core.reset()
+    await core.reset(mutant=mutant)
     seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr")}
     fired = Counter()
 
@@ -121,10 +121,11 @@ if cocotb is not None:
         p = load_params(variant)
         start_clock(dut)
         core = Core(dut, p)
+        mutant = int(os.environ.get("APTA_MUTANT", "0"))     # mutants_* variants only
         fails, t0 = [], time.time()
         for sc in scen:
             try:
-                await replay(core, sc)
+                await replay(core, sc, mutant)
             except Mismatch as e:
                 fails.append(str(e))
         out = os.environ.get("APTA_RESULT")
@@ -150,7 +151,7 @@ def variants() -> dict:
 
 def match_variant(params: dict, vs: dict) -> str | None:
     for name, p in vs.items():
-        if name == "mutants":
+        if name.startswith("mutants"):
             continue
         if all(p.get(k) == params[k] for k in GEOMETRY):
             return name

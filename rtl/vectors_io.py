@@ -1,0 +1,231 @@
+"""Test vectors of the coherence core: loading and schema validation (rtl/CORE.md, "Test vectors").
+
+Written by spec/murphi/vectors.py into build/vectors/<config>.jsonl (one scenario per line),
+replayed by the cocotb testbench (tests/rtl/). Both import this module; stdlib only.
+
+    import vectors_io
+    scenarios = vectors_io.load_vectors("build/vectors/smoke.jsonl")   # validated dicts
+    cov = vectors_io.load_coverage("build/vectors/coverage.json")
+
+Every problem raises VectorError naming the file, the line and the field:
+    build/vectors/smoke.jsonl:3: steps[2].stimuli[0].port: unknown port 'foo' (known: ack, ctrl, req)
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+PORTS = ("req", "ack", "ctrl")                       # stimulus ports
+REQ_OPS = ("Get", "Commit")                          # req.op (0, 1)
+CTRL_OPS = ("Fence", "Rejoin")
+RESULTS = ("Served", "Committed", "Stall", "Drop")   # resp.result (0..3)
+CTRL_RESP_OPS = ("Fence", "RejoinAck")
+STATES = ("I", "S", "SA", "SI")                      # queryResp.state (0..3)
+PARAMS = ("servers", "dirSets", "dirWays", "maxPendPerServer", "linesPerObject")
+EXPECT_PORTS = ("resp", "snp", "ackResult", "ctrlResp")
+
+
+class VectorError(ValueError):
+    """A malformed vector file: the message starts with file:line: field:."""
+
+
+class _Bad(VectorError):
+    """A problem in one scenario (validate): `field: problem`; load_vectors adds file:line."""
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem = field, problem
+
+
+def _get(d: dict, key: str, where: str):
+    if not isinstance(d, dict):
+        raise _Bad(where, f"expected an object, got {type(d).__name__}")
+    if key not in d:
+        raise _Bad(f"{where}.{key}" if where else key, "missing field")
+    return d[key]
+
+
+def _int(d: dict, key: str, where: str, lo: int = 0, hi: int | None = None) -> int:
+    v = _get(d, key, where)
+    f = f"{where}.{key}" if where else key
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _Bad(f, f"expected an integer, got {v!r}")
+    if v < lo or (hi is not None and v > hi):
+        raise _Bad(f, f"{v} outside {lo}..{'' if hi is None else hi}")
+    return v
+
+
+def _bool(d: dict, key: str, where: str) -> bool:
+    v = _get(d, key, where)
+    if not isinstance(v, bool):
+        raise _Bad(f"{where}.{key}", f"expected true/false, got {v!r}")
+    return v
+
+
+def _str(d: dict, key: str, where: str, allowed: tuple[str, ...] | None = None, what: str = "value") -> str:
+    v = _get(d, key, where)
+    f = f"{where}.{key}" if where else key
+    if not isinstance(v, str):
+        raise _Bad(f, f"expected a string, got {v!r}")
+    if allowed is not None and v not in allowed:
+        raise _Bad(f, f"unknown {what} {v!r} (known: {', '.join(sorted(allowed))})")
+    return v
+
+
+def _list(d: dict, key: str, where: str) -> list:
+    v = _get(d, key, where)
+    if not isinstance(v, list):
+        raise _Bad(f"{where}.{key}", f"expected a list, got {type(v).__name__}")
+    return v
+
+
+def _cells() -> tuple[str, ...] | None:
+    try:
+        import cells                                  # rtl/cells.py, beside this file
+    except ImportError:                               # pragma: no cover
+        import importlib.util
+        p = Path(__file__).resolve().parent / "cells.py"
+        spec = importlib.util.spec_from_file_location("cells", p)
+        cells = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cells)
+    return tuple(cells.ids())
+
+
+def validate(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
+    """Check one scenario against the schema; raises VectorError("<field>: <problem>").
+    known_cells None: any cell id is accepted (load_vectors passes rtl/cells.py's)."""
+    if not isinstance(sc, dict):
+        raise _Bad("(scenario)", f"expected a JSON object, got {type(sc).__name__}")
+    _str(sc, "id", "")
+    _str(sc, "config", "")
+    _str(sc, "cell", "", known_cells, "cell")
+    params = _get(sc, "params", "")
+    for p in PARAMS:
+        _int(params, p, "params", 1)
+    n = params["servers"]
+    maxpend = params["maxPendPerServer"]
+    objs = _get(sc, "objects", "")
+    if not isinstance(objs, dict) or not objs:
+        raise _Bad("objects", "expected a non-empty object {name: {obj, base, size}}")
+    ids = set()
+    for name, o in objs.items():
+        w = f"objects.{name}"
+        ids.add(_int(o, "obj", w))
+        _int(o, "base", w)
+        _int(o, "size", w, 1, params["linesPerObject"])
+    steps = _list(sc, "steps", "")
+    if not steps:
+        raise _Bad("steps", "a scenario has at least one step")
+    for i, st in enumerate(steps):
+        w = f"steps[{i}]"
+        _str(st, "rule", w)
+        stims = _list(st, "stimuli", w)
+        for j, s in enumerate(stims):
+            sw = f"{w}.stimuli[{j}]"
+            port = _str(s, "port", sw, PORTS, "port")
+            _int(s, "server", sw, 0, n - 1)
+            _int(s, "epoch", sw)
+            if port == "req":
+                _str(s, "op", sw, REQ_OPS, "op")
+                if _int(s, "obj", sw) not in ids:
+                    raise _Bad(f"{sw}.obj", f"object {s['obj']} is not in the scenario's objects")
+                _int(s, "base", sw)
+                _int(s, "size", sw, 1, params["linesPerObject"])
+            elif port == "ack":
+                if _int(s, "obj", sw) not in ids:
+                    raise _Bad(f"{sw}.obj", f"object {s['obj']} is not in the scenario's objects")
+            else:
+                _str(s, "op", sw, CTRL_OPS, "op")
+        ex = _get(st, "expect", w)
+        ew = f"{w}.expect"
+        for port in EXPECT_PORTS:
+            for j, m in enumerate(_list(ex, port, ew)):
+                mw = f"{ew}.{port}[{j}]"
+                _int(m, "server", mw, 0, n - 1)
+                if port == "resp":
+                    _str(m, "op", mw, REQ_OPS, "op")
+                    _int(m, "obj", mw)
+                    _str(m, "result", mw, RESULTS, "result")
+                elif port == "snp":
+                    _int(m, "epoch", mw)
+                    _int(m, "obj", mw)
+                    _int(m, "base", mw)
+                    _int(m, "size", mw, 1, params["linesPerObject"])
+                elif port == "ackResult":
+                    _int(m, "obj", mw)
+                    _bool(m, "applied", mw)
+                    _bool(m, "settled", mw)
+                else:
+                    _str(m, "op", mw, CTRL_RESP_OPS, "op")
+                    _int(m, "epoch", mw)
+        state = _get(ex, "state", ew)
+        sw = f"{ew}.state"
+        objstate = _get(state, "objects", sw)
+        if not isinstance(objstate, dict):
+            raise _Bad(f"{sw}.objects", "expected an object {obj id: entry}")
+        for key, e in objstate.items():
+            ow = f"{sw}.objects.{key}"
+            if not key.isdigit() or int(key) not in ids:
+                raise _Bad(ow, f"object {key!r} is not in the scenario's objects")
+            _str(e, "state", ow, STATES, "state")
+            sh = _list(e, "sharers", ow)
+            if any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n for x in sh):
+                raise _Bad(f"{ow}.sharers", f"expected server ids 0..{n - 1}, got {sh!r}")
+            pend = _list(e, "pend", ow)
+            if len(pend) != n or any(isinstance(x, bool) or not isinstance(x, int)
+                                     or not 0 <= x <= maxpend for x in pend):
+                raise _Bad(f"{ow}.pend", f"expected {n} counts 0..{maxpend}, got {pend!r}")
+        for key, kind in (("fenced", bool), ("epoch", int)):
+            v = _list(state, key, sw)
+            if len(v) != n or any(type(x) is not kind for x in v):
+                raise _Bad(f"{sw}.{key}", f"expected {n} {kind.__name__}s, got {v!r}")
+
+
+def load_vectors(path, known_cells: tuple[str, ...] | None = None) -> list[dict]:
+    """Read and validate a JSON Lines vector file (blank lines are skipped).
+
+    known_cells: the cell ids a scenario may name (default: rtl/cells.py's table)."""
+    path = Path(path)
+    if known_cells is None:
+        known_cells = _cells()
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise VectorError(f"{path}: cannot read: {e.strerror}") from None
+    out, seen = [], {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            sc = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise VectorError(f"{path}:{n}: (line): bad JSON at column {e.colno}: {e.msg}") from None
+        try:
+            validate(sc, known_cells)
+        except _Bad as e:
+            raise VectorError(f"{path}:{n}: {e.field}: {e.problem}") from None
+        if sc["id"] in seen:
+            raise VectorError(f"{path}:{n}: id: {sc['id']!r} already on line {seen[sc['id']]}")
+        seen[sc["id"]] = n
+        out.append(sc)
+    return out
+
+
+def load_coverage(path) -> dict:
+    """build/vectors/coverage.json: {"cells": [{cell, status, vector, config}], ...}."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise VectorError(f"{path}: cannot read: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise VectorError(f"{path}:{e.lineno}: (file): bad JSON: {e.msg}") from None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list):
+        raise VectorError(f"{path}: cells: missing field")
+    for i, c in enumerate(cells):
+        for f in ("cell", "status", "vector", "config"):
+            if not isinstance(c, dict) or f not in c:
+                raise VectorError(f"{path}: cells[{i}].{f}: missing field")
+        if c["status"] not in ("covered", "unreachable", "untested"):   # untested: a partial run
+            raise VectorError(f"{path}: cells[{i}].status: unknown status {c['status']!r}")
+    return data

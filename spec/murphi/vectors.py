@@ -1,0 +1,633 @@
+#!/usr/bin/env python3
+"""Test vectors for the coherence core (OTC + OIC) from the Rumur model, by trap properties.
+
+    spec/murphi/vectors.py [--suite vectors] [--only CONFIG ...] [--set CONST=VALUE ...] [--out DIR]
+
+For each configuration of the suite (spec/murphi/checks.json, section "vectors"): a copy of apta.m
+with the configuration's constants, VECTOR_CELLS = true (the ghost `vcells` records the cells of
+the protocol table that each memory-server step exercised), no covers, no liveness properties, and
+one `invariant "trap: <cell>" !VecHit(V_<cell>)` per cell the configuration targets and has not yet
+found. Rumur explores breadth first (one thread), so the first counterexample of a trap is a
+shortest path to its cell. A trap stops the exploration beyond its state, so the found traps are
+dropped and the verifier rebuilt until a run finds nothing new; targets still missing after a run
+in which no trap fired (an exhaustive run) are unreachable in that configuration.
+
+Each trace becomes a scenario of rtl/CORE.md ("Test vectors"): one step per memory-server rule
+the core sees, with its stimuli, the messages it must emit and the directory/OIC state after it.
+Output: <out>/<config>.jsonl (one scenario per line, validated by rtl/vectors_io.py) and
+<out>/coverage.json (every cell of rtl/cells.py: covered by which vector, or unreachable).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+OUT = ROOT / "build" / "vectors"
+sys.path.insert(0, str(ROOT / "rtl"))
+import cells  # noqa: E402  (rtl/cells.py: the one list of cells, from rtl/CORE.md)
+import vectors_io  # noqa: E402  (rtl/vectors_io.py: the schema, shared with the testbench)
+
+
+def _load_check():
+    """spec/murphi/check.py, imported by path (spec/tla has a check.py too)."""
+    if "murphi_check" in sys.modules:
+        return sys.modules["murphi_check"]
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("murphi_check", HERE / "check.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["murphi_check"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+check = _load_check()
+CheckError = check.CheckError
+CC_FLAGS = ["-std=c11", "-O0", "-mcx16", "-w"]   # small state spaces: compile time dominates
+MAX_ERRORS = 300                                  # per run; traps repeat, the first of each counts
+STALL_CELLS = ("get.I.full", "get.SI", "get.owes", "commit.I.full", "commit.SI")
+BASE_STRIDE = 0x1000                              # object k+1 lives at (k+1) * 4 KiB
+_PRINT = threading.Lock()                         # configurations run two at a time
+
+
+def say(msg: str) -> None:
+    with _PRINT:
+        print(msg, flush=True)
+
+DSTATE = {"D_I": "I", "D_S": "S", "D_SA": "SA", "D_SI": "SI"}
+
+
+def murphi_name(cell: str) -> str:
+    return "V_" + cell.replace(".", "_")
+
+
+def model_cells(source: str, origin: str) -> list[str]:
+    """The VCell enum of apta.m, checked against rtl/CORE.md's table (same cells, same order)."""
+    m = re.search(r"\bVCell\s*:\s*enum\s*\{([^}]*)\}", source)
+    if not m:
+        raise CheckError(f"{origin}: no VCell enum (the cell ghost of VECTOR_CELLS)")
+    enum = [re.sub(r"--.*", "", x).strip() for x in re.sub(r"--[^\n]*", "", m.group(1)).split(",")]
+    want = [murphi_name(c) for c in cells.ids()]
+    if enum != want:
+        missing = sorted(set(want) - set(enum))
+        extra = sorted(set(enum) - set(want))
+        raise CheckError(f"{origin}: VCell enum differs from rtl/CORE.md's cells "
+                         f"(missing {missing}, extra {extra}, or another order)")
+    return cells.ids()
+
+
+PROPERTY_RE = re.compile(r'^(?:invariant|liveness)\s+"[^"]*"[^;]*;', re.M)
+
+
+def trap_source(source: str, constants: dict, traps: list[str], origin: str) -> str:
+    src = check.instantiate(source, {**constants, "VECTOR_CELLS": True}, origin)
+    src = check.keep_covers(src, set(), origin)
+    # The model's own properties are make verify's job; here they would only stop a mutant's run
+    # (and liveness would add a second pass). Its assertions stay: a failing one is an error.
+    src = PROPERTY_RE.sub("", src)
+    src += "\n-- trap properties (spec/murphi/vectors.py)\n"
+    src += "".join(f'invariant "trap: {c}" !VecHit({murphi_name(c)});\n' for c in traps)
+    return src
+
+
+# ---------------------------------------------------------------------------------------------
+# running the trap verifier
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class TrapRun:
+    found: dict[str, list] = field(default_factory=dict)   # cell -> trace [(rule, params, state)]
+    errors: int = 0
+    other: list[str] = field(default_factory=list)         # errors that are not traps
+    states: int = 0
+    complete: bool = False
+    seconds: float = 0.0
+
+
+def _params(t: ET.Element) -> dict[str, int]:
+    out = {}
+    for p in t.findall("parameter"):
+        m = re.search(r"(\d+)$", (p.text or "").strip())
+        if m:
+            out[p.get("name")] = int(m.group(1))
+    return out
+
+
+def parse_traps(path: Path) -> TrapRun:
+    """Stream the machine-readable output: keep the first (shortest) trace of each trap."""
+    res = TrapRun()
+    text = path.read_text(errors="replace")
+    if "</rumur_run>" not in text:
+        text += "</rumur_run>"
+    for _, el in ET.iterparse(_StringSource(text), events=("end",)):
+        if el.tag == "error":
+            res.errors += 1
+            msg = (el.findtext("message") or "").strip()
+            prop = check.property_of(msg)
+            if not prop.startswith("trap: "):
+                res.other.append(msg)
+            else:
+                cell = prop[len("trap: "):]
+                if cell not in res.found:
+                    trace, state = [], {}
+                    pending = None
+                    for t in el:
+                        if t.tag == "transition":
+                            txt = (t.text or "").strip()
+                            pending = (re.sub(r'^(Rule|Startstate)\s+"(.*)"$', r"\2", txt), _params(t))
+                        elif t.tag == "state":
+                            for c in t.findall("state_component"):
+                                state[c.get("name")] = c.get("value")
+                            trace.append((pending[0], pending[1], dict(state)))
+                    res.found[cell] = trace
+            el.clear()
+        elif el.tag == "summary":
+            res.states = int(el.get("states"))
+            res.complete = True
+        elif el.tag == "progress":
+            res.states = max(res.states, int(el.get("states")))
+    return res
+
+
+class _StringSource:
+    """iterparse wants a file object; this one reads a str."""
+    def __init__(self, text: str):
+        self.text, self.pos = text.encode(), 0
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            n = len(self.text) - self.pos
+        chunk = self.text[self.pos:self.pos + n]
+        self.pos += len(chunk)
+        return chunk
+
+
+def run_traps(exe: Path, timeout: float, label: str) -> TrapRun:
+    log = exe.parent / "output.xml"
+    t0 = time.monotonic()
+    with open(log, "w") as f:
+        p = subprocess.Popen([str(exe)], stdout=f, stderr=subprocess.STDOUT)
+        last = t0
+        while p.poll() is None:
+            time.sleep(0.2)
+            now = time.monotonic()
+            if now - t0 > timeout:
+                p.kill(); p.wait()
+                raise CheckError(f"{label}: trap verifier timed out after {timeout:.0f} s")
+            if now - last >= 15:
+                last = now
+                n = check._last_progress(log)
+                say(f"    ... {label}: still running after {now - t0:.0f} s"
+                    + (f" ({n:,} states)" if n else ""))
+    res = parse_traps(log)
+    res.seconds = time.monotonic() - t0
+    if res.errors:
+        log.unlink()             # traces of repeated traps: tens of MB; the scenarios keep what counts
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# the model's state, as the core sees it
+# ---------------------------------------------------------------------------------------------
+class View:
+    """Decoded pieces of one model state (flat Rumur component names -> Python values)."""
+
+    def __init__(self, s: dict, n: int, nobj: int, nslots: int, nlines: int):
+        self.s, self.n, self.nobj, self.nslots, self.nlines = s, n, nobj, nslots, nlines
+
+    def v(self, name: str) -> str:
+        if name not in self.s:
+            raise CheckError(f"trace has no state component {name!r}")
+        return self.s[name]
+
+    def dst(self, o: int) -> str:
+        return DSTATE[self.v(f"dir[Obj_{o}].st")]
+
+    def sharers(self, o: int) -> list[int]:
+        return [c for c in range(self.n) if self.v(f"dir[Obj_{o}].sharers[Server_{c}]") == "true"]
+
+    def pend(self, o: int, c: int) -> int:
+        return int(self.v(f"pend[Obj_{o}][Server_{c}]"))
+
+    def fenced(self, c: int) -> bool:
+        return self.v(f"fenced[Server_{c}]") == "true"
+
+    def mepoch(self, c: int) -> int:
+        return int(self.v(f"mepoch[Server_{c}]"))
+
+    def head(self, chan: str, c: int) -> dict | None:
+        if int(self.v(f"{chan}[Server_{c}].n")) == 0:
+            return None
+        q = f"{chan}[Server_{c}].q[0]"
+        obj = self.s.get(f"{q}.obj", "Undefined")
+        return {"mtype": self.v(f"{q}.mtype"), "epoch": int(self.v(f"{q}.epoch")),
+                "obj": None if obj == "Undefined" else int(obj.rsplit("_", 1)[1])}
+
+    def slot(self, k: int) -> dict:
+        p = f"staging[Slot_{k}]"
+        st = self.v(f"{p}.st")
+        if st == "SlotFree":
+            return {"st": st}
+        return {"st": st, "owner": int(self.v(f"{p}.owner").rsplit("_", 1)[1]),
+                "epoch": int(self.v(f"{p}.epoch")), "obj": int(self.v(f"{p}.obj").rsplit("_", 1)[1]),
+                "got": [self.v(f"{p}.got[{l}]") == "true" for l in range(self.nlines)]}
+
+    # the model's predicates, as in apta.m
+    def complete(self, k: int) -> bool:
+        sl = self.slot(k)
+        return sl["st"] == "SlotOpen" and all(sl["got"])
+
+    def dir_full(self, cap: int) -> bool:
+        return sum(self.dst(o) != "I" for o in range(self.nobj)) >= cap
+
+    def get_at_head(self, c: int) -> dict | None:
+        h = self.head("req", c)
+        if h and h["mtype"] == "ObjGet" and not self.fenced(c) and h["epoch"] == self.mepoch(c):
+            return h
+        return None
+
+    def get_needs_entry(self, c: int) -> bool:
+        h = self.get_at_head(c)
+        return bool(h) and self.pend(h["obj"], c) == 0 and self.dst(h["obj"]) == "I"
+
+    def commit_needs_entry(self, k: int) -> bool:
+        return self.complete(k) and self.dst(self.slot(k)["obj"]) == "I"
+
+    def core(self) -> dict:
+        """The expected `state` of CORE.md: every object's entry, fenced, epoch."""
+        return {"objects": {str(o + 1): {"state": self.dst(o), "sharers": self.sharers(o),
+                                         "pend": [self.pend(o, c) for c in range(self.n)]}
+                            for o in range(self.nobj)},
+                "fenced": [self.fenced(c) for c in range(self.n)],
+                "epoch": [self.mepoch(c) for c in range(self.n)]}
+
+
+# ---------------------------------------------------------------------------------------------
+# trace -> scenario
+# ---------------------------------------------------------------------------------------------
+class Translator:
+    def __init__(self, config: str, constants: dict):
+        k = {n: int(constants[n]) for n in ("NUM_SERVERS", "NUM_OBJECTS", "STAGING_SLOTS",
+                                             "NUM_LINES", "DIR_CAPACITY", "MAX_PUTS")}
+        self.config = config
+        self.n, self.nobj = k["NUM_SERVERS"], k["NUM_OBJECTS"]
+        self.nslots, self.nlines, self.cap = k["STAGING_SLOTS"], k["NUM_LINES"], k["DIR_CAPACITY"]
+        self.params = {"servers": self.n, "dirSets": 1, "dirWays": self.cap,
+                       "maxPendPerServer": k["MAX_PUTS"] + 1, "linesPerObject": self.nlines}
+        self.objects = {f"Obj_{o}": {"obj": o + 1, "base": (o + 1) * BASE_STRIDE, "size": self.nlines}
+                        for o in range(self.nobj)}
+
+    def view(self, s: dict) -> View:
+        return View(s, self.n, self.nobj, self.nslots, self.nlines)
+
+    def ext(self, o: int) -> dict:
+        e = self.objects[f"Obj_{o}"]
+        return {"obj": e["obj"], "base": e["base"], "size": e["size"]}
+
+    def req(self, op: str, c: int, epoch: int, o: int) -> dict:
+        return {"port": "req", "op": op, "server": c, "epoch": epoch, **self.ext(o)}
+
+    def resp(self, op: str, c: int, o: int, result: str) -> dict:
+        return {"op": op, "server": c, "obj": o + 1, "result": result}
+
+    def scenario(self, cell: str, trace: list) -> dict:
+        steps = []
+        for i in range(1, len(trace)):
+            rule, params, post = trace[i]
+            pre = trace[i - 1][2]
+            last = i == len(trace) - 1
+            st = self.step(rule, params, self.view(pre), self.view(post), cell if last else None)
+            if st is not None:
+                steps.append(st)
+        if cell in STALL_CELLS:
+            steps.append(self.stall_step(cell, self.view(trace[-1][2])))
+        if not steps:
+            raise CheckError(f"{self.config}/{cell}: the trace has no step the core sees")
+        sc = {"id": f"{self.config}/{cell}", "config": self.config, "cell": cell,
+              "params": self.params, "objects": self.objects, "steps": steps}
+        try:
+            vectors_io.validate(sc, tuple(cells.ids()))
+        except vectors_io.VectorError as e:   # a bug of this translator, not of the input
+            raise CheckError(f"{sc['id']}: generated scenario is invalid: {e}") from None
+        return sc
+
+    def step(self, rule: str, params: dict, pre: View, post: View, cell: str | None) -> dict | None:
+        stimuli, resp, ack_results, ctrl_resp = [], [], [], []
+        # the OIC counters after the stimulus's own decrements, before any commit's increments
+        pend_own = {(o, c): pre.pend(o, c) for o in range(self.nobj) for c in range(self.n)}
+        c = params.get("c")
+        if rule.startswith("OTC get"):
+            h = pre.get_at_head(c)
+            if h is None or c not in post.sharers(h["obj"]):
+                raise CheckError(f"inconsistent trace: {rule} [c={c}] without a get at its head")
+            stimuli.append(self.req("Get", c, h["epoch"], h["obj"]))
+            resp.append(self.resp("Get", c, h["obj"], "Served"))
+        elif rule.startswith("MS: discard"):
+            h = pre.head("req", c)
+            if h["mtype"] != "ObjGet":
+                return self._no_step(rule, pre, post)       # zombie put lines: the OPC drops them
+            stimuli.append(self.req("Get", c, h["epoch"], h["obj"]))
+            resp.append(self.resp("Get", c, h["obj"], "Drop"))
+        elif rule.startswith("MS: Rejoin"):
+            h = pre.head("req", c)
+            if h is None or h["mtype"] != "Rejoin" or post.mepoch(c) != pre.mepoch(c) + 1:
+                raise CheckError(f"inconsistent trace: {rule} [c={c}]")
+            stimuli.append({"port": "ctrl", "op": "Rejoin", "server": c, "epoch": h["epoch"]})
+            for o in range(self.nobj):
+                pend_own[(o, c)] = 0                         # fenced first (if it was live)
+            ctrl_resp.append({"op": "RejoinAck", "server": c, "epoch": post.mepoch(c)})
+        elif rule == "FD fence":
+            if pre.fenced(c) or not post.fenced(c):
+                raise CheckError(f"inconsistent trace: {rule} [c={c}]")
+            stimuli.append({"port": "ctrl", "op": "Fence", "server": c, "epoch": pre.mepoch(c)})
+            for o in range(self.nobj):
+                pend_own[(o, c)] = 0
+            ctrl_resp.append({"op": "Fence", "server": c, "epoch": pre.mepoch(c)})
+        elif rule == "OIC ObjBIRsp":
+            h = pre.head("birsp", c)
+            if h is None:
+                raise CheckError(f"inconsistent trace: {rule} [c={c}] with no ack queued")
+            o = h["obj"]
+            applied = (h["epoch"] == pre.mepoch(c) and not pre.fenced(c) and pre.pend(o, c) > 0)
+            settled = False
+            if applied:
+                pend_own[(o, c)] -= 1
+                settled = all(pend_own[(o, d)] == 0 for d in range(self.n))
+            stimuli.append({"port": "ack", "server": c, "epoch": h["epoch"], "obj": o + 1})
+            ack_results.append({"server": c, "obj": o + 1, "applied": applied, "settled": settled})
+        elif rule.startswith("OTC S evict"):
+            gets = [d for d in range(self.n) if pre.get_needs_entry(d)]
+            puts = [s for s in range(self.nslots) if pre.commit_needs_entry(s)]
+            use_get = bool(gets) and (cell == "get.I.evict" or not puts)
+            if not use_get and cell == "get.I.evict":
+                raise CheckError(f"inconsistent trace: {rule} for get.I.evict without a waiting get")
+            if use_get:
+                h = pre.get_at_head(gets[0])
+                stimuli.append(self.req("Get", gets[0], h["epoch"], h["obj"]))
+                resp.append(self.resp("Get", gets[0], h["obj"], "Stall"))
+            elif puts:
+                sl = pre.slot(puts[0])
+                stimuli.append(self.req("Commit", sl["owner"], sl["epoch"], sl["obj"]))
+                resp.append(self.resp("Commit", sl["owner"], sl["obj"], "Stall"))
+            else:
+                raise CheckError(f"inconsistent trace: {rule} with no request waiting for an entry")
+        # commits inside the rule (TryCommits): a Commit stimulus after the rule's own
+        for s in range(self.nslots):
+            a, b = pre.slot(s), post.slot(s)
+            if a["st"] == "SlotOpen" and b["st"] == "SlotDraining":
+                stimuli.append(self.req("Commit", b["owner"], b["epoch"], b["obj"]))
+                resp.append(self.resp("Commit", b["owner"], b["obj"], "Committed"))
+        if not stimuli:
+            return self._no_step(rule, pre, post)
+        snp = []
+        for o in range(self.nobj):
+            for d in range(self.n):
+                inc = post.pend(o, d) - pend_own[(o, d)]
+                if inc < 0:
+                    raise CheckError(f"inconsistent trace: {rule}: pend[{o}][{d}] fell by {-inc} "
+                                     "more than the step explains")
+                snp += [{"server": d, "epoch": pre.mepoch(d), **self.ext(o)}] * inc
+        return {"rule": self._rule_text(rule, params), "stimuli": stimuli,
+                "expect": {"resp": resp, "snp": snp, "ackResult": ack_results,
+                           "ctrlResp": ctrl_resp, "state": post.core()}}
+
+    def _no_step(self, rule: str, pre: View, post: View) -> None:
+        """A rule the core does not see must not change what the core holds."""
+        if pre.core() != post.core():
+            raise CheckError(f"inconsistent trace: {rule!r} changed the directory or OIC state "
+                             "but maps to no stimulus")
+        return None
+
+    @staticmethod
+    def _rule_text(rule: str, params: dict) -> str:
+        if not params:
+            return rule
+        return rule + " [" + ", ".join(f"{k}={v}" for k, v in params.items()) + "]"
+
+    def stall_step(self, cell: str, s: View) -> dict:
+        """The request waiting at its channel's head that the core answers Stall (no change)."""
+        stim = res = None
+        if cell.startswith("get."):
+            for c in range(self.n):
+                h = s.get_at_head(c)
+                if not h:
+                    continue
+                o = h["obj"]
+                ok = {"get.owes": s.pend(o, c) > 0,
+                      "get.SI": s.pend(o, c) == 0 and s.dst(o) == "SI",
+                      "get.I.full": s.get_needs_entry(c) and s.dir_full(self.cap)
+                      and not any(s.dst(x) == "S" for x in range(self.nobj))}[cell]
+                if ok:
+                    stim, res = self.req("Get", c, h["epoch"], o), self.resp("Get", c, o, "Stall")
+                    break
+        else:
+            for k in range(self.nslots):
+                if not s.complete(k):
+                    continue
+                sl = s.slot(k)
+                o = sl["obj"]
+                ok = {"commit.SI": s.dst(o) == "SI",
+                      "commit.I.full": s.commit_needs_entry(k) and s.dir_full(self.cap)
+                      and not any(s.dst(x) == "S" for x in range(self.nobj))}[cell]
+                if ok:
+                    stim = self.req("Commit", sl["owner"], sl["epoch"], o)
+                    res = self.resp("Commit", sl["owner"], o, "Stall")
+                    break
+        if stim is None:
+            raise CheckError(f"{self.config}/{cell}: the trap state has no request that stalls")
+        return {"rule": f"(stall: {cell})", "stimuli": [stim],
+                "expect": {"resp": [res], "snp": [], "ackResult": [], "ctrlResp": [],
+                           "state": s.core()}}
+
+
+# ---------------------------------------------------------------------------------------------
+# one configuration: iterate trap runs
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ConfigResult:
+    config: str
+    scenarios: list[dict]
+    covered: list[str]
+    unreachable: list[str]
+    iterations: int
+    seconds: float
+    exhaustive: bool
+
+
+def generate(config: str, constants: dict, targets: list[str], source: str, out: Path,
+             timeout: float) -> ConfigResult:
+    origin = f"vectors: {config}"
+    model_cells(source, origin)
+    tr = Translator(config, constants)
+    remaining = list(targets)
+    scenarios, t0, it, exhaustive = [], time.monotonic(), 0, False
+    while remaining:
+        it += 1
+        src = trap_source(source, constants, remaining, origin)
+        exe = check.build(f"{config}/it{it}", src, MAX_ERRORS, 1,
+                          ["--deadlock-detection", "off"], base=out / "model", cc_flags=CC_FLAGS)
+        (exe.parent / "model.c").unlink(missing_ok=True)      # 2.5 MB each; the verifier is cached
+        res = run_traps(exe, timeout, f"{config} iteration {it}")
+        if res.other:
+            raise CheckError(f"{origin}: the trap model failed on something else: {res.other[0]}")
+        new = [c for c in remaining if c in res.found]
+        for c in new:
+            scenarios.append(tr.scenario(c, res.found[c]))
+        remaining = [c for c in remaining if c not in res.found]
+        say(f"  {config} iteration {it}: {len(remaining) + len(new)} trap(s), {res.states:,} states, "
+            f"{res.seconds:.1f} s: found {', '.join(new) or 'none'}")
+        if not new:
+            if not res.complete or res.errors:
+                raise CheckError(f"{origin}: run {it} ended early without a trap "
+                                 f"({res.errors} error(s), complete={res.complete})")
+            exhaustive = True
+            break
+    order = {c: i for i, c in enumerate(cells.ids())}
+    scenarios.sort(key=lambda sc: order[sc["cell"]])
+    return ConfigResult(config, scenarios, [sc["cell"] for sc in scenarios], remaining, it,
+                        time.monotonic() - t0, exhaustive)
+
+
+def write_outputs(results: list[ConfigResult], out: Path, suite: str, partial: bool) -> dict:
+    """<config>.jsonl per configuration and coverage.json. A cell is covered if any configuration
+    covers it, unreachable if none does and an exhaustive run of some configuration targeted it;
+    any other cell is an error of the suite (a partial run, --only, marks it untested)."""
+    out.mkdir(parents=True, exist_ok=True)
+    if not partial:                                   # no stale scenarios of other configurations
+        for old in out.glob("*.jsonl"):
+            old.unlink()
+    for r in results:
+        with open(out / f"{r.config}.jsonl", "w") as f:
+            for sc in r.scenarios:
+                f.write(json.dumps(sc) + "\n")
+    rows, untargeted = [], []
+    for c in cells.ids():
+        hit = next((r for r in results if c in r.covered), None)
+        proven = any(c in r.unreachable and r.exhaustive for r in results)
+        status = "covered" if hit else "unreachable" if proven else "untested"
+        if status == "untested":
+            untargeted.append(c)
+        rows.append({"cell": c, "status": status,
+                     "vector": f"{hit.config}/{c}" if hit else None,
+                     "config": hit.config if hit else None,
+                     "covered_in": [r.config for r in results if c in r.covered],
+                     "unreachable_in": [r.config for r in results if c in r.unreachable]})
+    if untargeted and not partial:
+        raise CheckError(f"vector suite {suite}: no configuration covers or exhausts cell(s) "
+                         f"{', '.join(untargeted)} (add them to a configuration's cells)")
+    cov = {"suite": suite, "partial": partial, "cells": rows, "scenarios": sum(len(r.scenarios) for r in results),
+           "configs": {r.config: {"covered": r.covered, "unreachable": r.unreachable,
+                                  "iterations": r.iterations, "seconds": round(r.seconds, 1),
+                                  "exhaustive": r.exhaustive} for r in results}}
+    (out / "coverage.json").write_text(json.dumps(cov, indent=2) + "\n")
+    return cov
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suite", default="vectors")
+    ap.add_argument("--only", nargs="*", default=None, help="configuration names of the suite")
+    ap.add_argument("--set", nargs="*", default=[], metavar="CONST=VALUE",
+                    help="override model constants (e.g. MUTANT=M_SA_GET_TO_S)")
+    ap.add_argument("--model", type=Path, default=check.MODEL)
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--cells", nargs="*", default=None, metavar="CELL",
+                    help="target only these cells (exploration, tests)")
+    ap.add_argument("--recheck", type=Path, default=None, metavar="COVERAGE",
+                    help="target only the cells this coverage.json lists as unreachable (verify-deep)")
+    args = ap.parse_args(argv)
+    t0 = time.monotonic()
+    try:
+        checks = check.load_checks()
+        vec = checks.get("vectors")
+        if not isinstance(vec, dict) or not isinstance(vec.get("suites"), dict):
+            raise CheckError(f"{check.CHECKS}: missing object field 'vectors' with 'suites'")
+        if args.suite not in vec["suites"]:
+            raise CheckError(f"unknown vector suite {args.suite!r} (known: {', '.join(vec['suites'])})")
+        entries = vec["suites"][args.suite]
+        if args.only is not None:
+            bad = [n for n in args.only if n not in entries]
+            if bad:
+                raise CheckError(f"not in vector suite {args.suite}: {', '.join(bad)} "
+                                 f"(known: {', '.join(entries)})")
+            entries = {n: entries[n] for n in args.only}
+        overrides = {}
+        for kv in args.set:
+            if "=" not in kv:
+                raise CheckError(f"--set {kv!r}: expected CONST=VALUE")
+            k, v = kv.split("=", 1)
+            overrides[k] = v
+        source = args.model.read_text()
+        ids = model_cells(source, str(args.model))
+        recheck = None
+        if args.cells is not None:
+            bad = [c for c in args.cells if c not in ids]
+            if bad:
+                raise CheckError(f"--cells: unknown cell(s) {', '.join(bad)} (known: {', '.join(ids)})")
+            recheck = set(args.cells)
+        if args.recheck is not None:
+            try:
+                prior = vectors_io.load_coverage(args.recheck)
+            except vectors_io.VectorError as e:
+                raise CheckError(str(e)) from None
+            recheck = {c["cell"] for c in prior["cells"] if c["status"] == "unreachable"}
+            if not recheck:
+                print(f"vectors: {args.recheck} lists no unreachable cell: nothing to re-check")
+                return 0
+            print(f"vectors: re-checking {len(recheck)} unreachable cell(s): {', '.join(sorted(recheck))}")
+        jobs = []
+        for name, e in entries.items():
+            cfg = e.get("config", name)
+            if cfg not in checks["configs"]:
+                raise CheckError(f"{check.CHECKS}: vectors.suites.{args.suite}.{name}: "
+                                 f"unknown configuration {cfg!r}")
+            targets = e.get("cells", "all")
+            targets = ids if targets == "all" else targets
+            bad = [c for c in targets if c not in ids]
+            if bad:
+                raise CheckError(f"{check.CHECKS}: vectors.suites.{args.suite}.{name}.cells: "
+                                 f"unknown cell(s) {bad}")
+            consts = {**checks["configs"][cfg]["constants"], **e.get("constants", {}), **overrides}
+            chosen = [c for c in ids if c in targets and (recheck is None or c in recheck)]
+            if chosen:
+                jobs.append((name, consts, chosen, e.get("timeout", checks["configs"][cfg].get("timeout", 600))))
+        print(f"vectors: {len(jobs)} configuration(s), {len(ids)} cells (rtl/CORE.md)", flush=True)
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futs = [pool.submit(generate, n, k, t, source, args.out, to) for n, k, t, to in jobs]
+            results = [f.result() for f in futs]
+    except CheckError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        cov = write_outputs(results, args.out, args.suite,
+                            partial=args.only is not None or recheck is not None)
+    except CheckError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for r in results:
+        print(f"  {r.config}: {len(r.covered)} covered, {len(r.unreachable)} unreachable"
+              f"{' (exhaustive)' if r.exhaustive else ''} in {r.iterations} iteration(s), "
+              f"{r.seconds:.0f} s" + (f": {', '.join(r.unreachable)}" if r.unreachable else ""))
+    ncov = sum(1 for c in cov["cells"] if c["status"] == "covered")
+    unr = [c["cell"] for c in cov["cells"] if c["status"] == "unreachable"]
+    exh = [r.config for r in results if r.exhaustive]
+    print(f"vectors: {cov['scenarios']} scenarios, {ncov}/{len(cov['cells'])} cells covered, "
+          f"{len(unr)} unreachable in {', '.join(exh) or '(no exhaustive run)'}"
+          + (f" ({', '.join(unr)})" if unr else "") + f"; {time.monotonic() - t0:.0f} s "
+          f"-> {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

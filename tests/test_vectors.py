@@ -1,0 +1,283 @@
+"""spec/murphi/vectors.py: the RTL test vectors generated from the model's trap properties.
+
+`make vectors` (part of `make verify`, which `make test` runs first) writes build/vectors/; these
+tests read it, check the loader's handling of bad input, and re-run the generator once on a mutant
+of the model to show that the translation follows the model (it has teeth).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "vectors"
+GEN = ROOT / "spec" / "murphi" / "vectors.py"
+CHECKS = json.loads((ROOT / "spec" / "murphi" / "checks.json").read_text())
+sys.path.insert(0, str(ROOT / "rtl"))
+import cells  # noqa: E402
+import vectors_io  # noqa: E402
+
+CELLS = cells.ids()
+SUITE = CHECKS["vectors"]["suites"]["vectors"]
+STALL = ("get.I.full", "get.SI", "get.owes", "commit.I.full", "commit.SI")
+
+
+@pytest.fixture(scope="module")
+def coverage() -> dict:
+    path = OUT / "coverage.json"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make vectors` first (make verify and make test do)")
+    return vectors_io.load_coverage(path)
+
+
+@pytest.fixture(scope="module")
+def scenarios(coverage) -> dict[str, dict]:
+    out = {}
+    for cfg in SUITE:
+        for sc in vectors_io.load_vectors(OUT / f"{cfg}.jsonl"):
+            out[sc["id"]] = sc
+    return out
+
+
+def by_cell(scenarios: dict, cell: str) -> list[dict]:
+    return [sc for sc in scenarios.values() if sc["cell"] == cell]
+
+
+# --- coverage ---------------------------------------------------------------------------------
+def test_coverage_lists_every_cell_once(coverage):
+    listed = [c["cell"] for c in coverage["cells"]]
+    assert listed == CELLS, "coverage.json must list exactly rtl/CORE.md's cells, in its order"
+    assert not coverage["partial"]
+    for c in coverage["cells"]:
+        assert c["status"] in ("covered", "unreachable"), f"{c['cell']}: {c['status']}"
+        if c["status"] == "unreachable":
+            assert c["vector"] is None and c["unreachable_in"], c
+
+
+def test_every_covered_cell_has_its_vector(coverage, scenarios):
+    for c in coverage["cells"]:
+        if c["status"] == "covered":
+            sc = scenarios.get(c["vector"])
+            assert sc is not None, f"{c['cell']}: vector {c['vector']} not in build/vectors/*.jsonl"
+            assert sc["cell"] == c["cell"] and sc["config"] == c["config"]
+
+
+def test_suite_covers_every_cell(coverage):
+    """The default vector suite reaches every cell of the table (none is left unreachable)."""
+    missing = [c["cell"] for c in coverage["cells"] if c["status"] != "covered"]
+    assert not missing, f"cells without a vector: {missing}"
+
+
+def test_both_rtl_geometries_get_vectors(scenarios):
+    geos = {(sc["params"]["servers"], sc["params"]["dirSets"], sc["params"]["dirWays"])
+            for sc in scenarios.values()}
+    assert geos == {(2, 1, 1), (3, 1, 1)}, geos
+
+
+# --- content ----------------------------------------------------------------------------------
+def test_every_scenario_validates_and_ends_in_its_cell(scenarios):
+    assert scenarios
+    for sc in scenarios.values():
+        vectors_io.validate(sc, tuple(CELLS))
+        assert sc["id"] == f"{sc['config']}/{sc['cell']}"
+        assert sc["params"]["maxPendPerServer"] >= 1
+
+
+def _before(sc: dict, i: int) -> dict:
+    """The core's state before step i (the initial state: everything I, epoch 0, unfenced)."""
+    if i > 0:
+        return sc["steps"][i - 1]["expect"]["state"]
+    n = sc["params"]["servers"]
+    return {"objects": {str(o["obj"]): {"state": "I", "sharers": [], "pend": [0] * n}
+                        for o in sc["objects"].values()},
+            "fenced": [False] * n, "epoch": [0] * n}
+
+
+def test_bisnps_match_counter_increments_and_epochs(scenarios):
+    """Every BISnp is addressed with the server's current epoch and the object's extent."""
+    for sc in scenarios.values():
+        ext = {o["obj"]: o for o in sc["objects"].values()}
+        for i, st in enumerate(sc["steps"]):
+            before = _before(sc, i)
+            for m in st["expect"]["snp"]:
+                assert m["epoch"] == before["epoch"][m["server"]], (sc["id"], i, m)
+                assert (m["base"], m["size"]) == (ext[m["obj"]]["base"], ext[m["obj"]]["size"])
+            # one resp per req stimulus, in order
+            reqs = [(s["op"], s["server"], s["obj"]) for s in st["stimuli"] if s["port"] == "req"]
+            assert reqs == [(r["op"], r["server"], r["obj"]) for r in st["expect"]["resp"]], sc["id"]
+            assert len(st["expect"]["ackResult"]) == sum(s["port"] == "ack" for s in st["stimuli"])
+            assert len(st["expect"]["ctrlResp"]) == sum(s["port"] == "ctrl" for s in st["stimuli"])
+
+
+@pytest.mark.parametrize("cell", STALL)
+def test_stall_vectors_end_with_a_stall_and_no_change(scenarios, cell):
+    found = by_cell(scenarios, cell)
+    assert found, f"no vector for {cell}"
+    for sc in found:
+        last = sc["steps"][-1]
+        assert len(last["stimuli"]) == 1 and last["stimuli"][0]["port"] == "req"
+        assert [r["result"] for r in last["expect"]["resp"]] == ["Stall"]
+        assert not last["expect"]["snp"] and not last["expect"]["ackResult"]
+        assert last["expect"]["state"] == _before(sc, len(sc["steps"]) - 1), sc["id"]
+
+
+@pytest.mark.parametrize("cell,op", [("get.I.evict", "Get"), ("commit.I.evict", "Commit")])
+def test_evict_vectors(scenarios, cell, op):
+    for sc in by_cell(scenarios, cell):
+        last = sc["steps"][-1]
+        first = last["stimuli"][0]
+        assert first["port"] == "req" and first["op"] == op
+        assert last["expect"]["resp"][0]["result"] == "Stall"
+        before = _before(sc, len(sc["steps"]) - 1)
+        victims = [o for o, e in before["objects"].items() if e["state"] == "S"]
+        assert victims, sc["id"]
+        after = last["expect"]["state"]["objects"]
+        assert all(after[v]["state"] in ("SI", "I", "S") for v in victims)
+        # the victim's sharers each got one BISnp
+        for v in victims:
+            want = sorted(before["objects"][v]["sharers"])
+            got = sorted(m["server"] for m in last["expect"]["snp"] if str(m["obj"]) == v)
+            assert got == want, sc["id"]
+
+
+def test_get_in_SA_stays_SA(scenarios):
+    for sc in by_cell(scenarios, "get.SA"):
+        last = sc["steps"][-1]
+        o = str(last["stimuli"][0]["obj"])
+        assert last["expect"]["resp"][0]["result"] == "Served"
+        assert last["expect"]["state"]["objects"][o]["state"] == "SA", sc["id"]
+        assert last["stimuli"][0]["server"] in last["expect"]["state"]["objects"][o]["sharers"]
+
+
+def test_commit_inval_sends_bisnps_and_enters_SA(scenarios):
+    for sc in by_cell(scenarios, "commit.S.inval"):
+        last = sc["steps"][-1]
+        assert last["expect"]["snp"]
+        commit = [s for s in last["stimuli"] if s.get("op") == "Commit"][-1]
+        e = last["expect"]["state"]["objects"][str(commit["obj"])]
+        assert e["state"] == "SA" and e["sharers"] == [commit["server"]], sc["id"]
+
+
+def test_ack_and_ctrl_results(scenarios):
+    for sc in by_cell(scenarios, "ack.SA.last") + by_cell(scenarios, "ack.SI.last"):
+        r = sc["steps"][-1]["expect"]["ackResult"][0]
+        assert r["applied"] and r["settled"], sc["id"]
+    for sc in by_cell(scenarios, "ack.stale"):
+        assert not sc["steps"][-1]["expect"]["ackResult"][0]["applied"], sc["id"]
+    for sc in by_cell(scenarios, "rejoin.live") + by_cell(scenarios, "rejoin.fenced"):
+        last = sc["steps"][-1]
+        c = last["stimuli"][0]["server"]
+        before = _before(sc, len(sc["steps"]) - 1)
+        assert last["expect"]["ctrlResp"] == [{"op": "RejoinAck", "server": c,
+                                               "epoch": before["epoch"][c] + 1}]
+        assert not last["expect"]["state"]["fenced"][c]
+    for sc in by_cell(scenarios, "get.zombie"):
+        assert sc["steps"][-1]["expect"]["resp"][0]["result"] == "Drop"
+
+
+# --- the loader on bad input ------------------------------------------------------------------
+GOOD = {"id": "t/get.S", "config": "t", "cell": "get.S",
+        "params": {"servers": 2, "dirSets": 1, "dirWays": 1, "maxPendPerServer": 2, "linesPerObject": 2},
+        "objects": {"Obj_0": {"obj": 1, "base": 4096, "size": 2}},
+        "steps": [{"rule": "r",
+                   "stimuli": [{"port": "req", "op": "Get", "server": 0, "epoch": 0, "obj": 1,
+                                "base": 4096, "size": 2}],
+                   "expect": {"resp": [{"op": "Get", "server": 0, "obj": 1, "result": "Served"}],
+                              "snp": [], "ackResult": [], "ctrlResp": [],
+                              "state": {"objects": {"1": {"state": "S", "sharers": [0], "pend": [0, 0]}},
+                                        "fenced": [False, False], "epoch": [0, 0]}}}]}
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    p = tmp_path / "v.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _mutated(f) -> str:
+    sc = json.loads(json.dumps(GOOD))
+    f(sc)
+    return json.dumps(sc)
+
+
+def test_loader_accepts_a_good_line(tmp_path):
+    assert vectors_io.load_vectors(_write(tmp_path, [json.dumps(GOOD)]))[0]["id"] == "t/get.S"
+
+
+@pytest.mark.parametrize("mutate,field,problem", [
+    (lambda sc: sc["steps"][0]["stimuli"][0].update(port="foo"), "steps[0].stimuli[0].port", "unknown port 'foo'"),
+    (lambda sc: sc["steps"][0]["stimuli"][0].update(op="Put"), "steps[0].stimuli[0].op", "unknown op 'Put'"),
+    (lambda sc: sc["steps"][0]["expect"]["resp"][0].update(result="Maybe"),
+     "steps[0].expect.resp[0].result", "unknown result 'Maybe'"),
+    (lambda sc: sc["steps"][0]["expect"].pop("snp"), "steps[0].expect.snp", "missing field"),
+    (lambda sc: sc.pop("params"), "params", "missing field"),
+    (lambda sc: sc.update(cell="get.nowhere"), "cell", "unknown cell 'get.nowhere'"),
+    (lambda sc: sc["steps"][0]["stimuli"][0].update(server=5), "steps[0].stimuli[0].server", "outside"),
+    (lambda sc: sc["steps"][0]["expect"]["state"]["objects"]["1"].update(state="M"),
+     "steps[0].expect.state.objects.1.state", "unknown state 'M'"),
+    (lambda sc: sc["steps"][0]["expect"]["state"]["objects"]["1"].update(pend=[0]),
+     "steps[0].expect.state.objects.1.pend", "expected 2 counts"),
+])
+def test_loader_names_file_line_and_field(tmp_path, mutate, field, problem):
+    p = _write(tmp_path, [json.dumps(GOOD), "", _mutated(mutate)])
+    with pytest.raises(vectors_io.VectorError) as e:
+        vectors_io.load_vectors(p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}:3: {field}: "), msg
+    assert problem in msg
+
+
+def test_loader_bad_json_and_duplicate_ids(tmp_path):
+    with pytest.raises(vectors_io.VectorError, match=r"v.jsonl:2: \(line\): bad JSON"):
+        vectors_io.load_vectors(_write(tmp_path, [json.dumps(GOOD), '{"id": ']))
+    with pytest.raises(vectors_io.VectorError, match=r"v.jsonl:2: id: 't/get.S' already on line 1"):
+        vectors_io.load_vectors(_write(tmp_path, [json.dumps(GOOD), json.dumps(GOOD)]))
+
+
+# --- the generator --------------------------------------------------------------------------
+def test_model_cell_enum_must_match_the_table():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("murphi_vectors", GEN)
+    gen = importlib.util.module_from_spec(spec)
+    sys.modules["murphi_vectors"] = gen          # dataclasses look their module up
+    spec.loader.exec_module(gen)
+    src = (ROOT / "spec" / "murphi" / "apta.m").read_text()
+    assert gen.model_cells(src, "apta.m") == CELLS
+    with pytest.raises(gen.CheckError, match="V_get_S"):
+        gen.model_cells(src.replace("V_get_S,", "", 1), "apta.m")
+
+
+def test_verification_model_is_unchanged_by_the_ghost():
+    """VECTOR_CELLS is off in apta.m, so `make verify` explores the same state space."""
+    src = (ROOT / "spec" / "murphi" / "apta.m").read_text()
+    assert "VECTOR_CELLS: false;" in src
+
+
+def test_mutant_changes_the_vector(tmp_path, scenarios):
+    """The paper's S^A + get -> S (M_SA_GET_TO_S): the generator's get.SA vector now ends in S,
+    so a core built to the paper's table would pass a vector only if the vectors were blind."""
+    real = [sc for sc in by_cell(scenarios, "get.SA") if sc["config"] == "smoke"]
+    assert real, "smoke must cover get.SA"
+    r = subprocess.run([sys.executable, str(GEN), "--only", "smoke", "--cells", "get.SA",
+                        "--set", "MUTANT=M_SA_GET_TO_S", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (mut,) = vectors_io.load_vectors(tmp_path / "smoke.jsonl")
+    o = str(mut["steps"][-1]["stimuli"][0]["obj"])
+    assert real[0]["steps"][-1]["expect"]["state"]["objects"][o]["state"] == "SA"
+    assert mut["steps"][-1]["expect"]["state"]["objects"][o]["state"] == "S"
+    cov = vectors_io.load_coverage(tmp_path / "coverage.json")
+    assert cov["partial"] and {c["cell"]: c["status"] for c in cov["cells"]}["get.SA"] == "covered"
+
+
+def test_unknown_configuration_and_cell_are_named():
+    r = subprocess.run([sys.executable, str(GEN), "--only", "nope"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 2 and "nope" in r.stderr
+    r = subprocess.run([sys.executable, str(GEN), "--only", "smoke", "--cells", "get.X"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 2 and "get.X" in r.stderr
