@@ -138,7 +138,7 @@ type
                 V_commit_I_alloc, V_commit_I_evict, V_commit_I_full, V_commit_S_alone,
                 V_commit_S_inval, V_commit_SA, V_commit_SI,
                 V_evict_S_clean, V_evict_S_sharers,
-                V_ack_SA_more, V_ack_SA_last, V_ack_SI_more, V_ack_SI_last, V_ack_stale,
+                V_ack_SA_more, V_ack_SA_last, V_ack_SI_more, V_ack_SI_last, V_ack_stale, V_ack_stale_owing,
                 V_fence_owes, V_fence_sharer, V_fence_idle,
                 V_rejoin_fenced, V_rejoin_live };
 
@@ -898,7 +898,8 @@ ruleset c: Server do
       end;
     else
       cover "ack of an old epoch or fenced server discarded" true;
-      VecCell(V_ack_stale);
+      -- a late ack of the old epoch must not pay for the new epoch's round (P1's counters)
+      if pend[m.obj][c] > 0 then VecCell(V_ack_stale_owing); else VecCell(V_ack_stale); end;
     end;
   end;
 

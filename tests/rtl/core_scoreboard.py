@@ -302,7 +302,10 @@ class Scoreboard:
         if not applied:
             if d["settled"]:
                 self.fail("ack-settled", f"discarded ack {a} reported settled")
-            self._count("ack.stale" if self.zombie(c, a["epoch"]) else "ack.nothingOwed")
+            if not self.zombie(c, a["epoch"]):
+                self._count("ack.nothingOwed")
+            else:       # a late ack of an old epoch while the new epoch's round is owed: must not pay
+                self._count("ack.stale.owing" if e is not None and e.pend[c] > 0 else "ack.stale")
             return
         st = e.st
         e.pend[c] -= 1

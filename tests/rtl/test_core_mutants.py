@@ -4,8 +4,8 @@ Two Verilator builds with an io_mutant input (ids and names in build/rtl/mutants
 0 = the correct design): `mutants_m2s1w1` (the geometry of the model's 2-server configurations)
 replays every vector of that geometry, and `mutants` (the stress geometry) runs a shorter stress
 (APTA_MUTANT_OPS, default 15k operations). Id 0 must pass both; every other id must be caught by
-at least one. Whether the model's vectors alone catch a mutant is reported, per mutant, with the
-first scenario that caught it: the vectors' teeth, measured. Prints the table; writes
+both, each independently: the model's vectors have teeth (the first scenario that caught the
+mutant is reported), and so does the scoreboard. Prints the table; writes
 build/coverage/mutants.json.
 """
 from __future__ import annotations
@@ -81,9 +81,10 @@ def test_mutants_caught():
                    if vr["caught"] and vr["failed"] else ("crashed" if vr["caught"] else None))
         rows.append({"id": m["id"], "name": m["name"], "vectors": vcaught or "not caught",
                      "stress": caught or "not caught", "ops": r.get("ops")})
-        if not caught and not vcaught:
-            problems.append(f"mutant {m['id']} {m['name']} caught neither by the vectors nor by the stress "
-                            f"({r.get('ops')} ops)")
+        if not caught:
+            problems.append(f"mutant {m['id']} {m['name']} not caught by the stress ({r.get('ops')} ops)")
+        if not vcaught:
+            problems.append(f"mutant {m['id']} {m['name']} not caught by the model's vectors")
     w = max(len(r["name"]) for r in rows)
     print(f"\nmutant{' ' * (w - 2)}vectors ({n_scen} scenarios: failing, first)      stress check (ops)")
     for r in rows:
