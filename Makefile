@@ -11,7 +11,7 @@ PY      := $(VENV)/bin/python
 APT     := tools/install-apt.sh
 
 .PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
-        rtl deps-rtl deps-rtl-sim test-rtl synth test-long rtl-mutants bench test-rtl-netlist
+        rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants bench test-rtl-netlist
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
@@ -80,9 +80,13 @@ vectors: deps-murphi venv
 # --- tests --------------------------------------------------------------------------------------
 # The RTL part (tests/rtl: vectors replay, stress + coverage, mutants) needs `make rtl` and the
 # simulator; APTA_RTL=1 turns anything missing into an error instead of a skip.
-test: verify rtl deps-rtl-sim
+# The yosys netlists (stress variant + the model's geometries) must pass the same regression: the
+# vectors replay on them, and a shorter stress run.
+test: verify rtl deps-rtl-sim synth-netlist
 	@APTA_RTL=1 nice -n 10 $(PY) -m pytest tests -q
-	echo "test: all pytest suites passed"
+	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
+	RTL_DIR=build/synth APTA_STRESS_OPS=30000 $(RTL_PYTEST) -rs tests/rtl
+	echo "test: all pytest suites passed, and the RTL regression on the yosys netlist"
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl
@@ -98,6 +102,11 @@ synth: rtl
 	@$(APT) yosys python3
 	nice -n 10 python3 rtl/synth/synth.py
 
+# the same runs without touching rtl/README.md (make test)
+synth-netlist: rtl
+	@$(APT) yosys python3
+	nice -n 10 python3 rtl/synth/synth.py --readme ''
+
 test-rtl: rtl deps-rtl-sim
 	$(RTL_PYTEST) tests/rtl
 
@@ -110,11 +119,11 @@ rtl-mutants: rtl deps-rtl-sim
 bench: rtl deps-rtl-sim
 	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py
 
-# The same regression on another Verilog build of the same modules: the yosys gate-level netlist
-# of the stress variant (RTL_DIR = a root of <variant>/ directories or one variant's directory;
+# The same regression on another Verilog build of the same modules: the yosys gate-level netlists
+# of stress, m2s1w1, m3s1w1 (RTL_DIR = a root of <variant>/ directories or one variant's directory;
 # tests whose variant it lacks are skipped, vectors replay where a geometry matches).
 test-rtl-netlist: synth deps-rtl-sim
-	RTL_DIR=build/synth/stress $(RTL_PYTEST) -rs tests/rtl
+	RTL_DIR=build/synth $(RTL_PYTEST) -rs tests/rtl
 
 clean:
 	rm -rf build $(VENV) out

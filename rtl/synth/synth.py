@@ -6,10 +6,12 @@
    array stays one memory cell ($mem_v2) whose bits are reported separately; per module: cells,
    flip-flops (single-bit $_*DFF*_ cells), memory bits. -> build/synth/report.json and the table
    between the markers in rtl/README.md.
-2. stress variant, flattened, full `synth` (memories mapped to flip-flops) -> a gate-level netlist
-   build/synth/stress/CoherenceCore.v (+ params.json) the cocotb tests run with RTL_DIR=build/synth/stress.
+2. the stress variant and the model's geometries (m2s1w1, m3s1w1), flattened, full `synth`
+   (memories mapped to flip-flops) -> gate-level netlists build/synth/<variant>/CoherenceCore.v
+   (+ params.json): the cocotb regression runs on them with RTL_DIR=build/synth (random stress on
+   stress, the model's vectors on the other two).
 
-Usage: rtl/synth/synth.py [--rtl build/rtl] [--out build/synth] [--readme rtl/README.md]
+Usage: rtl/synth/synth.py [--rtl build/rtl] [--out build/synth] [--readme rtl/README.md | --readme '']
 """
 from __future__ import annotations
 
@@ -60,11 +62,16 @@ def is_ff(cell_type: str) -> bool:
     return "DFF" in cell_type or "DLATCH" in cell_type
 
 
+# variants synthesized into flattened netlists build/synth/<variant>/CoherenceCore.v
+NETLIST_VARIANTS = ("stress", "m2s1w1", "m3s1w1")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rtl", default=str(ROOT / "build/rtl"))
     ap.add_argument("--out", default=str(ROOT / "build/synth"))
-    ap.add_argument("--readme", default=str(ROOT / "rtl/README.md"))
+    ap.add_argument("--readme", default=str(ROOT / "rtl/README.md"),
+                    help="file whose synth block gets the table; '' = leave every tracked file alone (make test)")
     a = ap.parse_args()
     rtl, out = Path(a.rtl), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -96,17 +103,22 @@ def main() -> None:
     top = {k: total("CoherenceCore", k) for k in ("cells", "flipflops", "memoryBits")}
     params = json.loads((rtl / "default" / "params.json").read_text())
 
-    # 2. stress, flattened gate-level netlist for the cocotb regression
-    st_src = rtl / "stress" / "CoherenceCore.sv"
-    st_dir = out / "stress"
-    st_dir.mkdir(parents=True, exist_ok=True)
-    st_stat = st_dir / "stat.json"
-    st_secs = yosys(f"read_verilog -sv -DSYNTHESIS {st_src}; synth -flatten -top CoherenceCore; "
-                    f"tee -q -o {st_stat} stat -json; write_verilog -noattr {st_dir / 'CoherenceCore.v'}",
-                    st_dir / "yosys.log")
-    shutil.copy(rtl / "stress" / "params.json", st_dir / "params.json")
-    st = read_stat(st_stat)["modules"]
-    st_top = next(iter(st.values()))
+    # 2. flattened gate-level netlists for the cocotb regression (RTL_DIR=build/synth): the stress
+    #    variant (random stress) and the model's geometries (the vectors replay on them too)
+    netlists = {}
+    for v in NETLIST_VARIANTS:
+        v_dir = out / v
+        v_dir.mkdir(parents=True, exist_ok=True)
+        v_stat = v_dir / "stat.json"
+        v_secs = yosys(f"read_verilog -sv -DSYNTHESIS {rtl / v / 'CoherenceCore.sv'}; synth -flatten -top CoherenceCore; "
+                       f"tee -q -o {v_stat} stat -json; write_verilog -noattr {v_dir / 'CoherenceCore.v'}",
+                       v_dir / "yosys.log")
+        shutil.copy(rtl / v / "params.json", v_dir / "params.json")
+        v_top = next(iter(read_stat(v_stat)["modules"].values()))
+        netlists[v] = {"file": str((v_dir / "CoherenceCore.v").relative_to(ROOT)), "cells": v_top["num_cells"],
+                       "flipflops": sum(n for k, n in v_top["num_cells_by_type"].items() if is_ff(k)),
+                       "seconds": round(v_secs, 1)}
+    st_secs = netlists["stress"]["seconds"]
 
     report = {
         "tool": subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout.strip(),
@@ -117,10 +129,8 @@ def main() -> None:
         "seconds": round(secs, 1),
         "modules": mods,
         "total": top,
-        "stress_netlist": {"file": str((st_dir / "CoherenceCore.v").relative_to(ROOT)),
-                           "cells": st_top["num_cells"],
-                           "flipflops": sum(v for k, v in st_top["num_cells_by_type"].items() if is_ff(k)),
-                           "seconds": round(st_secs, 1)},
+        "stress_netlist": netlists["stress"],
+        "netlists": netlists,
     }
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
 
@@ -141,15 +151,18 @@ def main() -> None:
                  f"**{top['flipflops']:,}** | **{top['memoryBits']:,}** | |")
     lines += ["", f"Stress variant, flattened with the memories mapped to flip-flops: "
               f"{report['stress_netlist']['cells']:,} cells, {report['stress_netlist']['flipflops']:,} flip-flops "
-              f"({st_secs:.0f} s), netlist `build/synth/stress/CoherenceCore.v`.", END]
-    readme = Path(a.readme)
-    text = readme.read_text()
-    block = "\n".join(lines)
-    if BEGIN in text:
-        text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n## Synthesis (yosys)\n\n" + block + "\n"
-    readme.write_text(text)
+              f"({st_secs:.0f} s), netlist `build/synth/stress/CoherenceCore.v`; the model's geometries "
+              + ", ".join(f"{v} {n['cells']:,} cells" for v, n in netlists.items() if v != "stress")
+              + " (netlists beside it).", END]
+    if a.readme:
+        readme = Path(a.readme)
+        text = readme.read_text()
+        block = "\n".join(lines)
+        if BEGIN in text:
+            text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+        else:
+            text = text.rstrip("\n") + "\n\n## Synthesis (yosys)\n\n" + block + "\n"
+        readme.write_text(text)
     print(f"synth: default {top['cells']:,} cells, {top['flipflops']:,} flip-flops, {top['memoryBits']:,} memory bits "
           f"({secs:.0f} s); stress netlist {report['stress_netlist']['cells']:,} cells ({st_secs:.0f} s) -> {out}/report.json")
 
