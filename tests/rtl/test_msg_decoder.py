@@ -1,7 +1,7 @@
 """MsgDecoder (rtl/MsgDecoder.scala) under Verilator, checked against the Python codec of the same
 schema (rtl/messages.py): legal flits pass unchanged, every illegal one (unknown opcode, field out
 of range, reserved bits) is consumed and reported with the code and field the codec gives, under
-random backpressure. Run by `make test-rtl` (APTA_RTL=1); RTL_DIR=... points it at another build.
+random backpressure. Run by `make test` and `make test-rtl`; RTL_DIR=... points it at another build.
 """
 from __future__ import annotations
 
