@@ -179,63 +179,7 @@ def test_ack_and_ctrl_results(scenarios):
         assert sc["steps"][-1]["expect"]["resp"][0]["result"] == "Drop"
 
 
-# --- the loader on bad input ------------------------------------------------------------------
-GOOD = {"id": "t/get.S", "config": "t", "cell": "get.S",
-        "params": {"servers": 2, "dirSets": 1, "dirWays": 1, "maxPendPerServer": 2, "linesPerObject": 2},
-        "objects": {"Obj_0": {"obj": 1, "base": 4096, "size": 2}},
-        "steps": [{"rule": "r",
-                   "stimuli": [{"port": "req", "op": "Get", "server": 0, "epoch": 0, "obj": 1,
-                                "base": 4096, "size": 2}],
-                   "expect": {"resp": [{"op": "Get", "server": 0, "obj": 1, "result": "Served"}],
-                              "snp": [], "ackResult": [], "ctrlResp": [],
-                              "state": {"objects": {"1": {"state": "S", "sharers": [0], "pend": [0, 0]}},
-                                        "fenced": [False, False], "epoch": [0, 0]}}}]}
-
-
-def _write(tmp_path: Path, lines: list[str]) -> Path:
-    p = tmp_path / "v.jsonl"
-    p.write_text("\n".join(lines) + "\n")
-    return p
-
-
-def _mutated(f) -> str:
-    sc = json.loads(json.dumps(GOOD))
-    f(sc)
-    return json.dumps(sc)
-
-
-def test_loader_accepts_a_good_line(tmp_path):
-    assert vectors_io.load_vectors(_write(tmp_path, [json.dumps(GOOD)]))[0]["id"] == "t/get.S"
-
-
-@pytest.mark.parametrize("mutate,field,problem", [
-    (lambda sc: sc["steps"][0]["stimuli"][0].update(port="foo"), "steps[0].stimuli[0].port", "unknown port 'foo'"),
-    (lambda sc: sc["steps"][0]["stimuli"][0].update(op="Put"), "steps[0].stimuli[0].op", "unknown op 'Put'"),
-    (lambda sc: sc["steps"][0]["expect"]["resp"][0].update(result="Maybe"),
-     "steps[0].expect.resp[0].result", "unknown result 'Maybe'"),
-    (lambda sc: sc["steps"][0]["expect"].pop("snp"), "steps[0].expect.snp", "missing field"),
-    (lambda sc: sc.pop("params"), "params", "missing field"),
-    (lambda sc: sc.update(cell="get.nowhere"), "cell", "unknown cell 'get.nowhere'"),
-    (lambda sc: sc["steps"][0]["stimuli"][0].update(server=5), "steps[0].stimuli[0].server", "outside"),
-    (lambda sc: sc["steps"][0]["expect"]["state"]["objects"]["1"].update(state="M"),
-     "steps[0].expect.state.objects.1.state", "unknown state 'M'"),
-    (lambda sc: sc["steps"][0]["expect"]["state"]["objects"]["1"].update(pend=[0]),
-     "steps[0].expect.state.objects.1.pend", "expected 2 counts"),
-])
-def test_loader_names_file_line_and_field(tmp_path, mutate, field, problem):
-    p = _write(tmp_path, [json.dumps(GOOD), "", _mutated(mutate)])
-    with pytest.raises(vectors_io.VectorError) as e:
-        vectors_io.load_vectors(p)
-    msg = str(e.value)
-    assert msg.startswith(f"{p}:3: {field}: "), msg
-    assert problem in msg
-
-
-def test_loader_bad_json_and_duplicate_ids(tmp_path):
-    with pytest.raises(vectors_io.VectorError, match=r"v.jsonl:2: \(line\): bad JSON"):
-        vectors_io.load_vectors(_write(tmp_path, [json.dumps(GOOD), '{"id": ']))
-    with pytest.raises(vectors_io.VectorError, match=r"v.jsonl:2: id: 't/get.S' already on line 1"):
-        vectors_io.load_vectors(_write(tmp_path, [json.dumps(GOOD), json.dumps(GOOD)]))
+# The loader's errors on bad input (file, line, field) are tested in tests/rtl/test_vector_loader.py.
 
 
 # --- the generator --------------------------------------------------------------------------

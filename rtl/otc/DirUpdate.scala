@@ -133,6 +133,20 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
   io.reqErr.valid := isReq && (badServer || badSize)
   io.reqErr.bits := Mux(badServer, MsgField.server.U, MsgField.size.U)
 
+  /** a get or commit of an object not in the directory: get/commit.I.alloc (the requester is the
+    * sole sharer, `served`), .I.evict (a victim leaves, Stall: the request is retried), .I.full */
+  def miss(served: UInt): Unit = {
+    when(freeVec.orR) {
+      writeWay(freeOH, allocated(cOH))
+      result := served
+    }.elsewhen(sVec.orR) {
+      evict()
+      result := ReqResult.Stall.U
+    }.otherwise {
+      result := ReqResult.Stall.U
+    }
+  }
+
   when(isReq && !badServer && !badSize && !zombie) {
     when(isGet) {
       when(hit) {
@@ -147,14 +161,8 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
           writeWay(hitVec, y)
           result := ReqResult.Served.U
         }
-      }.elsewhen(freeVec.orR) {                         // get.I.alloc
-        writeWay(freeOH, allocated(cOH))
-        result := ReqResult.Served.U
-      }.elsewhen(sVec.orR) {                            // get.I.evict
-        evict()
-        result := ReqResult.Stall.U
-      }.otherwise {                                     // get.I.full
-        result := ReqResult.Stall.U
+      }.otherwise {
+        miss(ReqResult.Served.U)
       }
     }.otherwise {                                       // Commit: `OtcPut`
       val others = e.sharers & ~cOH
@@ -173,14 +181,8 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
           sendRound(r.obj, e, others)                   // the old version's extent
           result := ReqResult.Committed.U
         }
-      }.elsewhen(freeVec.orR) {                         // commit.I.alloc
-        writeWay(freeOH, allocated(cOH))
-        result := ReqResult.Committed.U
-      }.elsewhen(sVec.orR) {                            // commit.I.evict
-        evict()
-        result := ReqResult.Stall.U
-      }.otherwise {                                     // commit.I.full
-        result := ReqResult.Stall.U
+      }.otherwise {
+        miss(ReqResult.Committed.U)
       }
     }
   }
