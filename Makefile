@@ -11,7 +11,7 @@ PY      := $(VENV)/bin/python
 APT     := tools/install-apt.sh
 
 .PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
-        rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants bench test-rtl-netlist
+        rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants bench test-rtl-netlist workloads
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
@@ -24,6 +24,7 @@ help:
 	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
 	@echo "make bench        OTC throughput / latency on the default variant -> build/bench/rtl.json"
 	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
+	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make clean        remove build/ and the venv"
 
 # --- dependencies -------------------------------------------------------------------------------
@@ -82,11 +83,19 @@ vectors: deps-murphi venv
 # simulator; APTA_RTL=1 turns anything missing into an error instead of a skip.
 # The yosys netlists (stress variant + the model's geometries) must pass the same regression: the
 # vectors replay on them, and a shorter stress run.
-test: verify rtl deps-rtl-sim synth-netlist
+test: verify rtl deps-rtl-sim synth-netlist workloads
 	@APTA_RTL=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
 	RTL_DIR=build/synth APTA_STRESS_OPS=30000 $(RTL_PYTEST) -rs tests/rtl
 	echo "test: all pytest suites passed, and the RTL regression on the yosys netlist"
+
+# --- workloads ----------------------------------------------------------------------------------
+# The FaaS workflow applications (workloads/README.md): C functions and input generators compiled
+# into build/workloads/bin/<app>/; `python3 workloads/run.py all --size paper` runs them.
+workloads:
+	@command -v $${CC:-cc} >/dev/null && command -v make >/dev/null || $(APT) gcc make libc6-dev
+	@command -v $${CC:-cc} >/dev/null || { echo "make workloads: no C compiler ($${CC:-cc}) on the PATH"; exit 1; }
+	nice -n 10 $(MAKE) -s -C workloads BUILD=$(CURDIR)/build/workloads -j2
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl

@@ -1,0 +1,326 @@
+"""Load and validate the declarative workflow files of workloads/workflows/<app>.json (stdlib only).
+
+A workflow file names the application's functions, the DAG between them ("after"), the objects each
+function reads (get) and writes (put), its external inputs and outputs, its parallel instances and
+the compute server of each instance (the schedule of the paper's Table III), the generator
+parameters per input size, and the get/put counts the paper reports for that schedule (Table IV).
+The list order of "functions" is the order in which the schedule runs them; instances of a function
+run in index order. In object names "{i}" stands for the instance index of the function that reads
+or writes it.
+
+    wf = workflow.load("workloads/workflows/phi.json")      # raises WorkflowError(file, field, msg)
+    for inst in wf.instances(): ...                          # execution order
+    workflow.table_iv(wf)                                    # {"gets": {...}, "puts": {...}}
+
+Rules checked (each error names the file and the field):
+  * required fields present, no unknown fields, the right types;
+  * function names unique, a function source workloads/apps/<app>/<source>.c that exists;
+  * "after" names known functions and has no cycle; the list order is a topological order;
+  * every object read is a workflow input or written by a function that precedes the reader in the
+    DAG (an object nobody writes is an unknown object; one written only by an unordered or later
+    function is read before it is written);
+  * writers of one object are ordered by the DAG (no write/write race), and every reader of an
+    object is ordered with respect to its writers (no read/write race; a function may read and
+    rewrite the same object);
+  * external inputs are declared at the workflow level; external outputs are unique;
+  * declared outputs are written by some function; table_iv has the right shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKFLOW_DIR = os.path.join(HERE, "workflows")
+APPS_DIR = os.path.join(HERE, "apps")
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+SERVER_RE = re.compile(r"^c[0-9]+$")
+
+TOP_REQUIRED = {"name": str, "title": str, "inputs": list, "sizes": dict, "functions": list, "outputs": list}
+TOP_OPTIONAL = {"paper": dict, "external_inputs": list, "params": dict, "table_iv": dict, "app": str}
+FN_REQUIRED = {"name": str, "source": str, "servers": list, "reads": list, "writes": list}
+FN_OPTIONAL = {"after": list, "inputs": list, "emits": list, "params": dict, "label": str}
+SIZES = ("tiny", "paper")
+
+
+class WorkflowError(ValueError):
+    """A workflow file is malformed: `file`, `field` (a JSON path) and the reason."""
+
+    def __init__(self, file: str, field: str, msg: str):
+        self.file, self.field, self.msg = file, field, msg
+        super().__init__(f"{file}: {field}: {msg}")
+
+
+@dataclass
+class Instance:
+    """One invocation of a function: where it runs and the objects it reads and writes."""
+
+    function: str
+    label: str
+    source: str
+    index: int
+    count: int
+    server: str
+    reads: list
+    writes: list
+    inputs: list
+    emits: list
+    params: dict
+
+
+@dataclass
+class Workflow:
+    path: str
+    name: str
+    title: str
+    app: str
+    inputs: list
+    external_inputs: list
+    sizes: dict
+    params: dict
+    functions: list
+    outputs: list
+    table_iv: dict | None
+    paper: dict = field(default_factory=dict)
+
+    def function(self, name: str) -> dict:
+        return next(f for f in self.functions if f["name"] == name)
+
+    def instances(self, schedule: dict | None = None) -> list:
+        """Every instance in execution order. `schedule` ({function: [server, ...]}) overrides
+        the file's servers (same number of instances), e.g. to study another placement."""
+        out = []
+        for f in self.functions:
+            servers = (schedule or {}).get(f["name"], f["servers"])
+            if len(servers) != len(f["servers"]):
+                raise ValueError(f"schedule for {f['name']} must have {len(f['servers'])} servers")
+            for i, server in enumerate(servers):
+                out.append(Instance(
+                    function=f["name"], label=f.get("label", f["name"]), source=f["source"], index=i,
+                    count=len(servers), server=server, reads=expand(f["reads"], i), writes=expand(f["writes"], i),
+                    inputs=list(f.get("inputs", [])), emits=expand(f.get("emits", []), i),
+                    params=dict(f.get("params", {}))))
+        return out
+
+    def objects(self) -> set:
+        objs = set(self.inputs)
+        for inst in self.instances():
+            objs.update(inst.reads, inst.writes)
+        return objs
+
+
+def expand(names: list, i: int) -> list:
+    return [n.replace("{i}", str(i)) for n in names]
+
+
+def _check_fields(path, where, obj, required, optional):
+    if not isinstance(obj, dict):
+        raise WorkflowError(path, where or "(top level)", "must be a JSON object")
+    for k, t in required.items():
+        if k not in obj:
+            raise WorkflowError(path, f"{where}.{k}" if where else k, "missing required field")
+    for k, v in obj.items():
+        fld = f"{where}.{k}" if where else k
+        t = required.get(k) or optional.get(k)
+        if t is None:
+            raise WorkflowError(path, fld, f"unknown field (known: {', '.join(sorted({**required, **optional}))})")
+        if not isinstance(v, t):
+            raise WorkflowError(path, fld, f"must be a {t.__name__}")
+
+
+def _check_names(path, fld, names, what="object"):
+    for j, n in enumerate(names):
+        if not isinstance(n, str) or not NAME_RE.match(n.replace("{i}", "0")):
+            raise WorkflowError(path, f"{fld}[{j}]", f"bad {what} name {n!r} (letters, digits, _ . - and {{i}})")
+    if len(set(names)) != len(names):
+        raise WorkflowError(path, fld, f"duplicate {what} name")
+
+
+def load(path: str, apps_dir: str = APPS_DIR) -> Workflow:
+    """Parse and validate one workflow file; raises WorkflowError naming file and field."""
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+    except json.JSONDecodeError as e:
+        raise WorkflowError(path, f"line {e.lineno}", f"invalid JSON: {e.msg}") from None
+    except OSError as e:
+        raise WorkflowError(path, "(file)", str(e)) from None
+    _check_fields(path, "", doc, TOP_REQUIRED, TOP_OPTIONAL)
+    app = doc.get("app", doc["name"])
+    ext_inputs = doc.get("external_inputs", [])
+    _check_names(path, "inputs", doc["inputs"])
+    _check_names(path, "external_inputs", ext_inputs)
+    for s in SIZES:
+        if s not in doc["sizes"]:
+            raise WorkflowError(path, f"sizes.{s}", "missing required field")
+    for s, spec in doc["sizes"].items():
+        _check_fields(path, f"sizes.{s}", spec, {"gen": dict}, {"params": dict})
+
+    fns = doc["functions"]
+    if not fns:
+        raise WorkflowError(path, "functions", "no functions")
+    names = {}
+    for j, f in enumerate(fns):
+        where = f"functions[{j}]"
+        _check_fields(path, where, f, FN_REQUIRED, FN_OPTIONAL)
+        if f["name"] in names:
+            raise WorkflowError(path, f"{where}.name", f"duplicate function name {f['name']!r}")
+        names[f["name"]] = j
+        if not NAME_RE.match(f["source"]):
+            raise WorkflowError(path, f"{where}.source", f"bad source name {f['source']!r}")
+        src = os.path.join(apps_dir, app, f["source"] + ".c")
+        if not os.path.exists(src):
+            raise WorkflowError(path, f"{where}.source", f"no function source {os.path.relpath(src)}")
+        if not f["servers"] or not all(isinstance(s, str) and SERVER_RE.match(s) for s in f["servers"]):
+            raise WorkflowError(path, f"{where}.servers", "must be a non-empty list of compute servers c1, c2, ...")
+        for k in ("reads", "writes", "emits"):
+            _check_names(path, f"{where}.{k}", f.get(k, []))
+        for k, n in enumerate(f.get("inputs", [])):
+            if n not in ext_inputs:
+                raise WorkflowError(path, f"{where}.inputs[{k}]", f"unknown external input {n!r} (declare it in external_inputs)")
+
+    # the DAG: known names, no cycle, list order topological
+    for j, f in enumerate(fns):
+        for k, a in enumerate(f.get("after", [])):
+            if a not in names:
+                raise WorkflowError(path, f"functions[{j}].after[{k}]", f"unknown function {a!r}")
+    _check_acyclic(path, fns, names)
+    for j, f in enumerate(fns):
+        for k, a in enumerate(f.get("after", [])):
+            if names[a] > j:
+                raise WorkflowError(path, f"functions[{j}].after[{k}]",
+                                    f"{f['name']!r} runs after {a!r}, which is listed later: list functions in schedule order")
+    anc = _ancestors(fns)
+
+    # objects: who writes what; read-before-write, unknown objects, races
+    writers = {}  # object -> [function names]
+    for f in fns:
+        for i in range(len(f["servers"])):
+            for o in expand(f["writes"], i):
+                writers.setdefault(o, [])
+                if f["name"] not in writers[o]:
+                    writers[o].append(f["name"])
+    for o, ws in writers.items():
+        for a in ws:
+            for b in ws:
+                if a < b and a not in anc[b] and b not in anc[a]:
+                    raise WorkflowError(path, f"functions[{names[b]}].writes",
+                                        f"object {o!r} is written by {a!r} and {b!r}, which are not ordered by the DAG")
+    emitted = {}
+    for j, f in enumerate(fns):
+        for i in range(len(f["servers"])):
+            for k, o in enumerate(expand(f["reads"], i)):
+                fld = f"functions[{j}].reads[{k}]"
+                ws = writers.get(o, [])
+                if not ws and o not in doc["inputs"]:
+                    raise WorkflowError(path, fld, f"unknown object {o!r}: not a workflow input and no function writes it")
+                before = [w for w in ws if w in anc[f["name"]]]
+                if not before and o not in doc["inputs"]:
+                    raise WorkflowError(path, fld, f"object {o!r} is read by {f['name']!r} before any function writes it "
+                                                   f"(written by {', '.join(ws)}, none of which precedes it in the DAG)")
+                for w in ws:
+                    if w != f["name"] and w not in anc[f["name"]] and f["name"] not in anc[w]:
+                        raise WorkflowError(path, fld, f"object {o!r} is read by {f['name']!r} and written by {w!r}, "
+                                                       "which are not ordered by the DAG")
+            for k, o in enumerate(expand(f.get("emits", []), i)):
+                if o in emitted:
+                    raise WorkflowError(path, f"functions[{j}].emits[{k}]", f"external output {o!r} also emitted by {emitted[o]!r}")
+                emitted[o] = f["name"]
+    for k, o in enumerate(doc["outputs"]):
+        if o not in writers:
+            raise WorkflowError(path, f"outputs[{k}]", f"unknown object {o!r}: no function writes it")
+    if "table_iv" in doc:
+        t = doc["table_iv"]
+        for part, keys in (("gets", ("hit", "miss")), ("puts", ("no_inv", "inv"))):
+            if not isinstance(t.get(part), dict) or set(t[part]) != set(keys) or not all(isinstance(v, int) for v in t[part].values()):
+                raise WorkflowError(path, f"table_iv.{part}", f"must be {{{', '.join(repr(k) + ': int' for k in keys)}}}")
+    return Workflow(path=path, name=doc["name"], title=doc["title"], app=app, inputs=doc["inputs"], external_inputs=ext_inputs,
+                    sizes=doc["sizes"], params=doc.get("params", {}), functions=fns, outputs=doc["outputs"],
+                    table_iv=doc.get("table_iv"), paper=doc.get("paper", {}))
+
+
+def _check_acyclic(path, fns, names):
+    state = {}  # 1 = on the stack, 2 = done
+
+    def visit(n, stack):
+        state[n] = 1
+        for a in fns[names[n]].get("after", []):
+            if state.get(a) == 1:
+                cyc = stack[stack.index(a):] + [a]
+                raise WorkflowError(path, f"functions[{names[n]}].after", "cycle: " + " -> ".join(reversed(cyc)))
+            if state.get(a) is None:
+                visit(a, stack + [a])
+        state[n] = 2
+
+    for f in fns:
+        if f["name"] not in state:
+            visit(f["name"], [f["name"]])
+
+
+def _ancestors(fns):
+    anc = {}
+    for f in fns:  # list order is topological (checked before)
+        s = set()
+        for a in f.get("after", []):
+            s.add(a)
+            s |= anc[a]
+        anc[f["name"]] = s
+    return anc
+
+
+def table_iv(wf: Workflow, schedule: dict | None = None, rule: str = "any") -> dict:
+    """The paper's Table IV counts for a schedule, by an object-granular cache model.
+
+    Each compute server's cache holds every object version it got or put (caches are large
+    enough for a workflow; writes go through and the writer keeps its copy). A function instance
+    with a GET phase counts one get: a hit when its server holds (rule "any") at least one, or
+    (rule "all") every one of the objects it reads, else a miss. An instance with a PUT phase
+    counts one put: "inv" when another server holds a copy of an object it writes (those copies
+    are invalidated), else "no_inv". External inputs and outputs are not store operations.
+    """
+    caches = {}
+    gets = {"hit": 0, "miss": 0}
+    puts = {"no_inv": 0, "inv": 0}
+    for inst in wf.instances(schedule):
+        c = caches.setdefault(inst.server, set())
+        if inst.reads:
+            cached = [o in c for o in inst.reads]
+            hit = any(cached) if rule == "any" else all(cached)
+            gets["hit" if hit else "miss"] += 1
+            c.update(inst.reads)
+        if inst.writes:
+            inv = False
+            for s, other in caches.items():
+                if s != inst.server and other & set(inst.writes):
+                    inv = True
+                    other -= set(inst.writes)
+            puts["inv" if inv else "no_inv"] += 1
+            c.update(inst.writes)
+    return {"gets": gets, "puts": puts}
+
+
+def load_all(directory: str = WORKFLOW_DIR) -> list:
+    return [load(os.path.join(directory, f)) for f in sorted(os.listdir(directory)) if f.endswith(".json")]
+
+
+if __name__ == "__main__":
+    import sys
+
+    paths = sys.argv[1:] or [os.path.join(WORKFLOW_DIR, f) for f in sorted(os.listdir(WORKFLOW_DIR)) if f.endswith(".json")]
+    bad = 0
+    for p in paths:
+        try:
+            wf = load(p)
+        except WorkflowError as e:
+            print(f"error: {e}")
+            bad += 1
+            continue
+        got = table_iv(wf)
+        note = "" if wf.table_iv is None else ("matches Table IV" if got == wf.table_iv else f"Table IV says {wf.table_iv}")
+        print(f"{wf.name}: {len(wf.functions)} functions, {len(wf.instances())} instances, "
+              f"gets {got['gets']}, puts {got['puts']} {note}")
+    sys.exit(1 if bad else 0)
