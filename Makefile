@@ -11,7 +11,8 @@ PY      := $(VENV)/bin/python
 APT     := tools/install-apt.sh
 
 .PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
-        rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants bench test-rtl-netlist workloads
+        rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants bench test-rtl-netlist workloads \
+        test-history test-ms
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
@@ -24,7 +25,12 @@ help:
 	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
 	@echo "make bench        OTC throughput / latency on the default variant -> build/bench/rtl.json"
 	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
+	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
+	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
+	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
+	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (not part of make test yet)"
+	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
 	@echo "make clean        remove build/ and the venv"
 
 # --- dependencies -------------------------------------------------------------------------------
@@ -128,6 +134,16 @@ rtl-mutants: rtl deps-rtl-sim
 bench: rtl deps-rtl-sim
 	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py
 
+# The store contract end to end (issue 5): tests/history.py (P1-P4 history checker), the workflow
+# scripts (tests/workflows/), the compute-server models and runner on a plumbing fake: plain pytest,
+# seconds, also part of `make test` (pytest tests). test-ms: the same models on the RTL memory
+# server (variant ms3) with crash injection; histories in build/ms/histories/.
+test-history: venv
+	$(PY) -m pytest -q tests/test_history.py tests/test_compute_server.py
+
+test-ms: rtl deps-rtl-sim
+	$(RTL_PYTEST) -rs tests/rtl/test_ms_workflows.py
+
 # The same regression on another Verilog build of the same modules: the yosys gate-level netlists
 # of stress, m2s1w1, m3s1w1 (RTL_DIR = a root of <variant>/ directories or one variant's directory;
 # tests whose variant it lacks are skipped, vectors replay where a geometry matches).
@@ -136,3 +152,27 @@ test-rtl-netlist: synth deps-rtl-sim
 
 clean:
 	rm -rf build $(VENV) out
+
+# --- kube-scheduler plugin (scheduler-plugin/: a Go module; Go caches stay in $HOME) ------------
+# Go 1.26 from PATH or /usr/local/go/bin. The first build compiles k8s.io/kubernetes (cold:
+# see scheduler-plugin/README.md for measured times); `-p 2` and nice keep it polite on 2 cores.
+GO_SCHED := $(shell command -v go 2>/dev/null || { test -x /usr/local/go/bin/go && echo /usr/local/go/bin/go; })
+.PHONY: scheduler test-scheduler go-check
+go-check:
+	@if [ -z "$(GO_SCHED)" ]; then echo "error: no Go toolchain found (go on PATH or /usr/local/go/bin/go): scheduler-plugin/ needs Go >= 1.26 (https://go.dev/dl/)" >&2; exit 1; fi
+	@$(GO_SCHED) version | grep -qE 'go1\.(2[6-9]|[3-9][0-9])' || { echo "error: scheduler-plugin/ needs Go >= 1.26, found: $$($(GO_SCHED) version)" >&2; exit 1; }
+
+scheduler: go-check
+	mkdir -p build/scheduler
+	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) build -p 2 -o ../build/scheduler/ ./cmd/...)
+
+test-scheduler: scheduler
+	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 ./pkg/... ./apis/...)
+	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 -count=1 -timeout 30m -v ./test/e2e/) 2>&1 | tee build/scheduler/e2e.log
+
+# Scheduling throughput and per-pod latency, 100 nodes x 1,000 pods, with and without the plugin
+# on the same cluster -> build/bench/scheduler.json. Not part of `make bench` (RTL) yet.
+.PHONY: bench-scheduler
+bench-scheduler: scheduler
+	mkdir -p build/bench
+	(cd scheduler-plugin && APTA_BENCH=1 APTA_BENCH_OUT=$(CURDIR)/build/bench/scheduler.json nice -n 5 $(GO_SCHED) test -p 2 -count=1 -timeout 20m -run 'TestBench$$' -v ./test/e2e/) 2>&1 | tail -40

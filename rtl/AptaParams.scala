@@ -25,7 +25,15 @@ case class AptaParams(
   maxPendPerServer: Int = 15, // OIC: outstanding invalidations one server may owe per object
   snpRounds: Int = 2,         // OIC: invalidation rounds (one commit or eviction each) queued for the BISnp issuer
   respSlots: Int = 2,         // OTC: resp buffer; requests are accepted only while their answer has a slot
-  mutantPort: Boolean = false // `mutants` variant only: an io_mutant input selecting one deliberate bug (rtl/Mutants.scala)
+  mutantPort: Boolean = false, // `mutants` variant only: an io_mutant input selecting one deliberate bug (rtl/Mutants.scala)
+  // ---- the memory-server top (rtl/MEMSERVER.md) ----
+  mapBase: Int = 0,           // object map: byte address of the direct-mapped entry table in DRAM
+  mapEntries: Int = 1024,     // object map: entries (16 bytes each), entry of obj at index obj % mapEntries
+  mapCacheEntries: Int = 4,   // object map: fully associative translation cache entries
+  axiIdBits: Int = 2,         // AXI4 master: id width (0 map walk, 1 OSC reads, 2 OPC drain, 3 map updates)
+  oscBufLines: Int = 8,       // OSC: DRAM read credit (lines in flight or buffered)
+  stallBackoff: Int = 4,      // OSC/OPC: cycles before a Stall'd get/commit is retried
+  opcTimeout: Int = 0         // OPC: abort an open put with no line for this many cycles (0 = never)
 ) {
   require(servers >= 1 && servers <= 64, s"servers must be 1..64 (sharer vector), got $servers")
   require(isPow2(dirSets), s"dirSets must be a power of two, got $dirSets")
@@ -41,6 +49,11 @@ case class AptaParams(
   require(maxPendPerServer >= 1, s"maxPendPerServer must be >= 1, got $maxPendPerServer")
   require(snpRounds >= 1, s"snpRounds must be >= 1, got $snpRounds")
   require(respSlots >= 1, s"respSlots must be >= 1, got $respSlots")
+  require(isPow2(mapEntries) && mapEntries >= 1, s"mapEntries must be a power of two, got $mapEntries")
+  require(mapBase >= 0 && mapBase % 64 == 0, s"mapBase must be 64-byte aligned, got $mapBase")
+  require(mapCacheEntries >= 1, s"mapCacheEntries must be >= 1, got $mapCacheEntries")
+  require(axiIdBits >= 2, s"axiIdBits must be >= 2 (four AXI ids), got $axiIdBits")
+  require(oscBufLines >= 1 && stallBackoff >= 0 && opcTimeout >= 0, "oscBufLines >= 1, stallBackoff, opcTimeout >= 0")
 
   // derived widths (names as in rtl/messages.json "derived")
   def serverBits: Int = log2Up(servers)                // a server id
@@ -53,6 +66,10 @@ case class AptaParams(
   def pendBits: Int = log2Up(maxPendPerServer + 1)
   def setIdxBits: Int = log2Up(dirSets)               // a set index signal (>= 1 bit; constant 0 when dirSets = 1)
   /** OIC: acks one server may owe in total (every entry at its per-object bound) */
+  /** bytes of one line = one AXI beat */
+  def lineBytes: Int = dataBits / 8
+  /** the map entry table's end (exclusive byte address) */
+  def mapEnd: BigInt = BigInt(mapBase) + BigInt(mapEntries) * 16
   def totalPendBits: Int = log2Up(dirSets * dirWays * maxPendPerServer + 1)
 
   /** every parameter and derived width, for build/rtl/<variant>/params.json */

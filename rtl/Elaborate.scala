@@ -5,7 +5,7 @@ import java.nio.file.{Files, Path, Paths}
 
 /** `./mill rtl.run [outdir]`: every variant of rtl/variants.json into <outdir>/<variant>/
   * (CoherenceCore.sv with its submodules, MsgDecoder.sv, params.json with every AptaParams value and
-  * derived width), <outdir>/mutants/mutants.json (rtl/Mutants.scala), and, for the MsgDecoder test,
+  * derived width; MemoryServer.sv too for variants with "memoryServer": true), <outdir>/mutants/mutants.json (rtl/Mutants.scala), and, for the MsgDecoder test,
   * <outdir>/MsgDecoder.sv and <outdir>/params.json of the default parameters.
   */
 object Elaborate extends App {
@@ -55,6 +55,8 @@ object Elaborate extends App {
     Files.createDirectories(dir)
     ChiselStage.emitSystemVerilogFile(new CoherenceCore, Array("--target-dir", dir.toString), firtoolOpts)
     ChiselStage.emitSystemVerilogFile(new MsgDecoder, Array("--target-dir", dir.toString), firtoolOpts)
+    val ms = v.obj.get("memoryServer").exists(_.bool)
+    if (ms) ChiselStage.emitSystemVerilogFile(new MemoryServer, Array("--target-dir", dir.toString), firtoolOpts)
     write(dir.resolve("params.json"), paramsJson(name, p))
     if (name == "default") {
       ChiselStage.emitSystemVerilogFile(new MsgDecoder, Array("--target-dir", outDir), firtoolOpts)

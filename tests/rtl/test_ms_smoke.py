@@ -1,0 +1,251 @@
+"""Smoke test of the memory-server top (rtl/MEMSERVER.md) on the `ms3` variant: DRAM is
+cocotbext-axi's AxiRam. Gets of an initial object, put then get (new version), a put to an object
+with a sharer sends ObjBISnp, staging full -> PutRetry, a fence aborts an open put, bad input.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+VARIANT = os.environ.get("APTA_MS_VARIANT", "ms3")
+BASE = 0x1000          # object o at BASE + o * 0x200 (8 lines of 64 bytes)
+
+
+def obj_base(o: int) -> int:
+    return BASE + o * 0x200
+
+
+def val(o: int, version: int, line: int) -> int:
+    return (o << 40) | (version << 20) | (line + 1) | (0xA5 << 500)
+
+
+async def setup(dut, objects: dict[int, int], **kw):
+    from ms_bfm import Ms
+    ms = Ms(dut, VARIANT, **kw)
+    for o, size in objects.items():
+        ms.put_map(o, obj_base(o), size)
+        ms.write_obj(obj_base(o), [val(o, 0, l) for l in range(size)])
+    await ms.start()
+    return ms
+
+
+def data_of(ms, server: int, o: int) -> list[int]:
+    fl = ms.rsp_of("ObjData", server=server, obj=o)
+    return [f["data"] for f in sorted(fl, key=lambda f: f["line"])]
+
+
+try:
+    import cocotb
+except ImportError:          # collected by pytest without cocotb: only the runner below matters
+    cocotb = None
+
+if cocotb is not None:
+    @cocotb.test()
+    async def get_put_get_snoop(dut):
+        ms = await setup(dut, {1: 3, 2: 8})
+        ms.send(0, "ObjGet", epoch=0, obj=1)
+        await ms.settle()
+        assert data_of(ms, 0, 1) == [val(1, 0, l) for l in range(3)], ms.rsp
+        lines = [f["line"] for _n, f in ms.rsp if _n == "ObjData"]
+        assert lines == [0, 1, 2], f"lines in order: {lines}"
+        # server 1 puts a new version of obj 1 (server 0 is a sharer -> ObjBISnp to 0)
+        ms.send(1, "PutPrepare", epoch=0, obj=1, txn=5)
+        for l in (2, 0, 1):
+            ms.send(1, "PutLine", epoch=0, obj=1, txn=5, line=l, data=val(1, 1, l))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=1, obj=1, txn=5), ms.rsp
+        assert [f for n, f in ms.snp if n == "ObjBISnp" and f["server"] == 0 and f["obj"] == 1], ms.snp
+        assert int(dut.io_status_pending.value) & 1, "server 0 owes an ack"
+        assert int(dut.io_status_commitSeq.value) == 1
+        assert ms.read_obj(obj_base(1), 3) == [val(1, 1, l) for l in range(3)], "drained to DRAM"
+        ms.send(2, "ObjGet", epoch=0, obj=1)
+        await ms.settle()
+        assert data_of(ms, 2, 1) == [val(1, 1, l) for l in range(3)]
+        ms.ack(0, 0, 1)
+        await ms.settle()
+        assert int(dut.io_status_pending.value) == 0
+        # 8-line object: one ObjData per cycle once streaming (translation cached after this get)
+        for rep in range(2):
+            first, c0 = len(ms.rsp), ms.cycles
+            ms.send(0, "ObjGet", epoch=0, obj=2)
+            await ms.settle()
+            cyc = ms.rsp_cycle[first:]
+            dut._log.info(f"8-line get #{rep}: ObjGet offered at cycle 0, first ObjData at {cyc[0] - c0}")
+            assert len(cyc) == 8 and cyc[-1] - cyc[0] == 7, f"not one line per cycle: {cyc}"
+        dut._log.info(f"8-line get: lines at cycles {[c - cyc[0] for c in cyc]}")
+        # 8-line object, under rsp backpressure
+        ms.bp = 0.3
+        ms.send(1, "ObjGet", epoch=0, obj=2)
+        await ms.settle()
+        assert data_of(ms, 1, 2) == [val(2, 0, l) for l in range(8)]
+        assert not ms.err, ms.err
+
+    @cocotb.test()
+    async def staging_full_and_fence(dut):
+        ms = await setup(dut, {2: 2, 3: 2, 4: 2})
+        ms.send(0, "PutPrepare", epoch=0, obj=2, txn=1)
+        ms.send(0, "PutLine", epoch=0, obj=2, txn=1, line=0, data=val(2, 9, 0))   # 1 of 2 lines
+        ms.send(1, "PutPrepare", epoch=0, obj=3, txn=1)
+        await ms.settle()
+        ms.send(2, "PutPrepare", epoch=0, obj=4, txn=7)                           # 2 slots: full
+        await ms.settle()
+        assert ms.rsp_of("PutRetry", server=2, obj=4, txn=7), ms.rsp
+        # fence server 0: its open put is discarded, its slot free again
+        ms.ctrl("Fence", 0, 0)
+        await ms.settle()
+        assert [f for n, f in ms.ctrlResp if n == "Fence" and f["server"] == 0], ms.ctrlResp
+        assert [e for e in ms.err if e["code"] == "fenceAbort" and e["server"] == 0], ms.err
+        ms.send(0, "PutLine", epoch=0, obj=2, txn=1, line=1, data=val(2, 9, 1))   # zombie line
+        ms.send(2, "PutPrepare", epoch=0, obj=4, txn=8)
+        ms.send(2, "PutLine", epoch=0, obj=4, txn=8, line=0, data=val(4, 1, 0))
+        ms.send(2, "PutLine", epoch=0, obj=4, txn=8, line=1, data=val(4, 1, 1))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=2, obj=4, txn=8), ms.rsp
+        assert [e for e in ms.err if e["code"] == "zombie" and e["server"] == 0], ms.err
+        assert not ms.rsp_of("PutCommit", server=0), "the fenced writer never commits"
+        ms.send(1, "ObjGet", epoch=0, obj=2)
+        await ms.settle()
+        assert data_of(ms, 1, 2) == [val(2, 0, l) for l in range(2)], "no partial object"
+        # the fenced server rejoins on its own port
+        ms.send(0, "Rejoin", epoch=0)
+        await ms.settle()
+        assert ms.rsp_of("RejoinAck", server=0, epoch=1), ms.rsp
+
+    @cocotb.test()
+    async def get_forwards_draining_put(dut):
+        """DRAM writes held back: a get after the PutCommit is served from the draining slot."""
+        from cocotb.triggers import RisingEdge
+        ms = await setup(dut, {5: 4})
+        ms.ram.write_if.w_channel.pause = True            # the drain cannot reach DRAM
+        ms.send(0, "PutPrepare", epoch=0, obj=5, txn=2)
+        for l in range(4):
+            ms.send(0, "PutLine", epoch=0, obj=5, txn=2, line=l, data=val(5, 1, l))
+        for _ in range(200):
+            await RisingEdge(dut.clock)
+            if ms.rsp_of("PutCommit", server=0, obj=5):
+                break
+        assert ms.rsp_of("PutCommit", server=0, obj=5), "PutCommit does not wait for the drain"
+        ms.send(1, "ObjGet", epoch=0, obj=5)
+        for _ in range(200):
+            await RisingEdge(dut.clock)
+            if len(data_of(ms, 1, 5)) == 4:
+                break
+        assert data_of(ms, 1, 5) == [val(5, 1, l) for l in range(4)], "forwarded from staging"
+        assert ms.read_obj(obj_base(5), 4) == [val(5, 0, l) for l in range(4)], "DRAM still old"
+        ms.ram.write_if.w_channel.pause = False
+        await ms.settle()
+        assert ms.read_obj(obj_base(5), 4) == [val(5, 1, l) for l in range(4)]
+        ms.send(2, "ObjGet", epoch=0, obj=5)
+        await ms.settle()
+        assert data_of(ms, 2, 5) == [val(5, 1, l) for l in range(4)]
+        assert not ms.err, ms.err
+
+    @cocotb.test()
+    async def timeout_then_retry(dut):
+        """ms3t (opcTimeout > 0): an open put idle too long answers PutRetry; the retry (same txn) commits."""
+        from core_bfm import load_params
+        if not load_params(VARIANT).get("opcTimeout"):
+            return                       # the variant has no timeout (ms3): nothing to check
+        ms = await setup(dut, {6: 2})
+        ms.send(0, "PutPrepare", epoch=0, obj=6, txn=3)
+        ms.send(0, "PutLine", epoch=0, obj=6, txn=3, line=0, data=11)
+        from cocotb.triggers import RisingEdge
+        for _ in range(1000):            # an open slot counts as idle: wait for the answer itself
+            await RisingEdge(dut.clock)
+            if ms.rsp_of("PutRetry", server=0, obj=6, txn=3):
+                break
+        assert ms.rsp_of("PutRetry", server=0, obj=6, txn=3), ms.rsp
+        assert [e for e in ms.err if e["code"] == "timeout"], ms.err
+        ms.send(0, "PutPrepare", epoch=0, obj=6, txn=3)
+        ms.send(0, "PutLine", epoch=0, obj=6, txn=3, line=0, data=11)
+        ms.send(0, "PutLine", epoch=0, obj=6, txn=3, line=1, data=12)
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=0, obj=6, txn=3), ms.rsp
+        assert ms.read_obj(obj_base(6), 2) == [11, 12]
+
+    @cocotb.test()
+    async def no_torn_get(dut):
+        """A put of the object completes while a get of it is half read (DRAM read data held back):
+        the get returns one version (P2), the commit waits for the stream (the OSC/OPC interlock)."""
+        from cocotb.triggers import RisingEdge
+        ms = await setup(dut, {7: 8})
+        ms.send(2, "ObjGet", epoch=0, obj=7)             # warms the translation cache
+        await ms.settle()
+        ms.ram.read_if.r_channel.pause = True            # AxiRam reads ~2 lines, then blocks
+        ms.send(1, "ObjGet", epoch=0, obj=7)
+        for _ in range(30):
+            await RisingEdge(dut.clock)
+        ms.send(0, "PutPrepare", epoch=0, obj=7, txn=1)
+        for l in range(8):
+            ms.send(0, "PutLine", epoch=0, obj=7, txn=1, line=l, data=val(7, 1, l))
+        for _ in range(100):
+            await RisingEdge(dut.clock)
+        ms.ram.read_if.r_channel.pause = False
+        unpause = ms.cycles
+        await ms.settle()
+        got = data_of(ms, 1, 7)
+        dut._log.info(f"no_torn_get: versions {[(d >> 20) & 0xFFFFF for d in got]}, rsp order "
+                      f"{[(n, f.get('server'), f.get('line'), c) for (n, f), c in zip(ms.rsp, ms.rsp_cycle)]} "
+                      f"err {ms.err} unpaused at {unpause}")
+        assert got in ([val(7, 0, l) for l in range(8)], [val(7, 1, l) for l in range(8)]), \
+            f"torn object: versions {[(d >> 20) & 0xFFFFF for d in got]}"
+        assert ms.rsp_of("PutCommit", server=0, obj=7, txn=1), ms.rsp
+        assert ms.read_obj(obj_base(7), 8) == [val(7, 1, l) for l in range(8)]
+
+    @cocotb.test()
+    async def two_puts_one_writer(dut):
+        """Slots are keyed by (writer, txn): one server's two interleaved puts both commit."""
+        ms = await setup(dut, {2: 2, 3: 2})
+        ms.send(0, "PutPrepare", epoch=0, obj=2, txn=1)
+        ms.send(0, "PutPrepare", epoch=0, obj=3, txn=2)
+        for l in range(2):
+            ms.send(0, "PutLine", epoch=0, obj=3, txn=2, line=l, data=val(3, 1, l))
+            ms.send(0, "PutLine", epoch=0, obj=2, txn=1, line=l, data=val(2, 1, l))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=0, obj=2, txn=1) and ms.rsp_of("PutCommit", server=0, obj=3, txn=2), ms.rsp
+        assert ms.read_obj(obj_base(2), 2) == [val(2, 1, l) for l in range(2)]
+        assert ms.read_obj(obj_base(3), 2) == [val(3, 1, l) for l in range(2)]
+        assert not ms.err, ms.err
+
+    @cocotb.test()
+    async def bad_input(dut):
+        ms = await setup(dut, {1: 2})
+        ms.put_map(9, obj_base(9), 20)                 # over-long (linesPerObject 8)
+        ms.put_map(10, obj_base(10), 2, raw_reserved=1)  # malformed
+        ms.send(0, "ObjGet", epoch=0, obj=50)           # unknown
+        ms.send(1, "ObjGet", epoch=0, obj=9)
+        ms.send(2, "PutPrepare", epoch=0, obj=10, txn=3)
+        ms.send(0, "PutLine", epoch=0, obj=1, txn=4, line=0, data=1)   # no prepare
+        await ms.settle()
+        codes = {(e["server"], e["code"]) for e in ms.err}
+        assert {(0, "unknownObj"), (1, "overLong"), (2, "badMapEntry"), (0, "noTxn")} <= codes, ms.err
+        assert ms.rsp_of("ObjErr", server=0, obj=50, code=4)
+        assert ms.rsp_of("ObjErr", server=1, obj=9, code=6)
+        assert ms.rsp_of("ObjErr", server=2, obj=10, txn=3, code=5)
+        # state intact: a normal get and put still work
+        ms.send(1, "PutPrepare", epoch=0, obj=1, txn=1)
+        ms.send(1, "PutLine", epoch=0, obj=1, txn=1, line=0, data=7)
+        ms.send(1, "PutLine", epoch=0, obj=1, txn=1, line=5, data=7)   # line >= size 2
+        ms.send(1, "PutLine", epoch=0, obj=1, txn=1, line=1, data=8)
+        await ms.settle()
+        assert ms.rsp_of("ObjErr", server=1, obj=1, code=9)
+        assert ms.rsp_of("PutCommit", server=1, obj=1, txn=1)
+        ms.send(0, "ObjGet", epoch=0, obj=1)
+        await ms.settle()
+        assert data_of(ms, 0, 1) == [7, 8]
+
+
+@pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
+                         else ["ms3", "ms3t"])
+def test_ms_smoke_runner(variant):
+    from ms_bfm import run_ms
+    from core_bfm import rtl_dir_overridden, variant_dir
+    if not (variant_dir(variant) / "MemoryServer.sv").exists():
+        if rtl_dir_overridden():
+            pytest.skip(f"no MemoryServer.sv for {variant} under RTL_DIR (the netlists hold the core only)")
+        if os.environ.get("APTA_RTL"):
+            raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
+        pytest.skip("run `make rtl` first")
+    tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
+    assert tests >= 7 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
