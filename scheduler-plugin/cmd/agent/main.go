@@ -1,0 +1,43 @@
+// Command agent mirrors the control plane's schedulable state into node annotations.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/apta/scheduler-plugin/apis/config"
+	"github.com/apta/scheduler-plugin/pkg/agent"
+	"github.com/apta/scheduler-plugin/pkg/controlplane"
+)
+
+func main() {
+	endpoint := flag.String("endpoint", "http://127.0.0.1:7400", "control-plane URL")
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig (empty: in-cluster)")
+	interval := flag.Duration("interval", 200*time.Millisecond, "poll interval")
+	label := flag.String("node-label", config.DefaultNodeLabel, "node label naming the compute server")
+	flag.Parse()
+	var cfg *rest.Config
+	var err error
+	if *kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &agent.Agent{Kube: kubernetes.NewForConfigOrDie(cfg), CP: controlplane.NewClient(*endpoint, time.Second), NodeLabel: *label, Interval: *interval}
+	a.Run(ctx)
+}

@@ -1,0 +1,488 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server is a conforming, in-memory implementation of the control-plane API. Every state
+// change increments the commit sequence number and is logged with it (Log, GET /v1/log, and
+// the optional io.Writer as JSON lines). It implements the memory-server side of TLA-C5: a
+// commit makes the writer the only sharer and adds one pending ack for every other sharer in
+// the same atomic step; acks count only in the sender's current unfenced epoch; a fence
+// retires the server's acks and removes it from every sharer set.
+type Server struct {
+	mu       sync.Mutex
+	seq      uint64
+	instance string
+	servers  map[string]*server
+	objects  map[string]*object
+	log      []LogEntry
+	out      io.Writer
+	down     bool
+}
+
+type server struct {
+	live   bool
+	fenced bool
+	epoch  uint64
+}
+
+type object struct {
+	version uint64
+	sharers map[string]bool
+	pend    map[string]uint64
+	// pendSeq[server] is the commit sequence number of each ack owed, oldest first.
+	pendSeq map[string][]uint64
+}
+
+// NewServer returns an empty control plane; log lines go to out if it is not nil.
+func NewServer(out io.Writer) *Server {
+	return &Server{
+		instance: strconv.FormatInt(time.Now().UnixNano(), 36),
+		servers:  map[string]*server{},
+		objects:  map[string]*object{},
+		out:      out,
+	}
+}
+
+// SetDown makes every HTTP call answer 503 (the control plane cannot be asked) while true.
+func (s *Server) SetDown(down bool) { s.mu.Lock(); s.down = down; s.mu.Unlock() }
+
+// Log returns a copy of the state-change log.
+func (s *Server) Log() []LogEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]LogEntry(nil), s.log...)
+}
+
+// Seq returns the current commit sequence number.
+func (s *Server) Seq() uint64 { s.mu.Lock(); defer s.mu.Unlock(); return s.seq }
+
+func (s *Server) pendingLocked(name string) uint64 {
+	var n uint64
+	for _, o := range s.objects {
+		n += o.pend[name]
+	}
+	return n
+}
+
+// record appends a log entry for a change already applied; called with mu held.
+func (s *Server) record(e LogEntry) LogEntry {
+	s.seq++
+	e.Seq = s.seq
+	if e.Server != "" {
+		e.Pending = s.pendingLocked(e.Server)
+		if sv := s.servers[e.Server]; sv != nil {
+			e.Fenced = sv.fenced
+			if e.Epoch == 0 {
+				e.Epoch = sv.epoch
+			}
+		}
+	}
+	s.log = append(s.log, e)
+	if s.out != nil {
+		b, _ := json.Marshal(e)
+		fmt.Fprintf(s.out, "%s\n", b)
+	}
+	return e
+}
+
+func (s *Server) answer(e LogEntry) ChangeAnswer {
+	return ChangeAnswer{Seq: e.Seq, Instance: s.instance, Server: e.Server, Epoch: e.Epoch, Violation: e.Violation}
+}
+
+// AddServer registers a live, unfenced compute server in epoch 1.
+func (s *Server) AddServer(name string) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ValidObjectName(name) {
+		return ChangeAnswer{}, fmt.Errorf("invalid server name %q", name)
+	}
+	if _, ok := s.servers[name]; ok {
+		return ChangeAnswer{}, fmt.Errorf("server %q already exists", name)
+	}
+	s.servers[name] = &server{live: true, epoch: 1}
+	return s.answer(s.record(LogEntry{Op: "add-server", Server: name})), nil
+}
+
+func (s *Server) get(name string) (*server, error) {
+	sv := s.servers[name]
+	if sv == nil {
+		return nil, fmt.Errorf("unknown server %q", name)
+	}
+	return sv, nil
+}
+
+// Cache records that server got obj (it becomes a sharer); the object must exist.
+func (s *Server) Cache(name, obj string) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, err := s.get(name)
+	if err != nil {
+		return ChangeAnswer{}, err
+	}
+	o := s.objects[obj]
+	if o == nil {
+		return ChangeAnswer{}, fmt.Errorf("unknown object %q", obj)
+	}
+	if sv.fenced {
+		return ChangeAnswer{}, fmt.Errorf("server %q is fenced", name)
+	}
+	o.sharers[name] = true
+	return s.answer(s.record(LogEntry{Op: "cache", Server: name, Object: obj})), nil
+}
+
+// Commit commits a put of obj by server: the writer becomes the only sharer and every other
+// sharer owes one more invalidation ack, atomically with the sequence-number increment.
+func (s *Server) Commit(name, obj string) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, err := s.get(name)
+	if err != nil {
+		return ChangeAnswer{}, err
+	}
+	if sv.fenced {
+		return ChangeAnswer{}, fmt.Errorf("server %q is fenced", name)
+	}
+	if !ValidObjectName(obj) {
+		return ChangeAnswer{}, fmt.Errorf("invalid object name %q", obj)
+	}
+	o := s.objects[obj]
+	if o == nil {
+		o = &object{sharers: map[string]bool{}, pend: map[string]uint64{}, pendSeq: map[string][]uint64{}}
+		s.objects[obj] = o
+	}
+	o.version++
+	for sh := range o.sharers {
+		if sh != name {
+			o.pend[sh]++
+			o.pendSeq[sh] = append(o.pendSeq[sh], s.seq+1) // the seq record() gives this commit
+		}
+	}
+	o.sharers = map[string]bool{name: true}
+	return s.answer(s.record(LogEntry{Op: "commit", Server: name, Object: obj})), nil
+}
+
+// Ack retires acks server owes for obj (count 0: all). An ack from another epoch or from a
+// fenced server is ignored (logged, no change of the counters).
+func (s *Server) Ack(name, obj string, epoch, count uint64) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, err := s.get(name)
+	if err != nil {
+		return ChangeAnswer{}, err
+	}
+	o := s.objects[obj]
+	if o == nil {
+		return ChangeAnswer{}, fmt.Errorf("unknown object %q", obj)
+	}
+	if sv.fenced || (epoch != 0 && epoch != sv.epoch) {
+		return s.answer(s.record(LogEntry{Op: "ack-ignored", Server: name, Object: obj, Epoch: epoch})), nil
+	}
+	if count == 0 || count > o.pend[name] {
+		count = o.pend[name]
+	}
+	o.pend[name] -= count
+	o.pendSeq[name] = o.pendSeq[name][count:]
+	if o.pend[name] == 0 {
+		delete(o.pend, name)
+		delete(o.pendSeq, name)
+	}
+	return s.answer(s.record(LogEntry{Op: "ack", Server: name, Object: obj})), nil
+}
+
+// Fence fences a server: its acks are retired, it leaves every sharer set.
+func (s *Server) Fence(name string) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, err := s.get(name)
+	if err != nil {
+		return ChangeAnswer{}, err
+	}
+	sv.fenced = true
+	for _, o := range s.objects {
+		delete(o.pend, name)
+		delete(o.pendSeq, name)
+		delete(o.sharers, name)
+	}
+	return s.answer(s.record(LogEntry{Op: "fence", Server: name})), nil
+}
+
+// Rejoin brings a fenced server back in a new epoch with an empty cache.
+func (s *Server) Rejoin(name string) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, err := s.get(name)
+	if err != nil {
+		return ChangeAnswer{}, err
+	}
+	if !sv.fenced {
+		return ChangeAnswer{}, fmt.Errorf("server %q is not fenced", name)
+	}
+	sv.fenced = false
+	sv.live = true
+	sv.epoch++
+	return s.answer(s.record(LogEntry{Op: "rejoin", Server: name})), nil
+}
+
+// Invoke records the start of a function on a server (what a kubelet reports when a pod
+// starts) and judges it: a start on a fenced server, in another epoch, or on a server owing an
+// ack the function depends on is a violation. An ack counts if it is owed for a declared input
+// (for any object when none is declared) and its commit is numbered <= req.MinSeq (s(f), the
+// puts the function depends on, TLA-C1; 0: every ack counts).
+func (s *Server) Invoke(req InvocationRequest) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, err := s.get(req.Server)
+	if err != nil {
+		return ChangeAnswer{}, err
+	}
+	limit := req.MinSeq
+	if limit == 0 {
+		limit = s.seq
+	}
+	owes := func(obj string) bool {
+		o := s.objects[obj]
+		return o != nil && len(o.pendSeq[req.Server]) > 0 && o.pendSeq[req.Server][0] <= limit
+	}
+	var v string
+	switch {
+	case sv.fenced:
+		v = "fenced"
+	case req.Epoch != 0 && req.Epoch != sv.epoch:
+		v = fmt.Sprintf("epoch %d, server is in %d", req.Epoch, sv.epoch)
+	case len(req.Inputs) == 0:
+		names := make([]string, 0, len(s.objects))
+		for obj := range s.objects {
+			names = append(names, obj)
+		}
+		sort.Strings(names)
+		for _, obj := range names {
+			if owes(obj) {
+				v = fmt.Sprintf("pending for %s (undeclared inputs)", obj)
+				break
+			}
+		}
+	default:
+		for _, in := range req.Inputs {
+			if owes(in) {
+				v = fmt.Sprintf("pending for input %s", in)
+				break
+			}
+		}
+	}
+	e := s.record(LogEntry{Op: "invoke", Server: req.Server, Pod: req.Pod, Inputs: req.Inputs, Violation: v})
+	return s.answer(e), nil
+}
+
+// Schedulable is the answer of GET /v1/schedulable for the given objects (none: overall).
+func (s *Server) Schedulable(objs []string) SchedulableAnswer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := SchedulableAnswer{Seq: s.seq, Instance: s.instance, Objects: objs, Servers: []ServerState{}}
+	for _, obj := range objs {
+		if s.objects[obj] == nil {
+			a.Unknown = append(a.Unknown, obj)
+		}
+	}
+	names := make([]string, 0, len(s.servers))
+	for n := range s.servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	// One pass over the objects for every server's pending counts and objects.
+	pending := map[string]uint64{}
+	pendingObjs := map[string][]string{}
+	for obj, o := range s.objects {
+		for srv, c := range o.pend {
+			if c > 0 {
+				pending[srv] += c
+				pendingObjs[srv] = append(pendingObjs[srv], obj)
+			}
+		}
+	}
+	for _, n := range names {
+		sv := s.servers[n]
+		st := ServerState{Name: n, Live: sv.live, Fenced: sv.fenced, Epoch: sv.epoch, Pending: pending[n]}
+		st.Schedulable = sv.live && !sv.fenced && st.Pending == 0
+		if st.Pending > 0 {
+			st.PendingObjects = pendingObjs[n]
+			sort.Strings(st.PendingObjects)
+			if len(st.PendingObjects) > 64 {
+				st.PendingObjects, st.PendingObjectsTruncated = st.PendingObjects[:64], true
+			}
+		}
+		st.SchedulableFor = sv.live && !sv.fenced
+		for _, obj := range objs {
+			o := s.objects[obj]
+			if o == nil {
+				continue
+			}
+			if p := o.pend[n]; p > 0 {
+				if st.PendingFor == nil {
+					st.PendingFor = map[string]uint64{}
+				}
+				st.PendingFor[obj] = p
+				st.SchedulableFor = false
+			}
+			if o.sharers[n] {
+				st.Caches = append(st.Caches, obj)
+			}
+		}
+		if len(objs) == 0 {
+			st.SchedulableFor = st.Schedulable
+		}
+		a.Servers = append(a.Servers, st)
+	}
+	return a
+}
+
+// Object is the answer of GET /v1/objects/{obj}.
+func (s *Server) Object(obj string) (ObjectAnswer, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[obj]
+	if o == nil {
+		return ObjectAnswer{}, false
+	}
+	a := ObjectAnswer{Seq: s.seq, Instance: s.instance, Object: obj, Version: o.version, Sharers: []string{}}
+	for sh := range o.sharers {
+		a.Sharers = append(a.Sharers, sh)
+	}
+	sort.Strings(a.Sharers)
+	if len(o.pend) > 0 {
+		a.Pending = map[string]uint64{}
+		for k, v := range o.pend {
+			a.Pending[k] = v
+		}
+	}
+	return a, true
+}
+
+// ParseObjects splits a comma-separated object list, rejecting malformed names.
+func ParseObjects(list string) ([]string, error) {
+	list = strings.TrimSpace(list)
+	if list == "" {
+		return nil, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if !ValidObjectName(p) {
+			return nil, fmt.Errorf("malformed object name %q (want 1-253 characters of [A-Za-z0-9._-])", p)
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Handler serves the API of api/controlplane.yaml.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Schedulable(nil))
+	})
+	mux.HandleFunc("GET /v1/schedulable", func(w http.ResponseWriter, r *http.Request) {
+		objs, err := ParseObjects(r.URL.Query().Get("objects"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, ErrorAnswer{err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, s.Schedulable(objs))
+	})
+	mux.HandleFunc("GET /v1/objects/{obj}", func(w http.ResponseWriter, r *http.Request) {
+		a, ok := s.Object(r.PathValue("obj"))
+		if !ok {
+			writeJSON(w, http.StatusNotFound, ErrorAnswer{fmt.Sprintf("unknown object %q", r.PathValue("obj"))})
+			return
+		}
+		writeJSON(w, http.StatusOK, a)
+	})
+	mux.HandleFunc("GET /v1/log", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Log())
+	})
+	change := func(path string, f func(r *http.Request) (ChangeAnswer, error)) {
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			a, err := f(r)
+			if err != nil {
+				writeJSON(w, http.StatusBadRequest, ErrorAnswer{err.Error()})
+				return
+			}
+			writeJSON(w, http.StatusOK, a)
+		})
+	}
+	change("/v1/servers", func(r *http.Request) (ChangeAnswer, error) {
+		var req ServerRequest
+		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		return s.AddServer(req.Server)
+	})
+	change("/v1/servers/{server}/fence", func(r *http.Request) (ChangeAnswer, error) { return s.Fence(r.PathValue("server")) })
+	change("/v1/servers/{server}/rejoin", func(r *http.Request) (ChangeAnswer, error) { return s.Rejoin(r.PathValue("server")) })
+	change("/v1/commit", func(r *http.Request) (ChangeAnswer, error) {
+		var req CommitRequest
+		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		return s.Commit(req.Server, req.Object)
+	})
+	change("/v1/cache", func(r *http.Request) (ChangeAnswer, error) {
+		var req CommitRequest
+		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		return s.Cache(req.Server, req.Object)
+	})
+	change("/v1/ack", func(r *http.Request) (ChangeAnswer, error) {
+		var req AckRequest
+		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		return s.Ack(req.Server, req.Object, req.Epoch, req.Count)
+	})
+	change("/v1/invocations", func(r *http.Request) (ChangeAnswer, error) {
+		var req InvocationRequest
+		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		return s.Invoke(req)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		down := s.down
+		s.mu.Unlock()
+		if down {
+			writeJSON(w, http.StatusServiceUnavailable, ErrorAnswer{"control plane unavailable"})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func decode(r *http.Request, into any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		return fmt.Errorf("bad request body: %v", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

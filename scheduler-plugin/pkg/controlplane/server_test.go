@@ -1,0 +1,172 @@
+package controlplane
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestServerSemantics(t *testing.T) {
+	s := NewServer(nil)
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c := NewClient(ts.URL, time.Second)
+	ctx := context.Background()
+	var last uint64
+	step := func(name string, a ChangeAnswer, err error) ChangeAnswer {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if a.Seq <= last {
+			t.Fatalf("%s: seq %d not above %d", name, a.Seq, last)
+		}
+		last = a.Seq
+		return a
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		a, err := c.AddServer(ctx, n)
+		step("add "+n, a, err)
+	}
+	a, err := c.Commit(ctx, "a", "x")
+	step("commit", a, err)
+	a, err = c.Cache(ctx, "b", "x")
+	step("cache b", a, err)
+	a, err = c.Cache(ctx, "c", "x")
+	step("cache c", a, err)
+	a, err = c.Commit(ctx, "a", "x")
+	step("recommit", a, err)
+
+	tests := []struct {
+		name   string
+		objs   []string
+		server string
+		want   ServerState
+	}{
+		{name: "writer", objs: []string{"x"}, server: "a", want: ServerState{Name: "a", Live: true, Epoch: 1, Schedulable: true, SchedulableFor: true, Caches: []string{"x"}}},
+		{name: "old sharer owes an ack", objs: []string{"x"}, server: "b", want: ServerState{Name: "b", Live: true, Epoch: 1, Pending: 1, PendingFor: map[string]uint64{"x": 1}, PendingObjects: []string{"x"}}},
+		{name: "overall", server: "c", want: ServerState{Name: "c", Live: true, Epoch: 1, Pending: 1, PendingObjects: []string{"x"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ans, err := c.Schedulable(ctx, tt.objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ans.Seq != last {
+				t.Fatalf("answer seq %d, want %d", ans.Seq, last)
+			}
+			for _, s := range ans.Servers {
+				if s.Name == tt.server {
+					if got, want := strings.TrimSpace(toJSON(s)), strings.TrimSpace(toJSON(tt.want)); got != want {
+						t.Fatalf("got %s\nwant %s", got, want)
+					}
+					return
+				}
+			}
+			t.Fatalf("server %s missing", tt.server)
+		})
+	}
+
+	// An ack from another epoch is ignored; a correct ack clears.
+	a, err = c.Ack(ctx, "b", "x", 7)
+	step("old-epoch ack", a, err)
+	if o, _ := c.Object(ctx, "x"); o.Pending["b"] != 1 {
+		t.Fatalf("old-epoch ack counted: %+v", o)
+	}
+	a, err = c.Ack(ctx, "b", "x", 1)
+	step("ack", a, err)
+	// Fence retires c's acks and removes it from sharers; rejoin gives a new epoch.
+	a, err = c.Fence(ctx, "c")
+	step("fence", a, err)
+	if o, _ := c.Object(ctx, "x"); len(o.Pending) != 0 || len(o.Sharers) != 1 {
+		t.Fatalf("after fence: %+v", o)
+	}
+	a, err = c.Invoke(ctx, InvocationRequest{Pod: "p", Server: "c", Inputs: []string{"x"}})
+	if step("invoke fenced", a, err).Violation != "fenced" {
+		t.Fatalf("invoke on fenced server not a violation: %+v", a)
+	}
+	a, err = c.Rejoin(ctx, "c")
+	if step("rejoin", a, err).Epoch != 2 {
+		t.Fatalf("rejoin epoch %d, want 2", a.Epoch)
+	}
+	a, err = c.Invoke(ctx, InvocationRequest{Pod: "p", Server: "c", Epoch: 2})
+	if step("invoke", a, err).Violation != "" {
+		t.Fatalf("unexpected violation %q", a.Violation)
+	}
+	log, err := c.Log(ctx)
+	if err != nil || uint64(len(log)) != last || log[len(log)-1].Seq != last {
+		t.Fatalf("log has %d entries (err %v), want %d", len(log), err, last)
+	}
+}
+
+func TestServerRejectsBadInput(t *testing.T) {
+	s := NewServer(nil)
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c := NewClient(ts.URL, time.Second)
+	ctx := context.Background()
+	if _, err := c.AddServer(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"unknown server", func() error { _, err := c.Fence(ctx, "zz"); return err }, "unknown server"},
+		{"bad object name", func() error { _, err := c.Commit(ctx, "a", "x/y"); return err }, "invalid object name"},
+		{"unknown object", func() error { _, err := c.Object(ctx, "nope"); return err }, "unknown object"},
+		{"malformed query", func() error { _, err := c.Schedulable(ctx, []string{"a b"}); return err }, "malformed object name"},
+		{"duplicate server", func() error { _, err := c.AddServer(ctx, "a"); return err }, "already exists"},
+		{"rejoin unfenced", func() error { _, err := c.Rejoin(ctx, "a"); return err }, "not fenced"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestInvokeJudgesOnlyDependencies: an ack owed for a commit after s(f) is not a dependency of f.
+func TestInvokeJudgesOnlyDependencies(t *testing.T) {
+	s := NewServer(nil)
+	for _, n := range []string{"a", "b"} {
+		if _, err := s.AddServer(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Commit("a", "x")
+	s.Cache("b", "x")
+	early, _ := s.Commit("a", "x") // b owes an ack for x from commit early.Seq
+	s.Commit("a", "y")
+	s.Cache("b", "y")
+	late, _ := s.Commit("a", "y") // b owes an ack for y from commit late.Seq
+	tests := []struct {
+		name string
+		req  InvocationRequest
+		want string
+	}{
+		{"declared x, depends on the early commit", InvocationRequest{Server: "b", Inputs: []string{"x"}, MinSeq: early.Seq}, "pending for input x"},
+		{"declared y, commit after s(f)", InvocationRequest{Server: "b", Inputs: []string{"y"}, MinSeq: early.Seq}, ""},
+		{"declared y, depends on it", InvocationRequest{Server: "b", Inputs: []string{"y"}, MinSeq: late.Seq}, "pending for input y"},
+		{"undeclared, no min-seq: every ack", InvocationRequest{Server: "b"}, "pending for x (undeclared inputs)"},
+		{"undeclared, s(f) before both commits", InvocationRequest{Server: "b", MinSeq: early.Seq - 1}, ""},
+		{"writer owes nothing", InvocationRequest{Server: "a"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := s.Invoke(tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Violation != tt.want {
+				t.Fatalf("violation %q, want %q", a.Violation, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,127 @@
+// Package controlplane is the memory server's control-plane API (api/controlplane.yaml):
+// the wire types, a client (Client) used by the scheduler plugin and the mirroring agent,
+// and a conforming in-memory server (Server) that the tests drive.
+package controlplane
+
+// ServerState is one compute server as of the answer's sequence number (TLA-C2: all fields
+// of one answer are read at one instant of the control plane's history).
+type ServerState struct {
+	// Name of the compute server; nodes carry it in the label NodeLabel.
+	Name string `json:"name"`
+	// Live is false once the failure detector has declared the server crashed.
+	Live bool `json:"live"`
+	// Fenced servers are never schedulable; they come back only by Rejoin in a new epoch.
+	Fenced bool `json:"fenced"`
+	// Epoch is the server's current epoch (incremented by Rejoin).
+	Epoch uint64 `json:"epoch"`
+	// Pending is the number of invalidation acks the server owes, over all objects.
+	Pending uint64 `json:"pending"`
+	// PendingFor is the number of acks owed per requested object (only objects with acks owed).
+	PendingFor map[string]uint64 `json:"pendingFor,omitempty"`
+	// PendingObjects lists every object the server owes acks for (at most 64, sorted; see
+	// PendingObjectsTruncated).
+	PendingObjects          []string `json:"pendingObjects,omitempty"`
+	PendingObjectsTruncated bool     `json:"pendingObjectsTruncated,omitempty"`
+	// Caches lists the requested objects the server is a sharer of.
+	Caches []string `json:"caches,omitempty"`
+	// Schedulable is Live && !Fenced && Pending == 0 (overall).
+	Schedulable bool `json:"schedulable"`
+	// SchedulableFor is Live && !Fenced && no acks owed for any requested object.
+	SchedulableFor bool `json:"schedulableFor"`
+}
+
+// SchedulableAnswer answers GET /v1/schedulable.
+type SchedulableAnswer struct {
+	// Seq is the commit sequence number the answer was read at.
+	Seq uint64 `json:"seq"`
+	// Instance identifies the control-plane incarnation; Seq is monotonic within one instance.
+	Instance string `json:"instance"`
+	// Objects echoes the objects asked about.
+	Objects []string `json:"objects,omitempty"`
+	// Unknown lists the asked objects the control plane has never seen committed.
+	Unknown []string `json:"unknown,omitempty"`
+	// Servers is every compute server known to the control plane.
+	Servers []ServerState `json:"servers"`
+}
+
+// ObjectAnswer answers GET /v1/objects/{obj}.
+type ObjectAnswer struct {
+	Seq      uint64            `json:"seq"`
+	Instance string            `json:"instance"`
+	Object   string            `json:"object"`
+	Version  uint64            `json:"version"`
+	Sharers  []string          `json:"sharers"`
+	Pending  map[string]uint64 `json:"pending,omitempty"`
+}
+
+// ChangeAnswer answers every state-changing call.
+type ChangeAnswer struct {
+	Seq      uint64 `json:"seq"`
+	Instance string `json:"instance"`
+	Server   string `json:"server,omitempty"`
+	Epoch    uint64 `json:"epoch,omitempty"`
+	// Violation is set on an invocation started on a server that was fenced, in another
+	// epoch, or pending for the invocation's inputs (TLA-C3, TLA-C4).
+	Violation string `json:"violation,omitempty"`
+}
+
+// ErrorAnswer is the body of every 4xx/5xx answer.
+type ErrorAnswer struct {
+	Error string `json:"error"`
+}
+
+// Request bodies.
+type ServerRequest struct {
+	Server string `json:"server"`
+}
+
+type CommitRequest struct {
+	Server string `json:"server"`
+	Object string `json:"object"`
+}
+
+type AckRequest struct {
+	Server string `json:"server"`
+	Object string `json:"object"`
+	Epoch  uint64 `json:"epoch"`
+	// Count acks to retire; 0 means all the server owes for the object.
+	Count uint64 `json:"count,omitempty"`
+}
+
+type InvocationRequest struct {
+	Pod    string   `json:"pod"`
+	Server string   `json:"server"`
+	Epoch  uint64   `json:"epoch,omitempty"`
+	Inputs []string `json:"inputs,omitempty"`
+	// MinSeq is s(f) (TLA-C1): only acks owed for commits numbered <= MinSeq are puts the
+	// function depends on. 0: every owed ack counts.
+	MinSeq uint64 `json:"minSeq,omitempty"`
+}
+
+// LogEntry is one line of the conforming server's log: every state change, with its sequence number.
+type LogEntry struct {
+	Seq       uint64   `json:"seq"`
+	Op        string   `json:"op"`
+	Server    string   `json:"server,omitempty"`
+	Object    string   `json:"object,omitempty"`
+	Epoch     uint64   `json:"epoch,omitempty"`
+	Pod       string   `json:"pod,omitempty"`
+	Inputs    []string `json:"inputs,omitempty"`
+	Violation string   `json:"violation,omitempty"`
+	// Pending is the server's overall pending count after the change.
+	Pending uint64 `json:"pending"`
+	Fenced  bool   `json:"fenced,omitempty"`
+}
+
+// ValidObjectName reports whether s is a legal object name: 1..253 of [A-Za-z0-9._-].
+func ValidObjectName(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

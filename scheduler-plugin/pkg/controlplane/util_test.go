@@ -1,0 +1,5 @@
+package controlplane
+
+import "encoding/json"
+
+func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
