@@ -23,7 +23,7 @@ help:
 	@echo "make test-rtl     cocotb + Verilator regression of the RTL: vectors, 100k-op stress, mutants"
 	@echo "make test-long    the RTL stress with 1M operations (stress variant) + 100k (default)"
 	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
-	@echo "make bench        OTC throughput / latency on the default variant -> build/bench/rtl.json"
+	@echo "make bench        OTC throughput / latency (build/bench/rtl.json), memory-server get/put cycles vs object size (build/bench/ms.json)"
 	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
@@ -129,10 +129,10 @@ test-long: rtl deps-rtl-sim
 	APTA_STRESS_OPS=1000000 APTA_STRESS_DEFAULT_OPS=100000 $(RTL_PYTEST) tests/rtl/test_core_stress.py
 
 rtl-mutants: rtl deps-rtl-sim
-	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py
+	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_ms_mutants.py
 
 bench: rtl deps-rtl-sim
-	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py
+	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py tests/rtl/test_ms_bench.py
 
 # The store contract end to end (issue 5): tests/history.py (P1-P4 history checker), the workflow
 # scripts (tests/workflows/), the compute-server models and runner on a plumbing fake: plain pytest,

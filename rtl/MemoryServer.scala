@@ -33,6 +33,8 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
     val mapUpdDone = Valid(UInt(p.objIdBits.W))
     val err = Valid(new MsErr)
     val idle = Output(Bool())
+    /** `mutantPort` variants only (ms3_mutants): one deliberate bug of rtl/Mutants.scala, core or OSC/OPC */
+    val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
   })
   val axi = IO(new Axi4Master)
 
@@ -42,6 +44,9 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   val map = Module(new ObjMap)
   val port = Module(new AxiPort)
   axi <> port.io.axi
+  core.io.mutant.foreach(_ := io.mutant.get)
+  osc.io.mutant.foreach(_ := io.mutant.get)
+  opc.io.mutant.foreach(_ := io.mutant.get)
   val fenced = core.io.status.fenced
   val epochs = core.io.status.epoch
 

@@ -9,7 +9,9 @@ import chisel3.util._
   * Several mirror a mutant of the Murphi model (spec/murphi/apta.m `MUTANT`), named in `doc`.
   */
 object Mutants {
-  case class Mutant(id: Int, name: String, doc: String)
+  /** `unit`: "core" (the CoherenceCore: `mutants` variants) or "ms" (the OSC/OPC of the memory-server
+    * top: `ms3_mutants`, tests/rtl/test_ms_mutants.py) */
+  case class Mutant(id: Int, name: String, doc: String, unit: String = "core")
 
   val sharersKeptOnCommit = Mutant(1, "sharers_kept_on_commit",
     "a commit does not clear the old sharers (they stay sharers of the new version after their BISnp)")
@@ -26,15 +28,28 @@ object Mutants {
   val commitStalledInSA = Mutant(7, "commit_stalled_in_SA",
     "a commit in S^A is answered Stall until every ack arrived, the paper artifact (model: M_STALL_PUT_IN_SA)")
 
+  // ---- the memory server's data path (OSC / OPC) -------------------------------------------------------
+  val oscNoForward = Mutant(8, "osc_no_forward",
+    "the OSC does not forward from a draining staging slot: a get after PutCommit reads stale DRAM while the put drains", "ms")
+  val noGetCommitInterlock = Mutant(9, "no_get_commit_interlock",
+    "the OPC commits (and drains) an object the OSC is streaming: a torn reply is possible", "ms")
+  val fenceKeepsOpenPut = Mutant(10, "fence_keeps_open_put",
+    "a fenced writer's open / complete staging slot is not aborted (its staged lines stay and may commit)", "ms")
+  val retryNotIdempotent = Mutant(11, "retry_not_idempotent",
+    "a retried PutPrepare with the same (writer, txn) opens a second slot instead of reusing the first", "ms")
+  val commitBeforeCore = Mutant(12, "commit_before_core",
+    "PutCommit leaves when the Commit is sent to the core, before the core answered Committed", "ms")
+
   val all: Seq[Mutant] = Seq(sharersKeptOnCommit, ackNotDecremented, acceptInSI, fenceIgnored,
-    oldEpochAck, getSAtoS, commitStalledInSA)
+    oldEpochAck, getSAtoS, commitStalledInSA,
+    oscNoForward, noGetCommitInterlock, fenceKeepsOpenPut, retryNotIdempotent, commitBeforeCore)
   require(all.map(_.id).distinct.size == all.size && !all.exists(_.id == 0), "mutant ids unique, 0 = none")
 
   /** width of io_mutant */
   def width: Int = log2Up(all.map(_.id).max + 1)
 
   def json: String = all.map { m =>
-    s"""  {"id": ${m.id}, "name": "${m.name}", "doc": "${m.doc.replace("\"", "\\\"")}"}"""
+    s"""  {"id": ${m.id}, "name": "${m.name}", "unit": "${m.unit}", "doc": "${m.doc.replace("\"", "\\\"")}"}"""
   }.mkString("[\n", ",\n", "\n]\n")
 }
 

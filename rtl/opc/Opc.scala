@@ -42,7 +42,9 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     /** committed puts (the control plane's commit sequence number) */
     val commitSeq = Output(UInt(32.W))
     val idle = Output(Bool())
+    val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
   })
+  val mut = new MutantSel(io.mutant)
   val S = p.stagingSlots
   val L = p.linesPerObject
   class Slot extends Bundle {
@@ -134,7 +136,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   // the slot of the same (writer, txn), open or complete (not yet committing), is reused: the retry
   // is idempotent; else the first free one
   val mine = slots.map(s => (isSt(s, SlotSt.Open) || isSt(s, SlotSt.Complete)) && s.owner === prep.server &&
-    s.txn === prep.txn)
+    s.txn === prep.txn && !mut.on(Mutants.retryNotIdempotent))
   val free = slots.map(s => isSt(s, SlotSt.Free))
   val target = Mux(mine.reduce(_ || _), PriorityEncoder(mine), PriorityEncoder(free))
   val canOpen = mine.reduce(_ || _) || free.reduce(_ || _)
@@ -184,10 +186,11 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val inCore = RegInit(false.B)   // one Commit at a time
   def objBusy(i: Int): Bool = slots.zipWithIndex.map { case (t, j) =>
     (j != i).B && t.obj === slots(i).obj && (isSt(t, SlotSt.Committing) || isSt(t, SlotSt.Draining)) }.reduce(_ || _) ||
-    (io.oscBusy.valid && io.oscBusy.bits === slots(i).obj)
+    (io.oscBusy.valid && io.oscBusy.bits === slots(i).obj && !mut.on(Mutants.noGetCommitInterlock))
   val canCommit = VecInit((0 until S).map(i => isSt(slots(i), SlotSt.Complete) && backoff(i) === 0.U && !objBusy(i)))
   val ci = PriorityEncoder(canCommit)
-  io.coreReq.valid := canCommit.asUInt.orR && !inCore
+  val early = mut.on(Mutants.commitBeforeCore)   // mutant: PutCommit leaves with the Commit request
+  io.coreReq.valid := canCommit.asUInt.orR && !inCore && (!early || rspArb.io.in(0).ready)
   io.coreReq.bits.op := ReqOp.Commit.U
   io.coreReq.bits.server := slots(ci).owner
   io.coreReq.bits.epoch := slots(ci).epoch
@@ -196,6 +199,10 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   io.coreReq.bits.size := slots(ci).size
   val cSlot = Reg(UInt(p.slotBits.W))
   when(io.coreReq.fire) {
+    when(early) {                 // never together with coreResp.fire (that needs inCore)
+      rspArb.io.in(0).valid := true.B
+      rspArb.io.in(0).bits := rspFlit(MsgOpcode.PutCommit, slots(ci))
+    }
     slots(ci).st := SlotSt.Committing.U
     cSlot := ci
     inCore := true.B
@@ -209,7 +216,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       is(ReqResult.Committed.U) {
         cs.st := SlotSt.Draining.U
         commitSeq := commitSeq + 1.U
-        rspArb.io.in(0).valid := true.B
+        rspArb.io.in(0).valid := !early
         rspArb.io.in(0).bits := rspFlit(MsgOpcode.PutCommit, cs)
       }
       is(ReqResult.Stall.U) {
@@ -259,7 +266,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val stale = slots.map(s => (isSt(s, SlotSt.Open) || isSt(s, SlotSt.Complete)) &&
     (io.fenced(s.owner) || io.epochs(s.owner) =/= s.epoch))
   val ai = PriorityEncoder(stale)
-  errArb.io.in(0).valid := stale.reduce(_ || _)
+  errArb.io.in(0).valid := stale.reduce(_ || _) && !mut.on(Mutants.fenceKeepsOpenPut)
   errArb.io.in(0).bits := MsErrCode(MsErrCode.fenceAbort, slots(ai).owner, slots(ai).obj, slots(ai).txn, 0)
   when(errArb.io.in(0).fire) { slots(ai).st := SlotSt.Free.U }
   age.foreach { a =>

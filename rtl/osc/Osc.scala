@@ -45,7 +45,9 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     val rsp = Decoupled(UInt(flitBits.W))
     val err = Decoupled(new MsErr)
     val idle = Output(Bool())
+    val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
   })
+  val mut = new MutantSel(io.mutant)
   val n = p.servers
   // the pending gets, one per server
   val pValid = RegInit(0.U(n.W))
@@ -114,7 +116,7 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     val r = io.coreResp.bits.result
     when(r === ReqResult.Served.U) {
       io.pinReq := true.B
-      pinned := io.pinHit.valid
+      pinned := io.pinHit.valid && !mut.on(Mutants.oscNoForward)
       pinSlot := io.pinHit.bits
       sent := 0.U
       issued := 0.U

@@ -63,7 +63,7 @@ def _missing(item) -> str | None:
 
 
 def pytest_runtest_setup(item):
-    if item.module.__name__.endswith("test_core_bench") and os.environ.get("APTA_BENCH") != "1":
+    if item.module.__name__.endswith(("test_core_bench", "test_ms_bench")) and os.environ.get("APTA_BENCH") != "1":
         pytest.skip("the benchmark runs under `make bench` (APTA_BENCH=1)")
     why = _missing(item)
     if why == "__skip__":

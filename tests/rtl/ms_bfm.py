@@ -54,6 +54,13 @@ def run_ms(variant: str, test_module: str, env: dict | None = None, testcase=Non
     return get_results(res)
 
 
+def set_mutant(dut):
+    """io_mutant (variants with mutantPort, e.g. ms3_mutants) := APTA_MUTANT (default 0, the correct design)."""
+    import os
+    if hasattr(dut, "io_mutant"):
+        dut.io_mutant.value = int(os.environ.get("APTA_MUTANT", "0"))
+
+
 def axi_bus(dut):
     """cocotbext-axi AxiBus over Chisel's names (axi_aw_bits_addr for awaddr, axi_aw_valid ...)."""
     from cocotb_bus.bus import Bus
@@ -91,6 +98,9 @@ class Ms:
         self.rsp, self.snp, self.ctrlResp, self.err, self.mapUpdDone, self.queryResp = [], [], [], [], [], []
         self.cycles = 0
         self.rsp_cycle = []     # the cycle of each rsp flit (parallel to self.rsp)
+        self.req_fire = []      # (port, cycle) of each accepted req flit
+        self.r_beats = []       # (AXI id, cycle) of each accepted DRAM read beat
+        self.rsp_status = []    # io_status_{commitSeq,pending} as each rsp flit leaves (parallel to self.rsp)
 
     # ---- memory and map -----------------------------------------------------------------------------
     def map_entry(self, obj: int, base: int, size: int, valid: int = 1, raw_reserved: int = 0) -> bytes:
@@ -134,6 +144,7 @@ class Ms:
             getattr(d, f"io_req_{i}_valid").value = 0
         for p in ("birsp", "ctrl", "mapUpd", "query"):
             getattr(d, f"io_{p}_valid").value = 0
+        set_mutant(d)
         d.reset.value = 1
         await ClockCycles(d.clock, 3)
         d.reset.value = 0
@@ -173,12 +184,19 @@ class Ms:
                 getattr(d, f"io_{name}_ready").value = 0 if self.rng.random() < self.bp else 1
             await ReadOnly()
             fired = [bool(int(v.value)) and bool(int(r.value)) for v, r, _b, _q in ins]
+            for k in range(self.n):
+                if fired[k]:
+                    self.req_fire.append((k, self.cycles))
+            if int(d.axi_r_valid.value) and int(d.axi_r_ready.value):
+                self.r_beats.append((int(d.axi_r_bits_id.value), self.cycles))
             upd_fired = bool(int(d.io_mapUpd_valid.value)) and bool(int(d.io_mapUpd_ready.value))
             for name, lst in outs:
                 if int(getattr(d, f"io_{name}_valid").value) and int(getattr(d, f"io_{name}_ready").value):
                     lst.append(self.S.decode(int(getattr(d, f"io_{name}_bits").value)))
                     if name == "rsp":
                         self.rsp_cycle.append(self.cycles)
+                        self.rsp_status.append({"commitSeq": int(d.io_status_commitSeq.value),
+                                                "pending": int(d.io_status_pending.value)})
             if int(d.io_err_valid.value):
                 self.err.append({"code": ERR.get(int(d.io_err_bits_code.value)),
                                  "server": int(d.io_err_bits_server.value), "obj": int(d.io_err_bits_obj.value),

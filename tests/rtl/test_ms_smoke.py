@@ -58,6 +58,11 @@ if cocotb is not None:
         assert [f for n, f in ms.snp if n == "ObjBISnp" and f["server"] == 0 and f["obj"] == 1], ms.snp
         assert int(dut.io_status_pending.value) & 1, "server 0 owes an ack"
         assert int(dut.io_status_commitSeq.value) == 1
+        # the contract: as the PutCommit leaves, the sequence number has advanced and the sharer's
+        # pending invalidation is visible
+        k = [i for i, (n, f) in enumerate(ms.rsp) if n == "PutCommit" and f["server"] == 1][0]
+        assert ms.rsp_status[k]["commitSeq"] == 1 and ms.rsp_status[k]["pending"] & 1, \
+            f"PutCommit left before the commit took effect: status {ms.rsp_status[k]}"
         assert ms.read_obj(obj_base(1), 3) == [val(1, 1, l) for l in range(3)], "drained to DRAM"
         ms.send(2, "ObjGet", epoch=0, obj=1)
         await ms.settle()
@@ -206,6 +211,30 @@ if cocotb is not None:
         assert ms.rsp_of("PutCommit", server=0, obj=2, txn=1) and ms.rsp_of("PutCommit", server=0, obj=3, txn=2), ms.rsp
         assert ms.read_obj(obj_base(2), 2) == [val(2, 1, l) for l in range(2)]
         assert ms.read_obj(obj_base(3), 2) == [val(3, 1, l) for l in range(2)]
+        assert not ms.err, ms.err
+
+    @cocotb.test()
+    async def retry_same_txn(dut):
+        """A PutPrepare repeated with the same (writer, txn) while its slot is open reuses that slot
+        (idempotent retry): one PutCommit, and both staging slots are free again afterwards."""
+        ms = await setup(dut, {2: 2, 3: 2, 4: 2})
+        ms.send(0, "PutPrepare", epoch=0, obj=2, txn=4)
+        ms.send(0, "PutLine", epoch=0, obj=2, txn=4, line=0, data=val(2, 1, 0))
+        ms.send(0, "PutPrepare", epoch=0, obj=2, txn=4)          # the retry
+        for l in range(2):
+            ms.send(0, "PutLine", epoch=0, obj=2, txn=4, line=l, data=val(2, 2, l))
+        await ms.settle()
+        assert len(ms.rsp_of("PutCommit", server=0, obj=2, txn=4)) == 1, ms.rsp
+        assert ms.read_obj(obj_base(2), 2) == [val(2, 2, l) for l in range(2)]
+        for srv, o in ((1, 3), (2, 4)):                           # two slots: neither answers PutRetry
+            ms.send(srv, "PutPrepare", epoch=0, obj=o, txn=1)
+        await ms.settle()
+        for srv, o in ((1, 3), (2, 4)):
+            for l in range(2):
+                ms.send(srv, "PutLine", epoch=0, obj=o, txn=1, line=l, data=val(o, 1, l))
+        await ms.settle()
+        assert not ms.rsp_of("PutRetry"), f"a slot leaked: {ms.rsp}"
+        assert ms.rsp_of("PutCommit", server=1, obj=3) and ms.rsp_of("PutCommit", server=2, obj=4), ms.rsp
         assert not ms.err, ms.err
 
     @cocotb.test()

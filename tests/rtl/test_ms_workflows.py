@@ -220,7 +220,9 @@ class MsEnv(Transport, ControlPlane):
 
 async def reset(dut, env_ins=()):
     from cocotb.triggers import RisingEdge
+    from ms_bfm import set_mutant
     await RisingEdge(dut.clock)               # leave the ReadOnly phase of the last cycle
+    set_mutant(dut)
     dut.reset.value = 1
     for _ in range(4):
         await RisingEdge(dut.clock)
@@ -377,7 +379,7 @@ def _run_ms(variant, tag, extra=None):
     if out.exists():
         out.unlink()
     env = {"APTA_VARIANT": variant, "APTA_RESULT": str(out), "APTA_MS_TAG": tag}
-    for k in ("APTA_MS_SEEDS", "APTA_MS_FAULTS", "APTA_MS_ONLY", "APTA_MS_CYCLES", "APTA_MS_ACK_DELAY", "APTA_MS_DELAY"):
+    for k in ("APTA_MS_SEEDS", "APTA_MS_FAULTS", "APTA_MS_ONLY", "APTA_MS_CYCLES", "APTA_MS_ACK_DELAY", "APTA_MS_DELAY", "APTA_MS_RACES"):
         if k in os.environ:
             env[k] = os.environ[k]
     env.update(extra or {})
