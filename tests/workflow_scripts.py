@@ -39,6 +39,12 @@ ROOT = HERE.parent
 SCRIPT_DIR = HERE / "workflows"
 WORKLOADS = ROOT / "workloads"
 
+sys.path.insert(0, str(WORKLOADS))
+try:
+    import workflow as wl    # workloads/workflow.py: the workflow format's checks, shared
+finally:
+    sys.path.remove(str(WORKLOADS))
+
 TOP_REQUIRED = {"name": str, "objects": dict}
 TOP_OPTIONAL = {"doc": str, "servers": list, "inputs": list, "functions": list, "workload": str,
                 "lines_note": str, "pattern": str}
@@ -46,10 +52,7 @@ FN_REQUIRED = {"name": str, "servers": list, "reads": list, "writes": list}
 FN_OPTIONAL = {"after": list, "doc": str}
 
 
-class ScriptError(ValueError):
-    def __init__(self, file, fld, msg):
-        self.file, self.field, self.msg = str(file), fld, msg
-        super().__init__(f"{file}: {fld}: {msg}")
+ScriptError = wl.WorkflowError   # file, field (a JSON path), reason
 
 
 @dataclass
@@ -80,23 +83,8 @@ class Script:
         return [t for t in self.tasks if t.fn == fn]
 
 
-def _expand(names, i):
-    return [n.replace("{i}", str(i)) for n in names]
-
-
-def _fields(path, where, obj, req, opt):
-    if not isinstance(obj, dict):
-        raise ScriptError(path, where or "(top level)", "must be a JSON object")
-    for k in req:
-        if k not in obj:
-            raise ScriptError(path, f"{where}.{k}" if where else k, "missing required field")
-    for k, v in obj.items():
-        fld = f"{where}.{k}" if where else k
-        t = req.get(k) or opt.get(k)
-        if t is None:
-            raise ScriptError(path, fld, f"unknown field (known: {', '.join(sorted({**req, **opt}))})")
-        if not isinstance(v, t):
-            raise ScriptError(path, fld, f"must be a {t.__name__}")
+_expand, _fields = wl.expand, wl._check_fields
+_acyclic, _ancestors = wl._check_acyclic, wl._ancestors
 
 
 def load(path) -> Script:
@@ -183,11 +171,6 @@ def _load_app(path, doc):
     wpath = WORKLOADS / "workflows" / f"{doc['workload']}.json"
     if not wpath.exists():
         raise ScriptError(path, "workload", f"no workload file {wpath.relative_to(ROOT)}")
-    sys.path.insert(0, str(WORKLOADS))
-    try:
-        import workflow as wl
-    finally:
-        sys.path.remove(str(WORKLOADS))
     try:
         wf = wl.load(str(wpath))
     except wl.WorkflowError as e:
@@ -211,35 +194,6 @@ def _load_app(path, doc):
             raise ScriptError(path, f"objects.{o}", f"unknown object: {wpath.name} never uses it")
     return Script(path=str(path), name=doc["name"], servers=sorted(servers), objects=dict(objs), inputs=list(wf.inputs),
                   tasks=tasks, functions=[f["name"] for f in wf.functions], doc=doc.get("lines_note", ""), kind="app")
-
-
-def _acyclic(path, fns, names):
-    state = {}
-
-    def visit(n, stack):
-        state[n] = 1
-        for a in fns[names[n]].get("after", []):
-            if state.get(a) == 1:
-                cyc = stack[stack.index(a):] + [a]
-                raise ScriptError(path, f"functions[{names[n]}].after", "cycle: " + " -> ".join(reversed(cyc)))
-            if state.get(a) is None:
-                visit(a, stack + [a])
-        state[n] = 2
-
-    for f in fns:
-        if f["name"] not in state:
-            visit(f["name"], [f["name"]])
-
-
-def _ancestors(fns):
-    anc = {}
-    for f in fns:
-        s = set()
-        for a in f.get("after", []):
-            s.add(a)
-            s |= anc.get(a, set())
-        anc[f["name"]] = s
-    return anc
 
 
 def load_all(directory=SCRIPT_DIR) -> list:
