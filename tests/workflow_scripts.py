@@ -84,7 +84,7 @@ class Script:
 
 
 _expand, _fields = wl.expand, wl._check_fields
-_acyclic, _ancestors = wl._check_acyclic, wl._ancestors
+_ancestors = wl._ancestors
 
 
 def load(path) -> Script:
@@ -120,16 +120,7 @@ def load(path) -> Script:
         for k, s in enumerate(f["servers"]):
             if s not in servers:
                 raise ScriptError(path, f"{w}.servers[{k}]", f"unknown server {s!r} (servers: {servers})")
-    for j, f in enumerate(fns):
-        for k, a in enumerate(f.get("after", [])):
-            if a not in names:
-                raise ScriptError(path, f"functions[{j}].after[{k}]", f"unknown function {a!r}")
-    _acyclic(path, fns, names)
-    for j, f in enumerate(fns):
-        for k, a in enumerate(f.get("after", [])):
-            if names[a] > j:
-                raise ScriptError(path, f"functions[{j}].after[{k}]",
-                                  f"{f['name']!r} runs after {a!r}, listed later: list functions in schedule order")
+    wl.check_dag(path, fns, names)
     inputs = doc.get("inputs", [])
     objs = doc["objects"]
     for k, o in enumerate(inputs):

@@ -183,17 +183,7 @@ def load(path: str, apps_dir: str = APPS_DIR) -> Workflow:
             if n not in ext_inputs:
                 raise WorkflowError(path, f"{where}.inputs[{k}]", f"unknown external input {n!r} (declare it in external_inputs)")
 
-    # the DAG: known names, no cycle, list order topological
-    for j, f in enumerate(fns):
-        for k, a in enumerate(f.get("after", [])):
-            if a not in names:
-                raise WorkflowError(path, f"functions[{j}].after[{k}]", f"unknown function {a!r}")
-    _check_acyclic(path, fns, names)
-    for j, f in enumerate(fns):
-        for k, a in enumerate(f.get("after", [])):
-            if names[a] > j:
-                raise WorkflowError(path, f"functions[{j}].after[{k}]",
-                                    f"{f['name']!r} runs after {a!r}, which is listed later: list functions in schedule order")
+    check_dag(path, fns, names)
     anc = _ancestors(fns)
 
     # objects: who writes what; read-before-write, unknown objects, races
@@ -241,6 +231,20 @@ def load(path: str, apps_dir: str = APPS_DIR) -> Workflow:
     return Workflow(path=path, name=doc["name"], title=doc["title"], app=app, inputs=doc["inputs"], external_inputs=ext_inputs,
                     sizes=doc["sizes"], params=doc.get("params", {}), functions=fns, outputs=doc["outputs"],
                     table_iv=doc.get("table_iv"), paper=doc.get("paper", {}))
+
+
+def check_dag(path, fns, names):
+    """The DAG of `after`: known function names, no cycle, list order topological (names: name -> index)."""
+    for j, f in enumerate(fns):
+        for k, a in enumerate(f.get("after", [])):
+            if a not in names:
+                raise WorkflowError(path, f"functions[{j}].after[{k}]", f"unknown function {a!r}")
+    _check_acyclic(path, fns, names)
+    for j, f in enumerate(fns):
+        for k, a in enumerate(f.get("after", [])):
+            if names[a] > j:
+                raise WorkflowError(path, f"functions[{j}].after[{k}]",
+                                    f"{f['name']!r} runs after {a!r}, which is listed later: list functions in schedule order")
 
 
 def _check_acyclic(path, fns, names):
