@@ -1,7 +1,9 @@
-"""The cells of the OTC/OIC protocol table, parsed from the one place they are written:
-the "Cells" table of rtl/CORE.md (rows whose first column is a backquoted id).
+"""The cells of the protocol tables, parsed from the one place each is written: the "Cells" table
+of rtl/CORE.md (OTC/OIC, the coherence core) and of rtl/MEMSERVER.md (OSC/OPC, the memory-server
+top); rows whose first column is a backquoted id.
 
-    import cells; cells.load() -> [Cell(id, situation, outcome), ...]
+    import cells; cells.load() -> [Cell(id, situation, outcome), ...]   # the core's
+    cells.ids("ms") -> ["osc.get.mem", ...]                             # the memory server's
 """
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CORE_MD = Path(__file__).resolve().parent / "CORE.md"
+MEMSERVER_MD = Path(__file__).resolve().parent / "MEMSERVER.md"
+TABLES = {"core": CORE_MD, "ms": MEMSERVER_MD}
 _ROW = re.compile(r"^\|\s*`([a-z][A-Za-z0-9_.]*)`\s*\|([^|]*)\|([^|]*)\|\s*$")
 
 
@@ -41,10 +45,12 @@ def load(path: Path = CORE_MD) -> list[Cell]:
     return out
 
 
-def ids() -> list[str]:
-    return [c.id for c in load()]
+def ids(table: str = "core") -> list[str]:
+    if table not in TABLES:
+        raise ValueError(f"unknown cell table {table!r} (known: {', '.join(TABLES)})")
+    return [c.id for c in load(TABLES[table])]
 
 
 if __name__ == "__main__":
-    for c in load():
+    for c in load() + load(MEMSERVER_MD):
         print(f"{c.id:18} {c.situation:50} {c.outcome}")

@@ -78,7 +78,7 @@ def _list(d: dict, key: str, where: str) -> list:
     return v
 
 
-def _cells() -> tuple[str, ...] | None:
+def _cells(ms: bool = False) -> tuple[str, ...] | None:
     try:
         import cells                                  # rtl/cells.py, beside this file
     except ImportError:                               # pragma: no cover
@@ -87,7 +87,7 @@ def _cells() -> tuple[str, ...] | None:
         spec = importlib.util.spec_from_file_location("cells", p)
         cells = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(cells)
-    return tuple(cells.ids())
+    return tuple(cells.ids() + (cells.ids("ms") if ms else []))
 
 
 def validate(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
@@ -157,36 +157,150 @@ def validate(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
                 else:
                     _str(m, "op", mw, CTRL_RESP_OPS, "op")
                     _int(m, "epoch", mw)
+        _validate_core_state(_get(ex, "state", ew), f"{ew}.state", ids, n, maxpend)
+
+
+def _validate_core_state(state: dict, sw: str, ids: set, n: int, maxpend: int) -> None:
+    """CORE.md's `state`: every object's entry, fenced, epoch (shared by both vector kinds)."""
+    objstate = _get(state, "objects", sw)
+    if not isinstance(objstate, dict):
+        raise _Bad(f"{sw}.objects", "expected an object {obj id: entry}")
+    for key, e in objstate.items():
+        ow = f"{sw}.objects.{key}"
+        if not key.isdigit() or int(key) not in ids:
+            raise _Bad(ow, f"object {key!r} is not in the scenario's objects")
+        _str(e, "state", ow, STATES, "state")
+        sh = _list(e, "sharers", ow)
+        if any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n for x in sh):
+            raise _Bad(f"{ow}.sharers", f"expected server ids 0..{n - 1}, got {sh!r}")
+        pend = _list(e, "pend", ow)
+        if len(pend) != n or any(isinstance(x, bool) or not isinstance(x, int)
+                                 or not 0 <= x <= maxpend for x in pend):
+            raise _Bad(f"{ow}.pend", f"expected {n} counts 0..{maxpend}, got {pend!r}")
+    for key, kind in (("fenced", bool), ("epoch", int)):
+        v = _list(state, key, sw)
+        if len(v) != n or any(type(x) is not kind for x in v):
+            raise _Bad(f"{sw}.{key}", f"expected {n} {kind.__name__}s, got {v!r}")
+
+
+
+# --- memory-server vectors (rtl/MEMSERVER.md "Test vectors of the memory server") ---------------
+MS_PORTS = ("req", "birsp", "ctrl", "drain", "timeout")
+MS_REQ_OPS = ("ObjGet", "PutPrepare", "PutLine", "Rejoin")
+MS_RSP_OPS = ("ObjData", "PutCommit", "PutRetry", "RejoinAck")
+MS_ERRS = ("zombie", "noTxn", "timeout", "fenceAbort")
+MS_PARAMS = ("servers", "stagingSlots", "dirWays", "linesPerObject", "maxPendPerServer")
+LINE_BYTES = 64
+
+
+def line_word(obj: int, line: int, val: int) -> int:
+    """The 512-bit data of line `line` of object `obj` holding the model's put id `val` (DRAM starts
+    with val 0): distinct per (obj, line, val), so a torn, stale or misplaced line shows."""
+    import hashlib
+    h = hashlib.sha512(f"apta/{obj}/{line}/{val}".encode()).digest()
+    return int.from_bytes(h[:LINE_BYTES], "little")
+
+
+def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
+    """Check one memory-server scenario; raises VectorError("<field>: <problem>")."""
+    if not isinstance(sc, dict):
+        raise _Bad("(scenario)", f"expected a JSON object, got {type(sc).__name__}")
+    _str(sc, "id", "")
+    _str(sc, "config", "")
+    _str(sc, "cell", "", known_cells, "cell")
+    params = _get(sc, "params", "")
+    for p in MS_PARAMS:
+        _int(params, p, "params", 1)
+    n, nl = params["servers"], params["linesPerObject"]
+    objs = _get(sc, "objects", "")
+    if not isinstance(objs, dict) or not objs:
+        raise _Bad("objects", "expected a non-empty object {name: {obj, base, size}}")
+    sizes = {}
+    for name, o in objs.items():
+        w = f"objects.{name}"
+        k = _int(o, "obj", w, 1)
+        if _int(o, "base", w) % LINE_BYTES:
+            raise _Bad(f"{w}.base", f"{o['base']} is not 64-byte aligned")
+        sizes[k] = _int(o, "size", w, 1, nl)
+
+    def obj(d, w):
+        if _int(d, "obj", w) not in sizes:
+            raise _Bad(f"{w}.obj", f"object {d['obj']} is not in the scenario's objects")
+
+    steps = _list(sc, "steps", "")
+    if not steps:
+        raise _Bad("steps", "a scenario has at least one step")
+    for i, st in enumerate(steps):
+        w = f"steps[{i}]"
+        _str(st, "rule", w)
+        for j, s in enumerate(_list(st, "stimuli", w)):
+            sw = f"{w}.stimuli[{j}]"
+            port = _str(s, "port", sw, MS_PORTS, "port")
+            if port in ("drain", "timeout"):
+                continue
+            _int(s, "server", sw, 0, n - 1)
+            _int(s, "epoch", sw)
+            if port == "ctrl":
+                _str(s, "op", sw, ("Fence",), "op")
+                continue
+            op = _str(s, "op", sw, MS_REQ_OPS, "op") if port == "req" else None
+            if op != "Rejoin":
+                obj(s, sw)
+            if op in ("PutPrepare", "PutLine"):
+                _int(s, "txn", sw)
+            if op == "PutLine":
+                _int(s, "line", sw, 0, nl - 1)
+                _int(s, "val", sw)
+        ex = _get(st, "expect", w)
+        ew = f"{w}.expect"
+        for j, m in enumerate(_list(ex, "rsp", ew)):
+            mw = f"{ew}.rsp[{j}]"
+            op = _str(m, "op", mw, MS_RSP_OPS, "op")
+            _int(m, "server", mw, 0, n - 1)
+            _int(m, "epoch", mw)
+            if op != "RejoinAck":
+                obj(m, mw)
+            if op == "ObjData":
+                _int(m, "line", mw, 0, nl - 1)
+                _int(m, "val", mw)
+            elif op != "RejoinAck":
+                _int(m, "txn", mw)
+        for j, m in enumerate(_list(ex, "snp", ew)):
+            mw = f"{ew}.snp[{j}]"
+            _int(m, "server", mw, 0, n - 1)
+            _int(m, "epoch", mw)
+            obj(m, mw)
+        for j, m in enumerate(_list(ex, "ctrlResp", ew)):
+            mw = f"{ew}.ctrlResp[{j}]"
+            _str(m, "op", mw, ("Fence",), "op")
+            _int(m, "server", mw, 0, n - 1)
+            _int(m, "epoch", mw)
+        for j, e in enumerate(_list(ex, "err", ew)):
+            if e not in MS_ERRS:
+                raise _Bad(f"{ew}.err[{j}]", f"unknown err code {e!r} (known: {', '.join(MS_ERRS)})")
         state = _get(ex, "state", ew)
         sw = f"{ew}.state"
-        objstate = _get(state, "objects", sw)
-        if not isinstance(objstate, dict):
-            raise _Bad(f"{sw}.objects", "expected an object {obj id: entry}")
-        for key, e in objstate.items():
-            ow = f"{sw}.objects.{key}"
-            if not key.isdigit() or int(key) not in ids:
-                raise _Bad(ow, f"object {key!r} is not in the scenario's objects")
-            _str(e, "state", ow, STATES, "state")
-            sh = _list(e, "sharers", ow)
-            if any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < n for x in sh):
-                raise _Bad(f"{ow}.sharers", f"expected server ids 0..{n - 1}, got {sh!r}")
-            pend = _list(e, "pend", ow)
-            if len(pend) != n or any(isinstance(x, bool) or not isinstance(x, int)
-                                     or not 0 <= x <= maxpend for x in pend):
-                raise _Bad(f"{ow}.pend", f"expected {n} counts 0..{maxpend}, got {pend!r}")
-        for key, kind in (("fenced", bool), ("epoch", int)):
-            v = _list(state, key, sw)
-            if len(v) != n or any(type(x) is not kind for x in v):
-                raise _Bad(f"{sw}.{key}", f"expected {n} {kind.__name__}s, got {v!r}")
+        _validate_core_state(state, sw, set(sizes), n, params["maxPendPerServer"])
+        _int(state, "commitSeq", sw)
+        mem = state.get("mem", {})
+        if not isinstance(mem, dict):
+            raise _Bad(f"{sw}.mem", "expected an object {obj id: [put id per line]}")
+        for key, vals in mem.items():
+            if not key.isdigit() or int(key) not in sizes:
+                raise _Bad(f"{sw}.mem.{key}", f"object {key!r} is not in the scenario's objects")
+            if (not isinstance(vals, list) or len(vals) != sizes[int(key)]
+                    or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in vals)):
+                raise _Bad(f"{sw}.mem.{key}", f"expected {sizes[int(key)]} put ids, got {vals!r}")
 
 
-def load_vectors(path, known_cells: tuple[str, ...] | None = None) -> list[dict]:
+def load_vectors(path, known_cells: tuple[str, ...] | None = None, ms: bool = False) -> list[dict]:
     """Read and validate a JSON Lines vector file (blank lines are skipped).
 
-    known_cells: the cell ids a scenario may name (default: rtl/cells.py's table)."""
+    known_cells: the cell ids a scenario may name (default: rtl/cells.py's table; for ms, both).
+    ms: memory-server scenarios (validate_ms) instead of the core's (validate)."""
     path = Path(path)
     if known_cells is None:
-        known_cells = _cells()
+        known_cells = _cells(ms)
     try:
         text = path.read_text()
     except OSError as e:
@@ -200,7 +314,7 @@ def load_vectors(path, known_cells: tuple[str, ...] | None = None) -> list[dict]
         except json.JSONDecodeError as e:
             raise VectorError(f"{path}:{n}: (line): bad JSON at column {e.colno}: {e.msg}") from None
         try:
-            validate(sc, known_cells)
+            (validate_ms if ms else validate)(sc, known_cells)
         except _Bad as e:
             raise VectorError(f"{path}:{n}: {e.field}: {e.problem}") from None
         if sc["id"] in seen:

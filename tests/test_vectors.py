@@ -190,9 +190,11 @@ def test_model_cell_enum_must_match_the_table():
     sys.modules["murphi_vectors"] = gen          # dataclasses look their module up
     spec.loader.exec_module(gen)
     src = (ROOT / "spec" / "murphi" / "apta.m").read_text()
-    assert gen.model_cells(src, "apta.m") == CELLS
+    assert gen.model_cells(src, "apta.m") == CELLS + cells.ids("ms")
     with pytest.raises(gen.CheckError, match="V_get_S"):
         gen.model_cells(src.replace("V_get_S,", "", 1), "apta.m")
+    with pytest.raises(gen.CheckError, match="V_opc_drain"):
+        gen.model_cells(src.replace("V_opc_drain,", "", 1), "apta.m")
 
 
 def test_verification_model_is_unchanged_by_the_ghost():
@@ -225,3 +227,67 @@ def test_unknown_configuration_and_cell_are_named():
     r = subprocess.run([sys.executable, str(GEN), "--only", "smoke", "--cells", "get.X"],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 2 and "get.X" in r.stderr
+
+
+# --- the memory server's vectors (rtl/MEMSERVER.md, build/vectors/ms/) ------------------------
+MS_CELLS = cells.ids("ms")
+
+
+@pytest.fixture(scope="module")
+def ms_scenarios() -> dict[str, dict]:
+    path = OUT / "ms" / "coverage.json"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make vectors` first (make verify and make test do)")
+    out = {}
+    for cfg, e in SUITE.items():
+        if e.get("ms"):
+            for sc in vectors_io.load_vectors(OUT / "ms" / f"{cfg}.jsonl", ms=True):
+                out[sc["id"]] = sc
+    return out
+
+
+def test_ms_coverage_every_cell_covered():
+    cov = vectors_io.load_coverage(OUT / "ms" / "coverage.json")
+    assert [c["cell"] for c in cov["cells"]] == MS_CELLS
+    missing = [c["cell"] for c in cov["cells"] if c["status"] != "covered"]
+    assert not missing, f"memory-server cells without a vector: {missing}"
+
+
+def test_ms_vectors_only_from_configurations_the_rtl_reproduces(ms_scenarios):
+    assert ms_scenarios
+    for sc in ms_scenarios.values():
+        assert sc["params"]["stagingSlots"] == 1 and len(sc["objects"]) <= sc["params"]["dirWays"], sc["id"]
+
+
+def test_ms_forward_vector_reads_the_draining_version(ms_scenarios):
+    """osc.get.forward: the reply carries the committed put id while DRAM still holds the old one
+    (the replay holds the drain back), so a server that read DRAM would fail it."""
+    found = [sc for sc in ms_scenarios.values() if sc["cell"] == "osc.get.forward"]
+    assert found
+    for sc in found:
+        last = sc["steps"][-1]
+        data = [r for r in last["expect"]["rsp"] if r["op"] == "ObjData"]
+        assert data and all(r["val"] > 0 for r in data), sc["id"]
+        assert "mem" not in last["expect"]["state"], "a put is draining: DRAM is not compared"
+
+
+def test_ms_open_put_invisible(ms_scenarios):
+    """osc.get.open: a get while an open put has staged lines returns only the old version."""
+    for sc in (s for s in ms_scenarios.values() if s["cell"] == "osc.get.open"):
+        staged = {s["val"] for st in sc["steps"] for s in st["stimuli"] if s.get("op") == "PutLine"}
+        data = [r["val"] for r in sc["steps"][-1]["expect"]["rsp"] if r["op"] == "ObjData"]
+        assert staged and data and not (set(data) & staged), sc["id"]
+
+
+def test_ms_loader_names_file_line_field(tmp_path, ms_scenarios):
+    sc = json.loads(json.dumps(next(iter(ms_scenarios.values()))))
+    sc["steps"][0]["stimuli"][0]["port"] = "bogus"
+    f = tmp_path / "bad.jsonl"
+    f.write_text(json.dumps(sc) + "\n")
+    with pytest.raises(vectors_io.VectorError, match=r"bad.jsonl:1: steps\[0\].stimuli\[0\].port: unknown port"):
+        vectors_io.load_vectors(f, ms=True)
+    sc = json.loads(json.dumps(next(iter(ms_scenarios.values()))))
+    sc["steps"][-1]["expect"]["err"] = ["exploded"]
+    f.write_text("\n" + json.dumps(sc) + "\n")
+    with pytest.raises(vectors_io.VectorError, match=r"bad.jsonl:2: steps\[\d+\].expect.err\[0\]: unknown err code"):
+        vectors_io.load_vectors(f, ms=True)

@@ -66,8 +66,8 @@ def is_ff(cell_type: str) -> bool:
 NETLIST_VARIANTS = ("stress", "m2s1w1", "m3s1w1")
 
 
-# the memory-server top (rtl/MEMSERVER.md) synthesized for its controllers' numbers
-MS_VARIANT = "ms3"
+# the memory-server top (rtl/MEMSERVER.md) at the paper's scale, synthesized for its controllers' numbers
+MS_VARIANT = "default"
 MS_CONTROLLERS = ("MemoryServer", "Osc", "Opc", "ObjMap", "AxiPort", "CoherenceCore", "MsgDecoder")
 
 

@@ -140,7 +140,11 @@ type
                 V_evict_S_clean, V_evict_S_sharers,
                 V_ack_SA_more, V_ack_SA_last, V_ack_SI_more, V_ack_SI_last, V_ack_stale, V_ack_stale_owing,
                 V_fence_owes, V_fence_sharer, V_fence_idle,
-                V_rejoin_fenced, V_rejoin_live };
+                V_rejoin_fenced, V_rejoin_live,
+                -- the OSC/OPC table of the memory-server top (rtl/MEMSERVER.md "Cells")
+                V_osc_get_mem, V_osc_get_forward, V_osc_get_open,
+                V_opc_prepare_open, V_opc_prepare_full, V_opc_line_stage, V_opc_line_commit,
+                V_opc_line_orphan, V_opc_drain, V_opc_abort_fence, V_opc_abort_timeout, V_opc_zombie };
 
   -- memory server
   DState: enum { D_I, D_S, D_SA, D_SI };    -- OTC directory states (S^A written SA)
@@ -444,7 +448,7 @@ begin
     dir[o].sharers[c] := false;
   end;
   for s: Slot do
-    if staging[s].st = SlotOpen & staging[s].owner = c then FreeSlot(s); end;
+    if staging[s].st = SlotOpen & staging[s].owner = c then VecCell(V_opc_abort_fence); FreeSlot(s); end;
   end;
   for o: Obj do Settle(o); end;
   TryCommits();
@@ -769,6 +773,7 @@ ruleset c: Server do
     cover "zombie put discarded"
       req[c].q[0].mtype = PutPrepare | req[c].q[0].mtype = PutLine;
     if req[c].q[0].mtype = ObjGet then VecCell(V_get_zombie); end;
+    if req[c].q[0].mtype = PutPrepare | req[c].q[0].mtype = PutLine then VecCell(V_opc_zombie); end;
     PopReq(c);
   end;
 
@@ -807,6 +812,10 @@ ruleset c: Server do
       VecCell(V_get_S);
     end;
     dir[o].sharers[c] := true;
+    if Draining(o) then VecCell(V_osc_get_forward); else VecCell(V_osc_get_mem); end;
+    if exists s: Slot do staging[s].st = SlotOpen & staging[s].obj = o
+                         & exists l: Line do staging[s].got[l] end end
+    then VecCell(V_osc_get_open); end;
     m := Message(ObjData, o, mepoch[c]);
     for l: Line do
       if MUTANT = M_NO_FORWARD then m.data[l] := mem[o][l]; else m.data[l] := MemView(o, l); end;
@@ -836,10 +845,12 @@ ruleset c: Server do
         staging[s].obj := o;
         for l: Line do staging[s].got[l] := false; end;
         undefine staging[s].data;
+        VecCell(V_opc_prepare_open);
       end;
     end;
     if !found then
       cover "staging full: PutRetry" true;
+      VecCell(V_opc_prepare_full);
       SendRsp(c, Message(PutRetry, o, mepoch[c]));
     end;
   end;
@@ -858,12 +869,14 @@ ruleset c: Server do
         found := true;
         staging[s].got[m.line] := true; staging[s].data[m.line] := m.val;
         if MUTANT = M_NONATOMIC_PUT then mem[m.obj][m.line] := m.val; end;
+        if Complete(s) then VecCell(V_opc_line_commit); else VecCell(V_opc_line_stage); end;
       end;
     end;
     if found then
       TryCommits();
     else
       cover "line of a rejected or aborted transaction dropped" true;
+      VecCell(V_opc_line_orphan);
     end;
   end;
 
@@ -917,6 +930,7 @@ ruleset s: Slot; l: Line do
     mem[staging[s].obj][l] := staging[s].data[l];
     staging[s].got[l] := false;
     if forall k: Line do !staging[s].got[k] end then
+      VecCell(V_opc_drain);
       FreeSlot(s);
       TryCommits();
     end;
@@ -932,6 +946,7 @@ ruleset s: Slot do
     VecStep();
     c := staging[s].owner; o := staging[s].obj;
     cover "OPC timeout abort" true;
+    VecCell(V_opc_abort_timeout);
     SendRsp(c, Message(PutRetry, o, staging[s].epoch));
     FreeSlot(s);
   end;

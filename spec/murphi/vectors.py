@@ -73,18 +73,20 @@ def murphi_name(cell: str) -> str:
 
 
 def model_cells(source: str, origin: str) -> list[str]:
-    """The VCell enum of apta.m, checked against rtl/CORE.md's table (same cells, same order)."""
+    """The VCell enum of apta.m, checked against the cell tables of rtl/CORE.md then
+    rtl/MEMSERVER.md (same cells, same order). Returns every cell id (core, then memory server)."""
     m = re.search(r"\bVCell\s*:\s*enum\s*\{([^}]*)\}", source)
     if not m:
         raise CheckError(f"{origin}: no VCell enum (the cell ghost of VECTOR_CELLS)")
     enum = [re.sub(r"--.*", "", x).strip() for x in re.sub(r"--[^\n]*", "", m.group(1)).split(",")]
-    want = [murphi_name(c) for c in cells.ids()]
+    ids = cells.ids() + cells.ids("ms")
+    want = [murphi_name(c) for c in ids]
     if enum != want:
         missing = sorted(set(want) - set(enum))
         extra = sorted(set(enum) - set(want))
-        raise CheckError(f"{origin}: VCell enum differs from rtl/CORE.md's cells "
+        raise CheckError(f"{origin}: VCell enum differs from the cells of rtl/CORE.md + rtl/MEMSERVER.md "
                          f"(missing {missing}, extra {extra}, or another order)")
-    return cells.ids()
+    return ids
 
 
 PROPERTY_RE = re.compile(r'^(?:invariant|liveness)\s+"[^"]*"[^;]*;', re.M)
@@ -232,6 +234,49 @@ class View:
         obj = self.s.get(f"{q}.obj", "Undefined")
         return {"mtype": self.v(f"{q}.mtype"), "epoch": int(self.v(f"{q}.epoch")),
                 "obj": None if obj == "Undefined" else int(obj.rsplit("_", 1)[1])}
+
+    def queued(self, chan: str, c: int, k: int) -> dict:
+        """Entry k of c's channel: the message's fields as the model holds them."""
+        q = f"{chan}[Server_{c}].q[{k}]"
+        def num(name):
+            v = self.s.get(f"{q}.{name}", "Undefined")
+            return None if v == "Undefined" else int(v.rsplit("_", 1)[-1])
+        return {"mtype": self.v(f"{q}.mtype"), "epoch": num("epoch"), "obj": num("obj"),
+                "line": num("line"), "val": num("val")}
+
+    def nreq(self, c: int) -> int:
+        return int(self.v(f"req[Server_{c}].n"))
+
+    def put_id(self, c: int) -> int:
+        return int(self.v(f"cs[Server_{c}].putId"))
+
+    def mem(self, o: int, l: int) -> int:
+        return int(self.v(f"mem[Obj_{o}][{l}]"))
+
+    def commits(self) -> int:
+        return sum(int(self.v(f"commits[Obj_{o}]")) for o in range(self.nobj))
+
+    def slot_data(self, k: int, l: int) -> int:
+        return int(self.v(f"staging[Slot_{k}].data[{l}]"))
+
+    def mem_view(self, o: int, l: int) -> int:
+        """The model's MemView: DRAM overlaid by committed lines still draining."""
+        for k in range(self.nslots):
+            sl = self.slot(k)
+            if sl["st"] == "SlotDraining" and sl["obj"] == o and sl["got"][l]:
+                return self.slot_data(k, l)
+        return self.mem(o, l)
+
+    def draining(self) -> bool:
+        return any(self.slot(k)["st"] == "SlotDraining" for k in range(self.nslots))
+
+    def ms(self) -> dict:
+        """The expected `state` of MEMSERVER.md: the core's, commitSeq, and DRAM when settled."""
+        st = {**self.core(), "commitSeq": self.commits()}
+        if not self.draining():
+            st["mem"] = {str(o + 1): [self.mem(o, l) for l in range(self.nlines)]
+                         for o in range(self.nobj)}
+        return st
 
     def slot(self, k: int) -> dict:
         p = f"staging[Slot_{k}]"
@@ -451,6 +496,175 @@ class Translator:
 
 
 # ---------------------------------------------------------------------------------------------
+# trace -> memory-server scenario (rtl/MEMSERVER.md "Test vectors of the memory server")
+# ---------------------------------------------------------------------------------------------
+def ms_capable(constants: dict) -> str | None:
+    """Why the msv variant cannot reproduce this configuration exactly, or None if it can."""
+    if int(constants["STAGING_SLOTS"]) != 1:
+        return "msv has one staging slot"
+    if int(constants["NUM_OBJECTS"]) > int(constants["DIR_CAPACITY"]):
+        return "directory eviction: a stalled request the RTL retries by itself would run ahead of the model"
+    return None
+
+
+class MsTranslator(Translator):
+    """The trace as flits on the memory server's ports. Requests enter when the model's memory
+    server takes them from the head of their channel; the transaction id of a put is the writer's
+    put id (retries reuse it: the idempotent retry of MEMSERVER.md), tracked through the channel."""
+
+    def scenario(self, cell: str, trace: list) -> dict:
+        why = ms_capable({"STAGING_SLOTS": self.nslots, "NUM_OBJECTS": self.nobj,
+                          "DIR_CAPACITY": self.cap})
+        if why:
+            raise CheckError(f"{self.config}: no memory-server vectors: {why}")
+        self.queue = [[] for _ in range(self.n)]   # txn of every message in req[c], in order
+        self.slot_txn = [None] * self.nslots
+        steps = []
+        for i in range(1, len(trace)):
+            rule, params, post = trace[i]
+            st = self.ms_step(rule, params, self.view(trace[i - 1][2]), self.view(post))
+            if st is not None:
+                steps.append(st)
+        if not steps:
+            raise CheckError(f"{self.config}/{cell}: the trace has no step the memory server sees")
+        sc = {"id": f"{self.config}/{cell}", "config": self.config, "cell": cell,
+              "params": {"servers": self.n, "stagingSlots": self.nslots, "dirWays": self.cap,
+                         "linesPerObject": self.nlines, "maxPendPerServer": self.params["maxPendPerServer"]},
+              "objects": self.objects, "steps": steps}
+        try:
+            vectors_io.validate_ms(sc, tuple(cells.ids() + cells.ids("ms")))
+        except vectors_io.VectorError as e:
+            raise CheckError(f"{sc['id']}: generated memory-server scenario is invalid: {e}") from None
+        return sc
+
+    def _track_queue(self, pre: View, post: View) -> dict:
+        """Shadow the req channels: txn of pushed messages; returns {c: (message, txn)} popped."""
+        popped = {}
+        for c in range(self.n):
+            a, b = pre.nreq(c), post.nreq(c)
+            if b < a:
+                if a - b != 1 or not self.queue[c]:
+                    raise CheckError(f"inconsistent trace: req[{c}] shrank by {a - b}")
+                popped[c] = (pre.queued("req", c, 0), self.queue[c].pop(0))
+            for k in range(a, b):
+                m = post.queued("req", c, k)
+                txn = (post.put_id(c) if m["mtype"] == "PutPrepare"
+                       else m["val"] if m["mtype"] == "PutLine" else 0)
+                self.queue[c].append(txn)
+        return popped
+
+    def _req(self, c: int, m: dict, txn: int) -> dict:
+        op = {"ObjGet": "ObjGet", "PutPrepare": "PutPrepare", "PutLine": "PutLine", "Rejoin": "Rejoin"}[m["mtype"]]
+        st = {"port": "req", "op": op, "server": c, "epoch": m["epoch"]}
+        if op != "Rejoin":
+            st["obj"] = m["obj"] + 1
+        if op in ("PutPrepare", "PutLine"):
+            st["txn"] = txn
+        if op == "PutLine":
+            st["line"], st["val"] = m["line"], m["val"]
+        return st
+
+    def ms_step(self, rule: str, params: dict, pre: View, post: View) -> dict | None:
+        popped = self._track_queue(pre, post)
+        stimuli, rsp, ctrl_resp, err = [], [], [], []
+        pend_own = {(o, c): pre.pend(o, c) for o in range(self.nobj) for c in range(self.n)}
+        c = params.get("c")
+        if rule.startswith("OTC get"):
+            m, _ = popped[c]
+            o = m["obj"]
+            stimuli.append(self._req(c, m, 0))
+            rsp += [{"op": "ObjData", "server": c, "epoch": pre.mepoch(c), "obj": o + 1, "line": l,
+                     "val": pre.mem_view(o, l)} for l in range(self.nlines)]
+        elif rule.startswith("MS: discard"):
+            m, txn = popped[c]
+            stimuli.append(self._req(c, m, txn))
+            err.append("zombie")
+        elif rule.startswith("MS: Rejoin"):
+            m, _ = popped[c]
+            stimuli.append(self._req(c, m, 0))
+            for o in range(self.nobj):
+                pend_own[(o, c)] = 0
+            rsp.append({"op": "RejoinAck", "server": c, "epoch": post.mepoch(c)})
+        elif rule == "FD fence":
+            stimuli.append({"port": "ctrl", "op": "Fence", "server": c, "epoch": pre.mepoch(c)})
+            for o in range(self.nobj):
+                pend_own[(o, c)] = 0
+            ctrl_resp.append({"op": "Fence", "server": c, "epoch": pre.mepoch(c)})
+        elif rule == "OIC ObjBIRsp":
+            h = pre.head("birsp", c)
+            o = h["obj"]
+            if h["epoch"] == pre.mepoch(c) and not pre.fenced(c) and pre.pend(o, c) > 0:
+                pend_own[(o, c)] -= 1
+            stimuli.append({"port": "birsp", "server": c, "epoch": h["epoch"], "obj": o + 1})
+        elif rule.startswith("OPC PutPrepare"):
+            m, txn = popped[c]
+            stimuli.append(self._req(c, m, txn))
+            opened = [k for k in range(self.nslots)
+                      if pre.slot(k)["st"] == "SlotFree" and post.slot(k)["st"] == "SlotOpen"]
+            if opened:
+                self.slot_txn[opened[0]] = txn
+            else:
+                rsp.append({"op": "PutRetry", "server": c, "epoch": pre.mepoch(c), "obj": m["obj"] + 1,
+                            "txn": txn})
+        elif rule.startswith("OPC PutLine"):
+            m, txn = popped[c]
+            stimuli.append(self._req(c, m, txn))
+            mine = [k for k in range(self.nslots)
+                    if pre.slot(k)["st"] == "SlotOpen" and pre.slot(k)["owner"] == c]
+            if not mine:
+                err.append("noTxn")
+            elif self.slot_txn[mine[0]] != txn:
+                raise CheckError(f"inconsistent trace: {rule} [c={c}]: line of txn {txn} into the slot "
+                                 f"of txn {self.slot_txn[mine[0]]}")
+        elif rule.startswith("OPC drain"):
+            k = params.get("s")
+            if post.slot(k)["st"] != "SlotFree":
+                return self._no_ms_step(rule, pre, post)     # drained lines are invisible (MemView)
+            stimuli.append({"port": "drain"})
+        elif rule.startswith("OPC timeout"):
+            k = params.get("s")
+            sl = pre.slot(k)
+            stimuli.append({"port": "timeout"})
+            rsp.append({"op": "PutRetry", "server": sl["owner"], "epoch": sl["epoch"], "obj": sl["obj"] + 1,
+                        "txn": self.slot_txn[k]})
+            err.append("timeout")
+        elif rule.startswith("OTC S evict"):
+            raise CheckError(f"inconsistent trace: {rule} in a configuration without eviction")
+        elif popped:
+            raise CheckError(f"inconsistent trace: {rule} took a request the translator does not map")
+        # open slots freed by a fence or a rejoin: no reply, err fenceAbort
+        if rule == "FD fence" or rule.startswith("MS: Rejoin"):
+            err += ["fenceAbort"] * sum(1 for k in range(self.nslots)
+                                        if pre.slot(k)["st"] == "SlotOpen" and post.slot(k)["st"] == "SlotFree")
+        # commits inside the rule (TryCommits)
+        for k in range(self.nslots):
+            a, b = pre.slot(k), post.slot(k)
+            if a["st"] == "SlotOpen" and b["st"] == "SlotDraining":
+                rsp.append({"op": "PutCommit", "server": b["owner"], "epoch": b["epoch"], "obj": b["obj"] + 1,
+                            "txn": self.slot_txn[k]})
+        if not stimuli:
+            return self._no_ms_step(rule, pre, post)
+        snp = []
+        for o in range(self.nobj):
+            for d in range(self.n):
+                inc = post.pend(o, d) - pend_own[(o, d)]
+                if inc < 0:
+                    raise CheckError(f"inconsistent trace: {rule}: pend[{o}][{d}] fell by {-inc} "
+                                     "more than the step explains")
+                snp += [{"server": d, "epoch": pre.mepoch(d), "obj": o + 1}] * inc
+        return {"rule": self._rule_text(rule, params), "stimuli": stimuli,
+                "expect": {"rsp": rsp, "snp": snp, "ctrlResp": ctrl_resp, "err": sorted(err),
+                           "state": post.ms()}}
+
+    def _no_ms_step(self, rule: str, pre: View, post: View) -> None:
+        """A rule the memory server does not see changes nothing it holds but the drained lines."""
+        if pre.core() != post.core() or pre.commits() != post.commits():
+            raise CheckError(f"inconsistent trace: {rule!r} changed the memory server's state "
+                             "but maps to no stimulus")
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
 # one configuration: iterate trap runs
 # ---------------------------------------------------------------------------------------------
 @dataclass
@@ -462,13 +676,19 @@ class ConfigResult:
     iterations: int
     seconds: float
     exhaustive: bool
+    ms_scenarios: list[dict] | None = None      # None: not a memory-server configuration
 
 
 def generate(config: str, constants: dict, targets: list[str], source: str, out: Path,
-             timeout: float) -> ConfigResult:
+             timeout: float, ms: bool = False) -> ConfigResult:
+    """Trap runs until nothing new; every trace of a core cell becomes a core scenario and, in a
+    memory-server configuration (ms), every trace also a memory-server scenario."""
     origin = f"vectors: {config}"
     model_cells(source, origin)
+    core_ids = set(cells.ids())
     tr = Translator(config, constants)
+    mtr = MsTranslator(config, constants) if ms else None
+    ms_scenarios = [] if ms else None
     remaining = list(targets)
     scenarios, t0, it, exhaustive = [], time.monotonic(), 0, False
     while remaining:
@@ -482,7 +702,10 @@ def generate(config: str, constants: dict, targets: list[str], source: str, out:
             raise CheckError(f"{origin}: the trap model failed on something else: {res.other[0]}")
         new = [c for c in remaining if c in res.found]
         for c in new:
-            scenarios.append(tr.scenario(c, res.found[c]))
+            if c in core_ids:
+                scenarios.append(tr.scenario(c, res.found[c]))
+            if mtr is not None:
+                ms_scenarios.append(mtr.scenario(c, res.found[c]))
         remaining = [c for c in remaining if c not in res.found]
         say(f"  {config} iteration {it}: {len(remaining) + len(new)} trap(s), {res.states:,} states, "
             f"{res.seconds:.1f} s: found {', '.join(new) or 'none'}")
@@ -492,26 +715,40 @@ def generate(config: str, constants: dict, targets: list[str], source: str, out:
                                  f"({res.errors} error(s), complete={res.complete})")
             exhaustive = True
             break
-    order = {c: i for i, c in enumerate(cells.ids())}
+    order = {c: i for i, c in enumerate(cells.ids() + cells.ids("ms"))}
     scenarios.sort(key=lambda sc: order[sc["cell"]])
-    return ConfigResult(config, scenarios, [sc["cell"] for sc in scenarios], remaining, it,
-                        time.monotonic() - t0, exhaustive)
+    if ms_scenarios is not None:
+        ms_scenarios.sort(key=lambda sc: order[sc["cell"]])
+    covered = [c for c in targets if c not in remaining]
+    return ConfigResult(config, scenarios, covered, remaining, it, time.monotonic() - t0, exhaustive,
+                        ms_scenarios)
 
 
 def write_outputs(results: list[ConfigResult], out: Path, suite: str, partial: bool) -> dict:
     """<config>.jsonl per configuration and coverage.json. A cell is covered if any configuration
     covers it, unreachable if none does and an exhaustive run of some configuration targeted it;
     any other cell is an error of the suite (a partial run, --only, marks it untested)."""
+    cov = _write_family(results, out, suite, partial, "core", lambda r: r.scenarios)
+    ms = [r for r in results if r.ms_scenarios is not None]
+    if ms or not partial:
+        cov["ms"] = _write_family(ms, out / "ms", suite, partial, "ms", lambda r: r.ms_scenarios)
+    return cov
+
+
+def _write_family(results: list[ConfigResult], out: Path, suite: str, partial: bool, table: str,
+                  scenarios_of) -> dict:
+    """<out>/<config>.jsonl and <out>/coverage.json of one cell table (core: rtl/CORE.md,
+    ms: rtl/MEMSERVER.md)."""
     out.mkdir(parents=True, exist_ok=True)
     if not partial:                                   # no stale scenarios of other configurations
         for old in out.glob("*.jsonl"):
             old.unlink()
     for r in results:
         with open(out / f"{r.config}.jsonl", "w") as f:
-            for sc in r.scenarios:
+            for sc in scenarios_of(r):
                 f.write(json.dumps(sc) + "\n")
     rows, untargeted = [], []
-    for c in cells.ids():
+    for c in cells.ids(table):
         hit = next((r for r in results if c in r.covered), None)
         proven = any(c in r.unreachable and r.exhaustive for r in results)
         status = "covered" if hit else "unreachable" if proven else "untested"
@@ -523,9 +760,10 @@ def write_outputs(results: list[ConfigResult], out: Path, suite: str, partial: b
                      "covered_in": [r.config for r in results if c in r.covered],
                      "unreachable_in": [r.config for r in results if c in r.unreachable]})
     if untargeted and not partial:
-        raise CheckError(f"vector suite {suite}: no configuration covers or exhausts cell(s) "
+        raise CheckError(f"vector suite {suite} ({table} cells): no configuration covers or exhausts cell(s) "
                          f"{', '.join(untargeted)} (add them to a configuration's cells)")
-    cov = {"suite": suite, "partial": partial, "cells": rows, "scenarios": sum(len(r.scenarios) for r in results),
+    cov = {"suite": suite, "partial": partial, "table": table, "cells": rows,
+           "scenarios": sum(len(scenarios_of(r)) for r in results),
            "configs": {r.config: {"covered": r.covered, "unreachable": r.unreachable,
                                   "iterations": r.iterations, "seconds": round(r.seconds, 1),
                                   "exhaustive": r.exhaustive} for r in results}}
@@ -570,6 +808,7 @@ def main(argv: list[str] | None = None) -> int:
             overrides[k] = v
         source = args.model.read_text()
         ids = model_cells(source, str(args.model))
+        core = set(cells.ids())
         recheck = None
         if args.cells is not None:
             bad = [c for c in args.cells if c not in ids]
@@ -592,19 +831,29 @@ def main(argv: list[str] | None = None) -> int:
             if cfg not in checks["configs"]:
                 raise CheckError(f"{check.CHECKS}: vectors.suites.{args.suite}.{name}: "
                                  f"unknown configuration {cfg!r}")
+            ms = e.get("ms", False)
+            if not isinstance(ms, bool):
+                raise CheckError(f"{check.CHECKS}: vectors.suites.{args.suite}.{name}.ms: expected true/false")
             targets = e.get("cells", "all")
-            targets = ids if targets == "all" else targets
+            targets = [c for c in ids if ms or c in core] if targets == "all" else targets
             bad = [c for c in targets if c not in ids]
             if bad:
                 raise CheckError(f"{check.CHECKS}: vectors.suites.{args.suite}.{name}.cells: "
                                  f"unknown cell(s) {bad}")
             consts = {**checks["configs"][cfg]["constants"], **e.get("constants", {}), **overrides}
+            if ms and ms_capable(consts):
+                raise CheckError(f"{check.CHECKS}: vectors.suites.{args.suite}.{name}.ms: "
+                                 f"{ms_capable(consts)}")
+            if not ms and any(c not in core for c in targets):
+                raise CheckError(f"{check.CHECKS}: vectors.suites.{args.suite}.{name}.cells: memory-server "
+                                 "cells need \"ms\": true")
             chosen = [c for c in ids if c in targets and (recheck is None or c in recheck)]
             if chosen:
-                jobs.append((name, consts, chosen, e.get("timeout", checks["configs"][cfg].get("timeout", 600))))
-        print(f"vectors: {len(jobs)} configuration(s), {len(ids)} cells (rtl/CORE.md)", flush=True)
+                jobs.append((name, consts, chosen, e.get("timeout", checks["configs"][cfg].get("timeout", 600)), ms))
+        print(f"vectors: {len(jobs)} configuration(s), {len(core)} core cells (rtl/CORE.md), "
+              f"{len(ids) - len(core)} memory-server cells (rtl/MEMSERVER.md)", flush=True)
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futs = [pool.submit(generate, n, k, t, source, args.out, to) for n, k, t, to in jobs]
+            futs = [pool.submit(generate, n, k, t, source, args.out, to, ms) for n, k, t, to, ms in jobs]
             results = [f.result() for f in futs]
     except CheckError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -622,6 +871,12 @@ def main(argv: list[str] | None = None) -> int:
     ncov = sum(1 for c in cov["cells"] if c["status"] == "covered")
     unr = [c["cell"] for c in cov["cells"] if c["status"] == "unreachable"]
     exh = [r.config for r in results if r.exhaustive]
+    if "ms" in cov:
+        m = cov["ms"]
+        mcov = sum(1 for c in m["cells"] if c["status"] == "covered")
+        munr = [c["cell"] for c in m["cells"] if c["status"] == "unreachable"]
+        print(f"vectors: memory server: {m['scenarios']} scenarios, {mcov}/{len(m['cells'])} cells covered"
+              + (f", unreachable: {', '.join(munr)}" if munr else ""))
     print(f"vectors: {cov['scenarios']} scenarios, {ncov}/{len(cov['cells'])} cells covered, "
           f"{len(unr)} unreachable in {', '.join(exh) or '(no exhaustive run)'}"
           + (f" ({', '.join(unr)})" if unr else "") + f"; {time.monotonic() - t0:.0f} s "

@@ -25,6 +25,8 @@ NEEDS = {
     "test_core_bench": ["default"],
     "test_stress_default_variant": ["default"],
     "test_stress_and_coverage": ["stress"],
+    "test_ms_vectors_replay": ["msv"],
+    "test_ms_vectors_catch_mutants": ["msv_mutants", "mutants"],
 }
 
 

@@ -1,0 +1,307 @@
+"""Replay of the model's memory-server vectors (build/vectors/ms/*.jsonl, rtl/MEMSERVER.md "Test
+vectors of the memory server") on the MemoryServer top, variant `msv` (the model's geometry), and on
+`msv_mutants` with every deliberate bug of rtl/Mutants.scala.
+
+DRAM is cocotbext-axi's AxiRam; its write-address channel is paused except during a `drain` step, so
+a committed put stays in the OPC's staging for as long as it does in the model (the model drains as
+separate, nondeterministic steps). Per step: the stimuli are driven, the server runs until nothing
+moves; then the flits it emitted are compared (rsp in order with every line's data, snp as a
+multiset, ctrlResp, the multiset of `err` codes), each PutCommit's status as it left (commitSeq
+advanced, the old sharers' pending invalidations visible: the contract of MEMSERVER.md), and the
+state: every object's directory entry (`query`), fenced/epoch/commitSeq (`status`), and DRAM's
+contents when no put is draining. A mismatch names the scenario, its file:line, the step, the
+model's rule, the field, expected and got.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from core_bfm import ROOT  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "rtl"))
+import vectors_io  # noqa: E402
+
+VECTORS = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors")) / "ms"
+VARIANT, MUTANTS_VARIANT = "msv", "msv_mutants"
+STATES = vectors_io.STATES
+QUIET = 64          # cycles without any port activity that end a step (a get's first beat comes ~12 in)
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+def _diff(where, field, exp, got):
+    raise Mismatch(f"{where}: {field}: expected {exp!r}, got {got!r}")
+
+
+async def _quiesce(ms, limit: int = 20000):
+    """Until every input queue is empty and no flit moved on any port for QUIET cycles."""
+    from cocotb.triggers import RisingEdge
+
+    def activity():
+        return (len(ms.req_fire), len(ms.rsp), len(ms.snp), len(ms.ctrlResp), len(ms.err), len(ms.r_beats))
+    last, still = activity(), 0
+    for _ in range(limit):
+        await RisingEdge(ms.dut.clock)
+        now = activity()
+        busy = any(ms.req) or any(ms.inq.values())
+        still = 0 if busy or now != last else still + 1
+        last = now
+        if still >= QUIET:
+            return
+    raise Mismatch(f"the memory server kept moving for {limit} cycles")
+
+
+async def _query(ms, obj: int) -> dict:
+    """One io_query handshake and its io_queryResp (Valid)."""
+    from cocotb.triggers import ReadOnly, RisingEdge
+    d = ms.dut
+    await RisingEdge(d.clock)
+    d.io_query_valid.value, d.io_query_bits_obj.value = 1, obj
+    for _ in range(100):
+        await ReadOnly()
+        ok = int(d.io_query_ready.value)
+        await RisingEdge(d.clock)
+        if ok:
+            break
+    d.io_query_valid.value = 0
+    for _ in range(20):
+        await ReadOnly()
+        if int(d.io_queryResp_valid.value) and int(d.io_queryResp_bits_obj.value) == obj:
+            sh = int(d.io_queryResp_bits_sharers.value)
+            return {"hit": bool(int(d.io_queryResp_bits_hit.value)),
+                    "state": STATES[int(d.io_queryResp_bits_state.value)],
+                    "sharers": [i for i in range(ms.n) if sh >> i & 1],
+                    "pend": [int(getattr(d, f"io_queryResp_bits_pend_{i}").value) for i in range(ms.n)]}
+        await RisingEdge(d.clock)
+    raise Mismatch(f"no queryResp for object {obj}")
+
+
+async def _drain(ms):
+    """The model's drain step: DRAM writes flow until the OPC has nothing left (io_idle)."""
+    from cocotb.triggers import RisingEdge
+    ms.ram.write_if.aw_channel.pause = False
+    for _ in range(5000):
+        await RisingEdge(ms.dut.clock)
+        if int(ms.dut.io_idle.value):
+            break
+    else:
+        raise Mismatch("drain: the OPC never became idle")
+    ms.ram.write_if.aw_channel.pause = True
+
+
+async def replay(ms, sc: dict, mutant: int = 0):
+    """One scenario from reset; raises Mismatch at the first difference."""
+    from cocotb.triggers import ClockCycles, RisingEdge
+    n_model = sc["params"]["servers"]
+    objs = {o["obj"]: o for o in sc["objects"].values()}
+    for o in objs.values():          # the Object Manager's map entry, put id 0 in every line
+        ms.put_map(o["obj"], o["base"], o["size"])
+        ms.write_obj(o["base"], [vectors_io.line_word(o["obj"], l, 0) for l in range(o["size"])])
+    ms.ram.write_if.aw_channel.pause = True
+    d = ms.dut
+    await RisingEdge(d.clock)        # out of a previous scenario's ReadOnly phase
+    if hasattr(d, "io_mutant"):
+        d.io_mutant.value = mutant
+    d.reset.value = 1
+    await ClockCycles(d.clock, 3)
+    d.reset.value = 0
+    await RisingEdge(d.clock)
+    timeout = ms.P.get("opcTimeout", 0)
+    for si, step in enumerate(sc["steps"]):
+        where = f"{sc['id']} ({sc.get('_where', '')}) step {si} rule {step['rule']!r}"
+        mark = {k: len(getattr(ms, k)) for k in ("rsp", "snp", "ctrlResp", "err")}
+        for st in step["stimuli"]:
+            p = st["port"]
+            if p == "req":
+                f = {k: st[k] for k in ("epoch", "obj", "txn", "line") if k in st}
+                if st["op"] == "PutLine":
+                    f["data"] = vectors_io.line_word(st["obj"], st["line"], st["val"])
+                ms.send(st["server"], st["op"], **f)
+            elif p == "birsp":
+                ms.ack(st["server"], st["epoch"], st["obj"])
+            elif p == "ctrl":
+                ms.ctrl(st["op"], st["server"], st["epoch"])
+            elif p == "drain":
+                await _drain(ms)
+            elif p == "timeout":
+                if not timeout:
+                    _diff(where, "params.opcTimeout", "> 0 for a timeout step", timeout)
+                await ClockCycles(d.clock, timeout + 8)
+            await _quiesce(ms)
+        exp = step["expect"]
+        got_rsp = ms.rsp[mark["rsp"]:]
+        if len(got_rsp) != len(exp["rsp"]):
+            _diff(where, "rsp", exp["rsp"], got_rsp)
+        for i, (e, (name, g)) in enumerate(zip(exp["rsp"], got_rsp)):
+            if name != e["op"]:
+                _diff(where, f"rsp[{i}].op", e["op"], (name, g))
+            for k, v in e.items():
+                if k == "op":
+                    continue
+                if k == "val":
+                    if g["data"] != vectors_io.line_word(e["obj"], e["line"], v):
+                        olds = [w for w in range(4) if g["data"] == vectors_io.line_word(e["obj"], e["line"], w)]
+                        _diff(where, f"rsp[{i}] ObjData line {e['line']} data",
+                              f"put id {v}", f"put id {olds[0]}" if olds else "other bytes")
+                elif g.get(k) != v:
+                    _diff(where, f"rsp[{i}].{k}", v, g.get(k))
+            if name == "PutCommit":      # the contract: commitSeq advanced, invalidations visible
+                stat = ms.rsp_status[mark["rsp"] + i]
+                want_pend = sum(1 << c for c in range(n_model)
+                                if any(ent["pend"][c] for ent in exp["state"]["objects"].values()))
+                if stat["commitSeq"] != exp["state"]["commitSeq"]:
+                    _diff(where, f"rsp[{i}] PutCommit left with commitSeq", exp["state"]["commitSeq"],
+                          stat["commitSeq"])
+                if stat["pending"] & want_pend != want_pend:
+                    _diff(where, f"rsp[{i}] PutCommit left with status_pending", bin(want_pend), bin(stat["pending"]))
+        key = ("server", "epoch", "obj")
+        e = Counter(tuple(m[k] for k in key) for m in exp["snp"])
+        g = Counter(tuple(f.get(k) for k in key) for _n, f in ms.snp[mark["snp"]:])
+        if e != g:
+            _diff(where, "snp (multiset of server, epoch, obj)", sorted(e.elements()), sorted(g.elements()))
+        for sn, f in ms.snp[mark["snp"]:]:
+            o = objs[f["obj"]]
+            if (f.get("base"), f.get("size")) != (o["base"], o["size"]):
+                _diff(where, "snp base/size", (o["base"], o["size"]), (f.get("base"), f.get("size")))
+        got_ctrl = [{"op": nm, "server": f["server"], "epoch": f["epoch"]} for nm, f in ms.ctrlResp[mark["ctrlResp"]:]]
+        if got_ctrl != exp["ctrlResp"]:
+            _diff(where, "ctrlResp", exp["ctrlResp"], got_ctrl)
+        got_err = sorted(e["code"] for e in ms.err[mark["err"]:])
+        if got_err != exp["err"]:
+            _diff(where, "err codes", exp["err"], got_err)
+        state = exp["state"]
+        for ok, want in state["objects"].items():
+            q = await _query(ms, int(ok))
+            if q["hit"] != (want["state"] != "I"):
+                _diff(where, f"query obj {ok}.hit", want["state"] != "I", q["hit"])
+            for k in ("state", "sharers"):
+                if q[k] != want[k]:
+                    _diff(where, f"query obj {ok}.{k}", want[k], q[k])
+            if q["pend"][:n_model] != want["pend"] or any(q["pend"][n_model:]):
+                _diff(where, f"query obj {ok}.pend", want["pend"], q["pend"])
+        fenced = int(d.io_status_fenced.value)
+        got = {"fenced": [bool(fenced >> c & 1) for c in range(n_model)],
+               "epoch": [ms.epoch(c) for c in range(n_model)],
+               "commitSeq": int(d.io_status_commitSeq.value)}
+        for k, v in got.items():
+            if v != state[k]:
+                _diff(where, f"status.{k}", state[k], v)
+        for ok, vals in state.get("mem", {}).items():
+            o = objs[int(ok)]
+            mem = ms.read_obj(o["base"], o["size"])
+            want = [vectors_io.line_word(o["obj"], l, v) for l, v in enumerate(vals)]
+            if mem != want:
+                got_ids = [next((w for w in range(4) if m == vectors_io.line_word(o["obj"], l, w)), "?")
+                           for l, m in enumerate(mem)]
+                _diff(where, f"DRAM obj {ok} (put id per line)", vals, got_ids)
+
+
+# ---- the cocotb test ---------------------------------------------------------------------------
+try:
+    import cocotb
+except ImportError:
+    cocotb = None
+
+if cocotb is not None:
+    @cocotb.test()
+    async def ms_vectors(dut):
+        from ms_bfm import Ms
+        variant = os.environ["APTA_VARIANT"]
+        scen = json.loads(Path(os.environ["APTA_SCENARIOS"]).read_text())
+        mutants = [int(m) for m in os.environ.get("APTA_MUTANTS", "0").split(",")]
+        ms = Ms(dut, variant)
+        await ms.start()
+        t0, result = time.time(), {}
+        for m in mutants:
+            fails = []
+            for sc in scen:
+                try:
+                    await replay(ms, sc, m)
+                except Mismatch as e:
+                    fails.append(str(e))
+                    if m:             # a mutant needs one failing scenario; the first is the evidence
+                        break
+            result[str(m)] = fails
+        Path(os.environ["APTA_RESULT"]).write_text(json.dumps(
+            {"variant": variant, "scenarios": len(scen), "failed": result, "cycles": ms.cycles,
+             "seconds": round(time.time() - t0, 1)}, indent=1))
+        if mutants == [0]:
+            fails = result["0"]
+            assert not fails, f"{len(fails)} of {len(scen)} scenarios differ:\n" + "\n".join(fails[:20])
+
+
+# ---- pytest side --------------------------------------------------------------------------------
+def load_all(vdir: Path = VECTORS) -> list[dict]:
+    files = sorted(vdir.glob("*.jsonl"))
+    assert files, f"no memory-server vectors in {vdir}: run `make vectors` first"
+    out = []
+    for f in files:
+        lines = [n for n, l in enumerate(f.read_text().splitlines(), 1) if l.strip()]
+        for i, sc in enumerate(vectors_io.load_vectors(f, ms=True)):
+            sc = dict(sc)
+            sc["_where"] = f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}"
+            out.append(sc)
+    return out
+
+
+def _run(variant: str, scen: list[dict], mutants: list[int]) -> dict:
+    from core_bfm import load_params
+    from ms_bfm import run_ms
+    p = load_params(variant)
+    for sc in scen:   # the variant must reproduce the model's geometry (more servers may idle)
+        q = sc["params"]
+        if (q["servers"] > p["servers"] or q["stagingSlots"] != p["stagingSlots"] or p["dirSets"] != 1
+                or q["dirWays"] != p["dirWays"] or q["linesPerObject"] > p["linesPerObject"]
+                or q["maxPendPerServer"] > p["maxPendPerServer"]):
+            raise AssertionError(f"{sc['id']}: params {q} do not fit variant {variant} {p}")
+    bdir = ROOT / "build" / "sim" / "ms-vectors"
+    bdir.mkdir(parents=True, exist_ok=True)
+    sf, rf = bdir / f"{variant}.json", bdir / f"{variant}-result.json"
+    sf.write_text(json.dumps(scen))
+    rf.unlink(missing_ok=True)
+    run_ms(variant, "test_ms_vectors", {"APTA_SCENARIOS": sf, "APTA_RESULT": rf,
+                                        "APTA_MUTANTS": ",".join(map(str, mutants))})
+    assert rf.exists(), f"the simulation of {variant} wrote no result ({rf}); see its log above"
+    return json.loads(rf.read_text())
+
+
+def test_ms_vectors_replay():
+    scen = load_all()
+    res = _run(VARIANT, scen, [0])
+    fails = res["failed"]["0"]
+    cells = sorted({sc["cell"] for sc in scen})
+    print(f"\nmemory-server vectors on {VARIANT}: {len(scen) - len(fails)}/{len(scen)} scenarios pass "
+          f"({len(cells)} cells), {res['cycles']:,} cycles, {res['seconds']} s")
+    assert not fails, f"{len(fails)} of {len(scen)} scenarios differ:\n" + "\n".join(fails[:10])
+
+
+def test_ms_vectors_catch_mutants():
+    """Every OSC/OPC mutant the model's steps can show must fail some vector; the ones whose bug
+    needs concurrency a settled step never has are listed (tests/rtl/test_ms_mutants.py catches
+    them with directed races)."""
+    mut = json.loads((ROOT / "build" / "rtl" / "mutants" / "mutants.json").read_text())
+    scen = load_all()
+    res = _run(MUTANTS_VARIANT, scen, [0] + [m["id"] for m in mut])
+    assert not res["failed"]["0"], f"{MUTANTS_VARIANT} with io_mutant=0 fails: {res['failed']['0'][:3]}"
+    rows, missed = [], []
+    for m in mut:
+        f = res["failed"][str(m["id"])]
+        rows.append(f"  {m['id']:2} {m['unit']:4} {m['name']:26} {'caught: ' + f[0][:110] if f else 'not caught'}")
+        if not f:
+            missed.append(m)
+    print("\nmemory-server vectors against the mutants:\n" + "\n".join(rows))
+    out = ROOT / "build" / "coverage"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ms-vectors-mutants.json").write_text(json.dumps(
+        {str(m["id"]): {"name": m["name"], "unit": m["unit"], "caught": bool(res["failed"][str(m["id"])]),
+                        "evidence": (res["failed"][str(m["id"])] or [None])[0]} for m in mut}, indent=1))
+    must = {"osc_no_forward", "fence_keeps_open_put", "commit_before_core"}
+    assert not [m for m in missed if m["name"] in must], f"vectors miss mutants {[m['name'] for m in missed]}"
