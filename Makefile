@@ -28,6 +28,7 @@ help:
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
+	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
 	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
 	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (not part of make test yet)"
 	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
@@ -89,7 +90,7 @@ vectors: deps-murphi venv
 # simulator; APTA_RTL=1 turns anything missing into an error instead of a skip.
 # The yosys netlists (stress variant + the model's geometries) must pass the same regression: the
 # vectors replay on them, and the same 100k-operation stress run (every cell must be hit there too).
-test: verify rtl deps-rtl-sim synth-netlist workloads
+test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces
 	@APTA_RTL=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
 	RTL_DIR=build/synth $(RTL_PYTEST) -rs tests/rtl
@@ -102,6 +103,18 @@ workloads:
 	@command -v $${CC:-cc} >/dev/null && command -v make >/dev/null || $(APT) gcc make libc6-dev
 	@command -v $${CC:-cc} >/dev/null || { echo "make workloads: no C compiler ($${CC:-cc}) on the PATH"; exit 1; }
 	nice -n 10 $(MAKE) -s -C workloads BUILD=$(CURDIR)/build/workloads -j2
+
+# --- traces (workloads/TRACES.md) ----------------------------------------------------------------
+# The Valgrind tool workloads/tracer/ (built against Debian's valgrind into build/tracer/) runs every
+# function instance of every workflow -> build/traces/<size>/<app>/<function>.<i>/, cached per
+# instance; make test traces the tiny inputs only (tests/test_tracer.py).
+TRACE_SIZE ?= paper
+.PHONY: deps-traces traces
+deps-traces:
+	@$(APT) valgrind gcc make libc6-dev
+
+traces: deps-traces workloads
+	nice -n 10 python3 workloads/trace.py all --size $(TRACE_SIZE)
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl

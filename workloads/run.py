@@ -58,8 +58,10 @@ def _digest_dir(d: str) -> dict:
     return out
 
 
-def run_workflow(wf: wfmod.Workflow, size: str = "tiny", build_dir: str = BUILD, run_dir: str | None = None) -> dict:
-    """Generate the inputs and run every instance; returns a result dict (see main)."""
+def prepare_run(wf: wfmod.Workflow, size: str = "tiny", build_dir: str = BUILD, run_dir: str | None = None) -> dict:
+    """Recreate the run directory and generate the workflow's inputs into it. Returns the
+    directories (store, ext_in, ext_out), the binaries' directory, the generator time and the input
+    sizes. Shared by run_workflow and the tracer (workloads/trace.py)."""
     if size not in wf.sizes:
         raise RunError(f"{wf.path}: no size {size!r} (sizes: {', '.join(wf.sizes)})")
     spec = wf.sizes[size]
@@ -76,41 +78,58 @@ def run_workflow(wf: wfmod.Workflow, size: str = "tiny", build_dir: str = BUILD,
     if r.returncode != 0:
         raise RunError(f"{wf.name}: generator failed: {r.stderr.strip()}")
     gen_s = time.perf_counter() - t0
-    inputs = {o: os.path.getsize(os.path.join(dirs["store"], o)) for o in wf.inputs}
-    ext_inputs = {o: os.path.getsize(os.path.join(dirs["ext_in"], o)) for o in wf.external_inputs}
     missing = [o for o in wf.inputs if not os.path.exists(os.path.join(dirs["store"], o))]
     if missing:
         raise RunError(f"{wf.name}: the generator did not write the inputs {missing}")
+    inputs = {o: os.path.getsize(os.path.join(dirs["store"], o)) for o in wf.inputs}
+    ext_inputs = {o: os.path.getsize(os.path.join(dirs["ext_in"], o)) for o in wf.external_inputs}
+    return {"run_dir": run_dir, "dirs": dirs, "bindir": bindir, "generate_s": gen_s, "inputs": inputs,
+            "external_inputs": ext_inputs}
 
-    records = []
-    for inst in wf.instances():
-        params = {**wf.params, **spec.get("params", {}), **inst.params}
-        cmd = [os.path.join(bindir, inst.source), "--function", inst.label, "--store", dirs["store"], "--ext-in", dirs["ext_in"],
-               "--ext-out", dirs["ext_out"], "--instance", str(inst.index), "--instances", str(inst.count)]
-        for flag, names in (("--get", inst.reads), ("--put", inst.writes), ("--input", inst.inputs), ("--emit", inst.emits)):
-            for n in names:
-                cmd += [flag, n]
-        for k, v in params.items():
-            cmd += ["--param", f"{k}={v}"]
-        t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if r.returncode != 0:
-            raise RunError(f"{wf.name}: {inst.function}[{inst.index}] on {inst.server} failed (exit {r.returncode}): "
-                           f"{r.stderr.strip()}")
-        try:
-            rec = json.loads(r.stdout.strip().splitlines()[-1])
-        except (json.JSONDecodeError, IndexError):
-            raise RunError(f"{wf.name}: {inst.function}[{inst.index}] printed no report: {r.stdout!r}") from None
-        rec.update(function=inst.function, label=inst.label, server=inst.server, wall_s=wall,
-                   reads=inst.reads, writes=inst.writes)
-        records.append(rec)
+
+def instance_command(wf: wfmod.Workflow, inst: wfmod.Instance, size: str, run: dict) -> list:
+    """The command line of one function instance (run: from prepare_run)."""
+    params = {**wf.params, **wf.sizes[size].get("params", {}), **inst.params}
+    dirs = run["dirs"]
+    cmd = [os.path.join(run["bindir"], inst.source), "--function", inst.label, "--store", dirs["store"], "--ext-in", dirs["ext_in"],
+           "--ext-out", dirs["ext_out"], "--instance", str(inst.index), "--instances", str(inst.count)]
+    for flag, names in (("--get", inst.reads), ("--put", inst.writes), ("--input", inst.inputs), ("--emit", inst.emits)):
+        for n in names:
+            cmd += [flag, n]
+    for k, v in params.items():
+        cmd += ["--param", f"{k}={v}"]
+    return cmd
+
+
+def run_instance(wf: wfmod.Workflow, inst: wfmod.Instance, cmd: list, prefix: list = (), env: dict | None = None) -> dict:
+    """Run one instance (cmd from instance_command, optionally under a prefix such as a tracer) and
+    return its JSON report plus the schedule fields and the wall time."""
+    t0 = time.perf_counter()
+    r = subprocess.run(list(prefix) + cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RunError(f"{wf.name}: {inst.function}[{inst.index}] on {inst.server} failed (exit {r.returncode}): "
+                       f"{r.stderr.strip()}")
+    try:
+        rec = json.loads(r.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        raise RunError(f"{wf.name}: {inst.function}[{inst.index}] printed no report: {r.stdout!r}") from None
+    rec.update(function=inst.function, label=inst.label, server=inst.server, wall_s=wall,
+               reads=inst.reads, writes=inst.writes)
+    return rec
+
+
+def run_workflow(wf: wfmod.Workflow, size: str = "tiny", build_dir: str = BUILD, run_dir: str | None = None) -> dict:
+    """Generate the inputs and run every instance; returns a result dict (see main)."""
+    run = prepare_run(wf, size, build_dir, run_dir)
+    records = [run_instance(wf, inst, instance_command(wf, inst, size, run)) for inst in wf.instances()]
+    dirs = run["dirs"]
     return {
-        "workflow": wf.name, "title": wf.title, "size": size, "generate_s": gen_s,
-        "inputs": inputs, "external_inputs": ext_inputs,
+        "workflow": wf.name, "title": wf.title, "size": size, "generate_s": run["generate_s"],
+        "inputs": run["inputs"], "external_inputs": run["external_inputs"],
         "functions": records,
         "objects": _digest_dir(dirs["store"]), "external_outputs": _digest_dir(dirs["ext_out"]),
-        "table_iv": wfmod.table_iv(wf), "run_dir": run_dir,
+        "table_iv": wfmod.table_iv(wf), "run_dir": run["run_dir"],
     }
 
 

@@ -74,6 +74,7 @@ enum apta_object_kind { APTA_OBJ_GET = 1, APTA_OBJ_PUT = 2 };
 #define APTA_VG_BASE ((unsigned)(('A' & 0xff) << 24 | ('P' & 0xff) << 16))
 #define APTA_VG_PHASE (APTA_VG_BASE + 1)  /* args: phase id, function name */
 #define APTA_VG_OBJECT (APTA_VG_BASE + 2) /* args: kind, object name, address, length */
+#define APTA_VG_IO (APTA_VG_BASE + 3)     /* args: 1 = the store's own I/O begins, 0 = it ends */
 
 #if !defined(APTA_NO_VALGRIND) && defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -86,6 +87,7 @@ enum apta_object_kind { APTA_OBJ_GET = 1, APTA_OBJ_PUT = 2 };
  * apta_object_hook) for a tool that intercepts functions by name. */
 void apta_phase_hook(int phase, const char *function);
 void apta_object_hook(int kind, const char *name, const void *addr, size_t len);
+void apta_io_hook(int on);
 
 static inline void apta_phase(int phase, const char *function) {
 #ifdef APTA_HAVE_VALGRIND_REQUESTS
@@ -100,6 +102,19 @@ static inline void apta_object_mark(int kind, const char *name, const void *addr
   VALGRIND_DO_CLIENT_REQUEST_STMT(APTA_VG_OBJECT, kind, name, addr, len, 0);
 #else
   apta_object_hook(kind, name, addr, len);
+#endif
+}
+
+/* Brackets an implementation's own I/O (the host store's file reads and writes behind get, put,
+ * input and emit): a tracer leaves it out of the trace, because it is an artifact of the host store,
+ * not work of the function. Instead the tracer synthesizes the store traffic from the object ranges
+ * (apta_object_mark): the GET phase reads every line of a got object, the PUT phase writes every
+ * line of a put object. */
+static inline void apta_io(int on) {
+#ifdef APTA_HAVE_VALGRIND_REQUESTS
+  VALGRIND_DO_CLIENT_REQUEST_STMT(APTA_VG_IO, on, 0, 0, 0, 0);
+#else
+  apta_io_hook(on);
 #endif
 }
 

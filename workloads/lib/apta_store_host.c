@@ -29,6 +29,7 @@ void __attribute__((noinline, weak)) apta_phase_hook(int phase, const char *func
 void __attribute__((noinline, weak)) apta_object_hook(int kind, const char *name, const void *addr, size_t len) {
   __asm__ volatile("" ::"r"(kind), "r"(name), "r"(addr), "r"(len) : "memory");
 }
+void __attribute__((noinline, weak)) apta_io_hook(int on) { __asm__ volatile("" ::"r"(on) : "memory"); }
 
 #define MAXN 64
 typedef struct {
@@ -81,7 +82,10 @@ static const char *list(const name_set *s) {
   return s->n ? buf : "(none)";
 }
 
+/* read_file and write_file are the host store's I/O: bracketed by apta_io so that a tracer leaves
+ * them out (apta_store.h). */
 static apta_bytes read_file(const char *dir, const char *name, const char *what) {
+  apta_io(1);
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "rb");
@@ -96,10 +100,12 @@ static apta_bytes read_file(const char *dir, const char *name, const char *what)
   if (len && fread(data, 1, (size_t)len, f) != (size_t)len) apta_die("%s: short read of %s", S.function, path);
   fclose(f);
   apta_bytes b = {data, (size_t)len};
+  apta_io(0);
   return b;
 }
 
 static void write_file(const char *dir, const char *name, const void *data, size_t len) {
+  apta_io(1);
   char path[4096], tmp[4200];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
@@ -108,6 +114,7 @@ static void write_file(const char *dir, const char *name, const void *data, size
   if (len && fwrite(data, 1, len, f) != len) apta_die("%s: short write to %s", S.function, tmp);
   if (fclose(f)) apta_die("%s: cannot close %s", S.function, tmp);
   if (rename(tmp, path)) apta_die("%s: cannot rename %s: %s", S.function, tmp, strerror(errno));
+  apta_io(0);
 }
 
 apta_bytes apta_get(const char *name) {
