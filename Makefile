@@ -30,7 +30,7 @@ help:
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
 	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
-	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (not part of make test yet)"
+	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (part of make test)"
 	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
 	@echo "make clean        remove build/ and the venv"
 
@@ -90,11 +90,14 @@ vectors: deps-murphi venv
 # simulator; APTA_RTL=1 turns anything missing into an error instead of a skip.
 # The yosys netlists (stress variant + the model's geometries) must pass the same regression: the
 # vectors replay on them, and the same 100k-operation stress run (every cell must be hit there too).
+# Then the scheduler plugin: Go unit tests and the e2e on a real etcd + kube-apiserver (test-scheduler).
 test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces
 	@APTA_RTL=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
 	RTL_DIR=build/synth $(RTL_PYTEST) -rs tests/rtl
-	echo "test: all pytest suites passed, and the RTL regression on the yosys netlist"
+	echo "--- the kube-scheduler plugin: unit tests, e2e on etcd + kube-apiserver with its negative control ---"
+	$(MAKE) --no-print-directory test-scheduler
+	echo "test: all pytest suites, the RTL regression on the yosys netlists, and the scheduler e2e passed"
 
 # --- workloads ----------------------------------------------------------------------------------
 # The FaaS workflow applications (workloads/README.md): C functions and input generators compiled
@@ -169,11 +172,12 @@ clean:
 # --- kube-scheduler plugin (scheduler-plugin/: a Go module; Go caches stay in $HOME) ------------
 # Go 1.26 from PATH or /usr/local/go/bin. The first build compiles k8s.io/kubernetes (cold:
 # see scheduler-plugin/README.md for measured times); `-p 2` and nice keep it polite on 2 cores.
-GO_SCHED := $(shell command -v go 2>/dev/null || { test -x /usr/local/go/bin/go && echo /usr/local/go/bin/go; })
+# tools/install-go.sh prints a Go >= 1.26 (PATH, /usr/local/go, or one it fetched from the Go module
+# proxy into ~/.cache/apta/go/); evaluated only by the targets that use it.
+GO_SCHED = $(shell tools/install-go.sh)
 .PHONY: scheduler test-scheduler go-check
 go-check:
-	@if [ -z "$(GO_SCHED)" ]; then echo "error: no Go toolchain found (go on PATH or /usr/local/go/bin/go): scheduler-plugin/ needs Go >= 1.26 (https://go.dev/dl/)" >&2; exit 1; fi
-	@$(GO_SCHED) version | grep -qE 'go1\.(2[6-9]|[3-9][0-9])' || { echo "error: scheduler-plugin/ needs Go >= 1.26, found: $$($(GO_SCHED) version)" >&2; exit 1; }
+	@g=$$(tools/install-go.sh) || { echo "error: no Go >= 1.26 and none could be fetched (tools/install-go.sh)" >&2; exit 1; }; $$g version
 
 scheduler: go-check
 	mkdir -p build/scheduler

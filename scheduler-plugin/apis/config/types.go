@@ -30,6 +30,11 @@ type AptaArgs struct {
 	CacheWeight *int64 `json:"cacheWeight,omitempty"`
 	// PredecessorWeight multiplies the number of the pod's predecessors that ran on a node. Default 1.
 	PredecessorWeight *int64 `json:"predecessorWeight,omitempty"`
+	// SnapshotTTL is how long one control-plane answer may serve later pods of the same declared
+	// inputs, when it is fresh enough for them (its commit sequence number >= the pod's
+	// apta.io/min-seq, TLA-C1) and leaves them an eligible server (FRESHNESS.md). 0: ask once per
+	// pod. Default 50ms.
+	SnapshotTTL *metav1.Duration `json:"snapshotTTL,omitempty"`
 }
 
 const (
@@ -37,6 +42,7 @@ const (
 	DefaultNodeLabel         = "apta.io/compute-server"
 	DefaultCacheWeight int64 = 10
 	DefaultPredWeight  int64 = 1
+	DefaultSnapshotTTL       = 50 * time.Millisecond
 )
 
 // SetDefaults fills unset fields.
@@ -46,6 +52,9 @@ func SetDefaults(a *AptaArgs) {
 	}
 	if a.NodeLabel == "" {
 		a.NodeLabel = DefaultNodeLabel
+	}
+	if a.SnapshotTTL == nil {
+		a.SnapshotTTL = &metav1.Duration{Duration: DefaultSnapshotTTL}
 	}
 	if a.CacheWeight == nil {
 		w := DefaultCacheWeight
@@ -67,6 +76,9 @@ func Validate(a *AptaArgs, path *field.Path) field.ErrorList {
 	}
 	if a.Timeout != nil && (a.Timeout.Duration <= 0 || a.Timeout.Duration > time.Minute) {
 		errs = append(errs, field.Invalid(path.Child("timeout"), a.Timeout.Duration.String(), "must be in (0, 1m]"))
+	}
+	if a.SnapshotTTL != nil && (a.SnapshotTTL.Duration < 0 || a.SnapshotTTL.Duration > 10*time.Second) {
+		errs = append(errs, field.Invalid(path.Child("snapshotTTL"), a.SnapshotTTL.Duration.String(), "must be in [0, 10s]"))
 	}
 	for _, msg := range validation.IsQualifiedName(a.NodeLabel) {
 		errs = append(errs, field.Invalid(path.Child("nodeLabel"), a.NodeLabel, msg))
@@ -119,6 +131,10 @@ func (a *AptaArgs) DeepCopyObject() runtime.Object {
 	if a.Timeout != nil {
 		t := *a.Timeout
 		c.Timeout = &t
+	}
+	if a.SnapshotTTL != nil {
+		t := *a.SnapshotTTL
+		c.SnapshotTTL = &t
 	}
 	if a.CacheWeight != nil {
 		w := *a.CacheWeight

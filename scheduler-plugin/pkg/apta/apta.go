@@ -35,6 +35,16 @@ const (
 	// AnnotationMinSeq is s(f) of TLA-C1: the control plane's commit sequence number when the
 	// pod's last predecessor reported completion. Answers older than it are refused.
 	AnnotationMinSeq = "apta.io/min-seq"
+	// AnnotationMinSeqInstance names the control-plane instance whose sequence number min-seq
+	// is: an answer of another instance (the control plane restarted) cannot be compared with
+	// it and is refused (fail closed). Absent: not checked.
+	AnnotationMinSeqInstance = "apta.io/min-seq-instance"
+
+	// AnnotationPlacedEpoch and AnnotationPlacedSeq are written at binding (Bind): the epoch the
+	// control plane's answer gave the chosen compute server, and the answer's commit sequence
+	// number. The function must start in that epoch (TLA-C3).
+	AnnotationPlacedEpoch = "apta.io/placed-epoch"
+	AnnotationPlacedSeq   = "apta.io/placed-seq"
 
 	// Node annotations written by the mirroring agent (pkg/agent): hints for requeueing only.
 	AnnotationNodeSchedulable   = "apta.io/schedulable"
@@ -53,6 +63,7 @@ type Apta struct {
 	handle fwk.Handle
 	args   *config.AptaArgs
 	client *controlplane.Client
+	snaps  *snapshots
 }
 
 var (
@@ -62,6 +73,7 @@ var (
 	_ fwk.ScorePlugin       = &Apta{}
 	_ fwk.ScoreExtensions   = &Apta{}
 	_ fwk.EnqueueExtensions = &Apta{}
+	_ fwk.BindPlugin        = &Apta{}
 )
 
 // New is the plugin factory.
@@ -70,7 +82,8 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	return &Apta{handle: h, args: args, client: controlplane.NewClient(args.Endpoint, args.Timeout.Duration)}, nil
+	return &Apta{handle: h, args: args, client: controlplane.NewClient(args.Endpoint, args.Timeout.Duration),
+		snaps: newSnapshots(args.SnapshotTTL.Duration)}, nil
 }
 
 // Name returns the plugin's name.
@@ -81,6 +94,7 @@ type podRequest struct {
 	inputs    []string // declared inputs; nil: undeclared
 	predNodes []string
 	minSeq    uint64
+	instance  string // of minSeq; "" = any
 }
 
 // governed reports whether the plugin applies to the pod.
@@ -117,6 +131,12 @@ func parsePod(p *v1.Pod) (*podRequest, error) {
 			return nil, fmt.Errorf("malformed annotation %s=%q: want a non-negative integer", AnnotationMinSeq, v)
 		}
 		r.minSeq = s
+	}
+	if v, ok := p.Annotations[AnnotationMinSeqInstance]; ok {
+		if v = strings.TrimSpace(v); v == "" || len(v) > 64 {
+			return nil, fmt.Errorf("malformed annotation %s=%q: want the control plane's instance id", AnnotationMinSeqInstance, v)
+		}
+		r.instance = v
 	}
 	return r, nil
 }

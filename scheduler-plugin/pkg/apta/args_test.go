@@ -20,6 +20,8 @@ func TestNewArgs(t *testing.T) {
 		{name: "missing endpoint", raw: `{}`, wantErr: "endpoint: Required value"},
 		{name: "bad endpoint", raw: `{"endpoint":"127.0.0.1:7400"}`, wantErr: "must be an http:// or https:// URL"},
 		{name: "negative timeout", raw: `{"endpoint":"http://a","timeout":"-1s"}`, wantErr: "timeout"},
+		{name: "negative snapshot TTL", raw: `{"endpoint":"http://a","snapshotTTL":"-5ms"}`, wantErr: "snapshotTTL"},
+		{name: "snapshot TTL too long", raw: `{"endpoint":"http://a","snapshotTTL":"1m"}`, wantErr: "snapshotTTL"},
 		{name: "bad label", raw: `{"endpoint":"http://a","nodeLabel":"no spaces allowed"}`, wantErr: "nodeLabel"},
 		{name: "bad weight", raw: `{"endpoint":"http://a","cacheWeight":-3}`, wantErr: "cacheWeight"},
 		{name: "unknown field", raw: `{"endpoint":"http://a","endpiont":"x"}`, wantErr: "unknown field"},

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/apta/scheduler-plugin/pkg/controlplane"
 )
 
 // Filter excludes nodes whose compute server is fenced, not live, unknown, or owes
@@ -29,22 +31,32 @@ func (pl *Apta) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni f
 	if !ok {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("apta: compute server %q unknown to the control plane", name))
 	}
+	if why := exclusion(s, st.req); why != "" {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("apta: compute server %q %s", name, why))
+	}
+	return nil
+}
+
+// exclusion says why the rule keeps a pod off compute server s ("" if it does not), TLA-C4:
+// fenced or not live always; else owed acks for a declared input, or any owed ack when the pod
+// declares none.
+func exclusion(s controlplane.ServerState, req *podRequest) string {
 	switch {
 	case s.Fenced:
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("apta: compute server %q is fenced", name))
+		return "is fenced"
 	case !s.Live:
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("apta: compute server %q is not live", name))
-	case st.req.inputs == nil && s.Pending > 0:
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("apta: compute server %q has %d pending invalidations (pod declares no inputs)", name, s.Pending))
-	case st.req.inputs != nil && len(s.PendingFor) > 0:
+		return "is not live"
+	case req.inputs == nil && s.Pending > 0:
+		return fmt.Sprintf("has %d pending invalidations (pod declares no inputs)", s.Pending)
+	case req.inputs != nil && len(s.PendingFor) > 0:
 		objs := make([]string, 0, len(s.PendingFor))
 		for o := range s.PendingFor {
 			objs = append(objs, o)
 		}
 		sort.Strings(objs)
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("apta: compute server %q has pending invalidations for input(s) %s", name, strings.Join(objs, ",")))
-	case st.req.inputs != nil && !s.SchedulableFor:
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("apta: compute server %q is not schedulable for the pod's inputs", name))
+		return fmt.Sprintf("has pending invalidations for input(s) %s", strings.Join(objs, ","))
+	case req.inputs != nil && !s.SchedulableFor:
+		return "is not schedulable for the pod's inputs"
 	}
-	return nil
+	return ""
 }

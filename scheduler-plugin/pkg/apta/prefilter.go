@@ -15,7 +15,7 @@ import (
 // PreFilter asks the control plane once for the pod (TLA-C2: one answer, one snapshot) and
 // fails closed: an error status (the pod is retried with backoff) if the control plane cannot
 // be asked, its answer does not parse, or it is older than the pod requires (TLA-C1).
-func (pl *Apta) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *Apta) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !governed(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -23,15 +23,33 @@ func (pl *Apta) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	cctx, cancel := context.WithTimeout(ctx, pl.args.Timeout.Duration)
-	defer cancel()
-	ans, err := pl.client.Schedulable(cctx, req.inputs)
-	if err != nil {
-		logger(ctx).V(2).Info("control plane not asked, failing closed", "pod", klog.KObj(pod), "err", err)
-		return nil, fwk.AsStatus(fmt.Errorf("apta: failing closed: %w", err))
+	// A recent answer for the same inputs serves this pod too if it is fresh enough for it and
+	// leaves it an eligible node; an exclusion of every node is only ever judged on a new answer
+	// (FRESHNESS.md, "Snapshot reuse").
+	key := snapshotKey(req.inputs)
+	ans := pl.snaps.get(key, req.minSeq, req.instance)
+	if ans != nil && !pl.anyEligible(ans, req, nodes) {
+		ans = nil
 	}
-	if ans.Seq < req.minSeq {
-		return nil, fwk.AsStatus(fmt.Errorf("apta: failing closed: control-plane answer at commit %d is older than the pod requires (%s=%d)", ans.Seq, AnnotationMinSeq, req.minSeq))
+	if ans == nil {
+		cctx, cancel := context.WithTimeout(ctx, pl.args.Timeout.Duration)
+		defer cancel()
+		var err error
+		asked := pl.snaps.now()
+		ans, err = pl.client.Schedulable(cctx, req.inputs)
+		if err != nil {
+			pl.snaps.drop()
+			logger(ctx).V(2).Info("control plane not asked, failing closed", "pod", klog.KObj(pod), "err", err)
+			return nil, fwk.AsStatus(fmt.Errorf("apta: failing closed: %w", err))
+		}
+		if req.instance != "" && ans.Instance != req.instance {
+			pl.snaps.drop()
+			return nil, fwk.AsStatus(fmt.Errorf("apta: failing closed: answer of control-plane instance %q, but the pod's %s is of instance %q (the control plane restarted: sequence numbers are not comparable)", ans.Instance, AnnotationMinSeq, req.instance))
+		}
+		if ans.Seq < req.minSeq {
+			return nil, fwk.AsStatus(fmt.Errorf("apta: failing closed: control-plane answer at commit %d is older than the pod requires (%s=%d)", ans.Seq, AnnotationMinSeq, req.minSeq))
+		}
+		pl.snaps.put(key, ans, asked)
 	}
 	if len(ans.Unknown) > 0 {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("apta: unknown input object(s) %s (never committed to the memory server)", strings.Join(ans.Unknown, ",")))
@@ -43,6 +61,24 @@ func (pl *Apta) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _
 	cs.Write(stateKey, st)
 	logger(ctx).V(4).Info("control plane answered", "pod", klog.KObj(pod), "seq", ans.Seq, "inputs", req.inputs)
 	return nil, nil
+}
+
+// anyEligible: does the answer leave the pod a node whose compute server passes the rule?
+func (pl *Apta) anyEligible(ans *controlplane.SchedulableAnswer, req *podRequest, nodes []fwk.NodeInfo) bool {
+	byName := make(map[string]*controlplane.ServerState, len(ans.Servers))
+	for i := range ans.Servers {
+		byName[ans.Servers[i].Name] = &ans.Servers[i]
+	}
+	for _, ni := range nodes {
+		n := ni.Node()
+		if n == nil {
+			continue
+		}
+		if s, ok := byName[n.Labels[pl.args.NodeLabel]]; ok && exclusion(*s, req) == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // PreFilterExtensions returns nil: other pods do not change the answer.

@@ -257,8 +257,8 @@ func (s *Server) Invoke(req InvocationRequest) (ChangeAnswer, error) {
 	switch {
 	case sv.fenced:
 		v = "fenced"
-	case req.Epoch != 0 && req.Epoch != sv.epoch:
-		v = fmt.Sprintf("epoch %d, server is in %d", req.Epoch, sv.epoch)
+	case req.Epoch != nil && *req.Epoch != sv.epoch:
+		v = fmt.Sprintf("placed in epoch %d, server is in %d", *req.Epoch, sv.epoch)
 	case len(req.Inputs) == 0:
 		names := make([]string, 0, len(s.objects))
 		for obj := range s.objects {

@@ -92,9 +92,14 @@ func TestServerSemantics(t *testing.T) {
 	if step("rejoin", a, err).Epoch != 2 {
 		t.Fatalf("rejoin epoch %d, want 2", a.Epoch)
 	}
-	a, err = c.Invoke(ctx, InvocationRequest{Pod: "p", Server: "c", Epoch: 2})
+	a, err = c.Invoke(ctx, InvocationRequest{Pod: "p", Server: "c", Epoch: epochPtr(2)})
 	if step("invoke", a, err).Violation != "" {
 		t.Fatalf("unexpected violation %q", a.Violation)
+	}
+	// epoch 0 is a real epoch, not "unset": a start placed before two rejoins is refused
+	a, err = c.Invoke(ctx, InvocationRequest{Pod: "p", Server: "c", Epoch: epochPtr(0)})
+	if v := step("invoke in an old epoch", a, err).Violation; v != "placed in epoch 0, server is in 2" {
+		t.Fatalf("start in an old epoch: violation %q", v)
 	}
 	log, err := c.Log(ctx)
 	if err != nil || uint64(len(log)) != last || log[len(log)-1].Seq != last {
@@ -170,3 +175,5 @@ func TestInvokeJudgesOnlyDependencies(t *testing.T) {
 		})
 	}
 }
+
+func epochPtr(e uint64) *uint64 { return &e }

@@ -89,9 +89,11 @@ type AckRequest struct {
 }
 
 type InvocationRequest struct {
-	Pod    string   `json:"pod"`
-	Server string   `json:"server"`
-	Epoch  uint64   `json:"epoch,omitempty"`
+	Pod    string `json:"pod"`
+	Server string `json:"server"`
+	// Epoch the placement decided for (the pod's apta.io/placed-epoch); a start in another epoch
+	// is a violation (TLA-C3). Absent: not checked.
+	Epoch  *uint64  `json:"epoch,omitempty"`
 	Inputs []string `json:"inputs,omitempty"`
 	// MinSeq is s(f) (TLA-C1): only acks owed for commits numbered <= MinSeq are puts the
 	// function depends on. 0: every owed ack counts.

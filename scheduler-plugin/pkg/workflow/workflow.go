@@ -144,7 +144,8 @@ func (r *Runner) Run(ctx context.Context, w Workflow, prefix string) (map[string
 			if err != nil {
 				return ran, fmt.Errorf("reading s(%s): %w", f.Name, err)
 			}
-			ann := map[string]string{apta.AnnotationMinSeq: strconv.FormatUint(st.Seq, 10)}
+			ann := map[string]string{apta.AnnotationMinSeq: strconv.FormatUint(st.Seq, 10),
+				apta.AnnotationMinSeqInstance: st.Instance}
 			if len(f.Outputs) > 0 {
 				ann[AnnotationOutputs] = strings.Join(prefixed(prefix, f.Outputs), ",")
 			}
@@ -246,7 +247,15 @@ func split(s string) []string {
 func (k *Kubelet) start(ctx context.Context, p *v1.Pod, srv string) error {
 	inputs := split(p.Annotations[apta.AnnotationInputs])
 	minSeq, _ := strconv.ParseUint(p.Annotations[apta.AnnotationMinSeq], 10, 64)
-	if _, err := k.CP.Invoke(ctx, controlplane.InvocationRequest{Pod: p.Namespace + "/" + p.Name, Server: srv, Inputs: inputs, MinSeq: minSeq}); err != nil {
+	req := controlplane.InvocationRequest{Pod: p.Namespace + "/" + p.Name, Server: srv, Inputs: inputs, MinSeq: minSeq}
+	if v, ok := p.Annotations[apta.AnnotationPlacedEpoch]; ok { // written by the plugin's Bind
+		e, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("malformed annotation %s=%q", apta.AnnotationPlacedEpoch, v)
+		}
+		req.Epoch = &e
+	}
+	if _, err := k.CP.Invoke(ctx, req); err != nil {
 		return err
 	}
 	for _, in := range inputs {

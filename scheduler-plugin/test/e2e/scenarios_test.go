@@ -369,6 +369,8 @@ var scenarios = []scenario{
 	}},
 	{"control-plane-down-then-recovery", true, func(r *run, p string) (string, error) {
 		r.cp.SetDown(true)
+		// a snapshot younger than snapshotTTL may still serve a pod (FRESHNESS.md): wait it out
+		time.Sleep(2 * config.DefaultSnapshotTTL)
 		r.createPod(p + "0")
 		if n, err := r.waitBound(p+"0", 3*time.Second); err == nil {
 			r.cp.SetDown(false)
@@ -477,6 +479,23 @@ func TestScheduler(t *testing.T) {
 		for _, err := range r.bgErrs {
 			t.Errorf("emulated kubelet: %v", err)
 		}
+		// every pod the plugin bound carries the placement's epoch (Bind, TLA-C3), copied from
+		// the Binding by the apiserver, and the kubelet started it in that epoch (no violation above)
+		pods, err := r.kube.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			n++
+			if _, ok := p.Annotations[apta.AnnotationPlacedEpoch]; !ok {
+				t.Errorf("pod %s bound to %s without %s", p.Name, p.Spec.NodeName, apta.AnnotationPlacedEpoch)
+			}
+		}
+		t.Logf("%d bound pods, each with its placement epoch", n)
 	})
 
 	t.Run("negative-control-plugin-disabled", func(t *testing.T) {
