@@ -23,12 +23,15 @@ help:
 	@echo "make test-rtl     cocotb + Verilator regression of the RTL: vectors, 100k-op stress, mutants"
 	@echo "make test-long    the RTL stress with 1M operations (stress variant) + 100k (default)"
 	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
-	@echo "make bench        OTC throughput / latency (build/bench/rtl.json), memory-server get/put cycles vs object size (build/bench/ms.json)"
+	@echo "make bench        OTC throughput / latency (build/bench/rtl.json), memory-server get/put cycles vs object size (build/bench/ms.json),"
+	@echo "                  simulator events/s (sim.json), scheduler throughput/latency with and without the plugin (scheduler.json)"
 	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
+	@echo "make sim         build the trace-replay simulator (sim/) into build/simulator/"
+	@echo "make eval         the paper's evaluation on the simulator -> build/eval/REPORT.md (+ results.json, plots)"
 	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
 	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (part of make test)"
 	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
@@ -91,8 +94,9 @@ vectors: deps-murphi venv
 # The yosys netlists (stress variant + the model's geometries) must pass the same regression: the
 # vectors replay on them, and the same 100k-operation stress run (every cell must be hit there too).
 # Then the scheduler plugin: Go unit tests and the e2e on a real etcd + kube-apiserver (test-scheduler).
-test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces
-	@APTA_RTL=1 nice -n 10 $(PY) -m pytest tests -q
+test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim
+	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
+	@APTA_RTL=1 APTA_REAL_TRACES=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
 	RTL_DIR=build/synth $(RTL_PYTEST) -rs tests/rtl
 	echo "--- the kube-scheduler plugin: unit tests, e2e on etcd + kube-apiserver with its negative control ---"
@@ -118,6 +122,23 @@ deps-traces:
 
 traces: deps-traces workloads
 	nice -n 10 python3 workloads/trace.py all --size $(TRACE_SIZE)
+
+# --- simulator and evaluation (sim/README.md) ---------------------------------------------------
+# The trace-replay simulator (C++17, CMake, zlib) -> build/simulator/apta-sim.
+.PHONY: sim eval bench-sim
+sim:
+	@$(APT) cmake g++ zlib1g-dev
+	nice -n 10 cmake -S sim -B build/simulator -DCMAKE_BUILD_TYPE=Release >/dev/null
+	nice -n 10 cmake --build build/simulator -j2
+
+# The evaluation: every workflow x the 7 configurations on the traces, Fig. 8-10 sweeps, Result 4
+# (50 jitter runs), Table IV, failure runs -> build/eval/{results.json,REPORT.md,*.png}.
+eval: traces sim venv
+	nice -n 10 $(PY) sim/eval.py --size $(TRACE_SIZE)
+
+# Simulator speed (trace events/s through the replay loop, one core) -> build/bench/sim.json
+bench-sim: traces sim venv
+	nice -n 10 $(PY) sim/bench.py --size $(TRACE_SIZE)
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl
@@ -149,6 +170,8 @@ rtl-mutants: rtl deps-rtl-sim
 
 bench: rtl deps-rtl-sim
 	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py tests/rtl/test_ms_bench.py
+	$(MAKE) --no-print-directory bench-sim bench-scheduler
+	echo "bench: build/bench/{rtl,ms,sim,scheduler}.json"
 
 # The store contract end to end (issue 5): tests/history.py (P1-P4 history checker), the workflow
 # scripts (tests/workflows/), the compute-server models and runner on a plumbing fake: plain pytest,
@@ -188,7 +211,7 @@ test-scheduler: scheduler
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 -count=1 -timeout 30m -v ./test/e2e/) 2>&1 | tee build/scheduler/e2e.log
 
 # Scheduling throughput and per-pod latency, 100 nodes x 1,000 pods, with and without the plugin
-# on the same cluster -> build/bench/scheduler.json. Not part of `make bench` (RTL) yet.
+# on the same cluster -> build/bench/scheduler.json (part of `make bench`).
 .PHONY: bench-scheduler
 bench-scheduler: scheduler
 	mkdir -p build/bench

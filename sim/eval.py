@@ -1,0 +1,519 @@
+"""`make eval`: every workflow x the seven configurations on the trace-replay simulator, the
+sensitivity sweeps, the jitter runs and the failure demonstration; results, plots and a report
+that puts our numbers beside the numbers the paper states in its text (§IV-C).
+
+    python3 sim/eval.py                      # paper-size traces from build/traces/paper/
+    python3 sim/eval.py --size tiny --jitter-runs 5 --out build/eval-tiny
+    python3 sim/eval.py --traces DIR --apps phi,video
+
+Writes (each file atomically: temp + rename) OUT/results.json, OUT/fig8.png, OUT/fig9.png,
+OUT/fig10.png, OUT/r4.png, OUT/REPORT.md; the simulator's plans and raw results in OUT/raw/.
+Parameters: sim/params.json only (fixed before the first comparison; never re-fitted).
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import plan as planlib  # noqa: E402
+
+workflow = planlib.workflow
+PARAMS = os.path.join(HERE, "params.json")
+SIM = os.path.join(ROOT, "build", "simulator", "apta-sim")
+APPS = ["phi", "sentiment", "finra", "video", "image", "gemm"]
+CONFIGS = ["rdma", "rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_uncached", "cxl_cached", "apta"]
+BASE = "rdma"
+
+# The numbers the paper states in its text (§IV-C); fractions. Table IV lives in the workflow files.
+PAPER = {
+    "R1": ("Apta over RDMA+FaaS, geomean speedup", 0.42),
+    "R1.net": ("RDMA_f+FaaS over RDMA+FaaS (faster network only)", 0.07),
+    "R1.proto": ("RDMA_f+Apta over RDMA_f+FaaS (Apta's protocol in software)", 0.12),
+    "R1.hw": ("Apta over RDMA_f+Apta (hardware controllers)", 0.18),
+    "R2": ("Apta over CXL uncached, geomean speedup", 0.24),
+    "R3": ("Apta over CXL cached, geomean speedup", 0.10),
+    "R4": ("lower std. dev. of execution time, Apta vs CXL cached (jitter, mean over apps)", 0.32),
+    "R5": ("get latency reduction vs baseline, Apta (geomean)", 0.90),
+    "R5.faas": ("get latency reduction vs baseline, RDMA+FaaS", 0.57),
+    "R5.cxl": ("get latency reduction vs baseline, CXL uncached", 0.71),
+    "R6": ("put latency reduction vs baseline, Apta (geomean)", 0.81),
+    "R6.cxl": ("put latency reduction vs baseline, CXL uncached", 0.63),
+    "R7.bw": ("Apta speedup over baseline at 200 Gbps (geomean)", 0.90),
+    "R7.lat": ("Apta speedup over baseline at 600 ns (geomean)", 0.84),
+    "R8": ("Apta speedup over baseline with weaker cores (geomean)", 0.78),
+}
+AGREE_PP = 5.0  # "agreement within a few percentage points"
+
+
+def pval(params, sec, key):
+    return params[sec][key]["value"]
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def log(msg):
+    print(f"[eval {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --- running the simulator ------------------------------------------------------------------------
+def run_sim(sim, plan_path, scenarios, out_path, params):
+    sc_path = out_path.replace(".json", ".scenarios.json")
+    planlib.write_json_atomic(sc_path, {"scenarios": scenarios})
+    p = subprocess.run([sim, "--params", params, "--plan", plan_path, "--scenarios", sc_path, "--out", out_path],
+                       stdout=subprocess.PIPE, text=True)  # stderr: the simulator's progress lines
+    if p.returncode != 0:
+        raise RuntimeError(f"apta-sim failed on {plan_path} (exit {p.returncode}); see the error above")
+    with open(out_path) as fh:
+        return json.load(fh)
+
+
+def main_scenarios(params, jitter_runs):
+    sc = [{"name": "base", "config": c} for c in CONFIGS]
+    sc += [{"name": f"bw{v}", "config": "apta", "overrides": {"links.dm_bandwidth_gbps": v}} for v in pval(params, "sweeps", "bandwidth_gbps")]
+    sc += [{"name": f"lat{v}", "config": "apta", "overrides": {"links.dm_latency_ns": v}} for v in pval(params, "sweeps", "latency_ns")]
+    cpis = sorted(set(pval(params, "sweeps", "cpi")) | {pval(params, "sweeps", "weak_cpi")})
+    sc += [{"name": f"cpi{v}", "config": c, "overrides": {"compute.cpi_int_fp": v}} for v in cpis for c in (BASE, "apta")]
+    sc += [{"name": f"jitter{k}", "config": c, "jitter": True, "seed": k}
+           for c in ("apta", "cxl_cached") for k in range(1, jitter_runs + 1)]
+    return sc
+
+
+def failure_scenarios(plan, base):
+    """For each cached configuration: kill the server holding a copy that a later put must
+    invalidate, right after it cached it (chosen from that configuration's own timeline)."""
+    out = []
+    for cfg in ("apta", "cxl_cached", "rdmaf_apta"):
+        r = base.get(cfg)
+        if not r or not r["completed"]:
+            continue
+        insts = r["instances"]
+        order = sorted(range(len(insts)), key=lambda k: insts[k]["start_ns"])
+        victim = None
+        for k in order:
+            if not insts[k]["put_inv"]:
+                continue
+            writes = set(plan["instances"][k]["writes"])
+            srv = insts[k]["server"]
+            before = [j for j in order if insts[j]["end_ns"] <= insts[k]["start_ns"] and insts[j]["server"] != srv
+                      and writes & (set(plan["instances"][j]["reads"]) | set(plan["instances"][j]["writes"]))]
+            if before:
+                j = max(before, key=lambda j: insts[j]["end_ns"])
+                victim = (int(insts[j]["server"][1:]) - 1, insts[j]["end_ns"] + 1.0, plan["instances"][k]["function"])
+                break
+        if victim:
+            s, t, writer = victim
+            out.append({"name": "fail", "config": cfg, "failures": [{"server": s, "at_ns": t}],
+                        "why": f"c{s + 1} dies at {t / 1000:.1f} us holding a copy that {writer}'s put invalidates"})
+    return out
+
+
+def eval_app(app, args, params):
+    wf_path = os.path.join(workflow.WORKFLOW_DIR, f"{app}.json")
+    wf = workflow.load(wf_path)
+    traces = os.path.join(args.traces, app)
+    plan = planlib.build_plan(wf_path, traces, wf=wf)
+    raw = os.path.join(args.out, "raw")
+    plan_path = os.path.join(raw, f"{app}.plan.json")
+    planlib.write_json_atomic(plan_path, plan)
+    sc = main_scenarios(params, args.jitter_runs)
+    log(f"{app}: {len(plan['instances'])} instances, {len(sc)} scenarios")
+    res = run_sim(args.sim, plan_path, sc, os.path.join(raw, f"{app}.results.json"), args.params)
+    by = {}
+    for r in res["results"]:
+        by.setdefault(r["name"], {})[r["config"]] = r
+    fsc = failure_scenarios(plan, by["base"])
+    fres = []
+    if fsc:
+        why = {f["config"]: f.pop("why") for f in fsc}
+        fr = run_sim(args.sim, plan_path, fsc, os.path.join(raw, f"{app}.failure.json"), args.params)
+        for r in fr["results"]:
+            r["why"] = why[r["config"]]
+            fres.append(r)
+    for c in CONFIGS:
+        r = by["base"][c]
+        log(f"{app:9s} {c:13s} makespan {r['makespan_ns'] / 1e3:10.1f} us  get {r['get_ns'] / 1e3:9.1f} us  "
+            f"put {r['put_ns'] / 1e3:9.1f} us  speedup {by['base'][BASE]['makespan_ns'] / r['makespan_ns']:.2f}")
+    sizes = {}
+    for i in plan["instances"]:
+        with open(os.path.join(i["trace"], "meta.json")) as fh:
+            for o in json.load(fh)["objects"]:
+                sizes[o["name"]] = max(sizes.get(o["name"], 0), o["len"])
+    return app, {"wf": wf, "plan": plan, "raw": res, "by": by, "failure": fres, "object_bytes": sizes}
+
+
+# --- analysis ---------------------------------------------------------------------------------------
+def analyse(apps: dict, params) -> dict:
+    names = list(apps)
+    ms = {a: {c: apps[a]["by"]["base"][c]["makespan_ns"] for c in CONFIGS} for a in names}
+    spd = {a: {c: ms[a][BASE] / ms[a][c] for c in CONFIGS} for a in names}
+    gm = {c: geomean([spd[a][c] for a in names]) for c in CONFIGS}
+
+    def over(x, y):  # geomean speedup of config x over config y, as a fraction
+        return geomean([ms[a][y] / ms[a][x] for a in names]) - 1
+
+    def red(kind, c):  # geomean reduction of total get/put latency vs baseline
+        return 1 - geomean([apps[a]["by"]["base"][c][kind] / apps[a]["by"]["base"][BASE][kind] for a in names
+                            if apps[a]["by"]["base"][BASE][kind] > 0])
+
+    get_norm = {a: {c: apps[a]["by"]["base"][c]["get_ns"] / apps[a]["by"]["base"][BASE]["get_ns"] for c in CONFIGS} for a in names}
+    put_norm = {a: {c: apps[a]["by"]["base"][c]["put_ns"] / apps[a]["by"]["base"][BASE]["put_ns"] for c in CONFIGS} for a in names}
+
+    def sweep(prefix, values, cfg="apta", base_of=None):
+        out = {}
+        for v in values:
+            xs = []
+            for a in names:
+                b = apps[a]["by"][base_of(v)][BASE]["makespan_ns"] if base_of else ms[a][BASE]
+                xs.append(b / apps[a]["by"][f"{prefix}{v}"][cfg]["makespan_ns"])
+            out[str(v)] = {"per_app": dict(zip(names, xs)), "geomean": geomean(xs)}
+        return out
+
+    bws, lats = pval(params, "sweeps", "bandwidth_gbps"), pval(params, "sweeps", "latency_ns")
+    cpis = sorted(set(pval(params, "sweeps", "cpi")) | {pval(params, "sweeps", "weak_cpi")})
+    bw = sweep("bw", bws)
+    lat = sweep("lat", lats)
+    cpi = sweep("cpi", cpis, base_of=lambda v: f"cpi{v}")
+    # R4: standard deviation of the makespan over the jitter runs
+    r4 = {}
+    for a in names:
+        d = {}
+        for c in ("apta", "cxl_cached"):
+            xs = [r["makespan_ns"] for n, rs in apps[a]["by"].items() if n.startswith("jitter") for cc, r in rs.items()
+                  if cc == c and r["completed"]]
+            d[c] = {"runs": len(xs), "mean_ns": statistics.mean(xs), "std_ns": statistics.pstdev(xs),
+                    "cv": statistics.pstdev(xs) / statistics.mean(xs)}
+        d["reduction"] = 1 - d["apta"]["std_ns"] / d["cxl_cached"]["std_ns"] if d["cxl_cached"]["std_ns"] > 0 else float("nan")
+        r4[a] = d
+    weak = str(pval(params, "sweeps", "weak_cpi"))
+    ours = {
+        "R1": over("apta", "rdma_faas"),
+        "R1.net": over("rdmaf_faas", "rdma_faas"),
+        "R1.proto": over("rdmaf_apta", "rdmaf_faas"),
+        "R1.hw": over("apta", "rdmaf_apta"),
+        "R2": over("apta", "cxl_uncached"),
+        "R3": over("apta", "cxl_cached"),
+        "R4": statistics.mean([r4[a]["reduction"] for a in names]),
+        "R5": red("get_ns", "apta"),
+        "R5.faas": red("get_ns", "rdma_faas"),
+        "R5.cxl": red("get_ns", "cxl_uncached"),
+        "R6": red("put_ns", "apta"),
+        "R6.cxl": red("put_ns", "cxl_uncached"),
+        "R7.bw": bw[str(max(bws))]["geomean"] - 1,
+        "R7.lat": lat[str(max(lats))]["geomean"] - 1,
+        "R8": cpi[weak]["geomean"] - 1,
+    }
+    table_iv = {}
+    for a in names:
+        wf = apps[a]["wf"]
+        table_iv[a] = {"paper": wf.table_iv, "workflow_py": workflow.table_iv(wf),
+                       "sim": {c: apps[a]["by"]["base"][c]["table_iv"] for c in CONFIGS if c in ("rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_cached", "apta")}}
+        table_iv[a]["equal"] = all(v == wf.table_iv for v in table_iv[a]["sim"].values()) and table_iv[a]["workflow_py"] == wf.table_iv
+    breakdown = {a: {c: {k: apps[a]["by"]["base"][c][k] for k in ("makespan_ns", "get_ns", "compute_ns", "put_ns")} for c in CONFIGS} for a in names}
+    failure = {a: [{k: r[k] for k in ("config", "completed", "stall", "makespan_ns", "why")} | {"normal_makespan_ns": ms[a][r["config"]]}
+                   for r in apps[a]["failure"]] for a in names}
+    comparison = []
+    for k, (what, paper) in PAPER.items():
+        v = ours[k]
+        dev = (v - paper) * 100
+        comparison.append({"id": k, "what": what, "paper": paper, "ours": v, "deviation_pp": dev,
+                           "agrees": abs(dev) <= AGREE_PP})
+    obj = [b for a in names for b in apps[a]["object_bytes"].values()]
+    return {"apps": names, "object_bytes": {"min": min(obj), "max": max(obj)}, "speedup": spd, "geomean_speedup": gm, "get_norm": get_norm, "put_norm": put_norm,
+            "sweeps": {"bandwidth_gbps": bw, "latency_ns": lat, "cpi": cpi}, "r4": r4, "table_iv": table_iv,
+            "breakdown": breakdown, "failure": failure, "comparison": comparison}
+
+
+# --- plots --------------------------------------------------------------------------------------------
+def save_fig(fig, path):
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    os.replace(tmp, path)
+
+
+def plots(A, params, out):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib missing (pip install -r requirements.txt): no plots")
+        return []
+    names, files = A["apps"], []
+    labels = {c: params["configs"][c]["label"] for c in CONFIGS}
+
+    def bars(ax, data, configs, title, ylabel):
+        groups = names + ["geomean"]
+        w = 0.8 / len(configs)
+        for k, c in enumerate(configs):
+            ys = [data[a][c] for a in names] + [geomean([data[a][c] for a in names])]
+            ax.bar([g + k * w for g in range(len(groups))], ys, w, label=labels[c])
+        ax.set_xticks([g + 0.4 - w / 2 for g in range(len(groups))])
+        ax.set_xticklabels(groups, rotation=20)
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+
+    fig, ax = plt.subplots(figsize=(11, 4))
+    bars(ax, A["speedup"], CONFIGS, "Fig. 8: speedup over RDMA without caching (ours)", "speedup")
+    ax.axhline(1, color="k", lw=0.5)
+    ax.legend(fontsize=7, ncol=4)
+    save_fig(fig, os.path.join(out, "fig8.png")); files.append("fig8.png")
+    plt.close(fig)
+
+    fig, axs = plt.subplots(1, 2, figsize=(13, 4))
+    sel = ["rdma", "rdma_faas", "cxl_uncached", "apta"]
+    bars(axs[0], A["get_norm"], sel, "Fig. 9 (left): total get latency, normalized", "normalized to RDMA")
+    bars(axs[1], A["put_norm"], sel, "Fig. 9 (right): total put latency, normalized", "normalized to RDMA")
+    axs[0].legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(1.1, -0.18))
+    save_fig(fig, os.path.join(out, "fig9.png")); files.append("fig9.png")
+    plt.close(fig)
+
+    fig, axs = plt.subplots(1, 3, figsize=(14, 3.8))
+    for ax, key, xl in zip(axs, ("bandwidth_gbps", "latency_ns", "cpi"), ("DM bandwidth (Gbps)", "DM link latency (ns)", "int/fp CPI")):
+        sw = A["sweeps"][key]
+        xs = [float(v) for v in sw]
+        for a in names:
+            ax.plot(xs, [sw[v]["per_app"][a] for v in sw], marker=".", lw=0.8, label=a)
+        ax.plot(xs, [sw[v]["geomean"] for v in sw], "k-o", lw=2, label="geomean")
+        ax.set_xlabel(xl)
+        ax.set_ylabel("Apta speedup over baseline")
+        if key == "cpi":
+            ax.set_xscale("log")
+            ax.minorticks_off()
+            ax.set_xticks(xs)
+            ax.set_xticklabels([str(v) for v in sw])
+    axs[0].legend(fontsize=7)
+    fig.suptitle("Fig. 10: sensitivity (ours)")
+    save_fig(fig, os.path.join(out, "fig10.png")); files.append("fig10.png")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    xs = range(len(names))
+    ax.bar([x - 0.2 for x in xs], [A["r4"][a]["cxl_cached"]["cv"] * 100 for a in names], 0.4, label="CXL cached")
+    ax.bar([x + 0.2 for x in xs], [A["r4"][a]["apta"]["cv"] * 100 for a in names], 0.4, label="Apta")
+    ax.set_xticks(list(xs)); ax.set_xticklabels(names)
+    ax.set_ylabel("std. dev. / mean of makespan (%)")
+    ax.set_title("Result 4: execution-time variation under link jitter (ours)")
+    ax.legend()
+    save_fig(fig, os.path.join(out, "r4.png")); files.append("r4.png")
+    plt.close(fig)
+    return files
+
+
+# --- report -------------------------------------------------------------------------------------------
+REDUCTIONS = ("R4", "R5", "R5.faas", "R5.cxl", "R6", "R6.cxl")  # stated as "x% lower"
+
+
+def pct(x, rid=None):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{-x * 100:+.0f}%" if rid in REDUCTIONS else f"{x * 100:+.0f}%"
+
+
+def explanations(A, params) -> dict:
+    """Why a stated number deviates: the mechanism, with our measured quantities."""
+    names = A["apps"]
+    bd = A["breakdown"]
+    comm = {a: (bd[a][BASE]["get_ns"] + bd[a][BASE]["put_ns"]) /
+               (bd[a][BASE]["get_ns"] + bd[a][BASE]["put_ns"] + bd[a][BASE]["compute_ns"]) for a in names}
+    rng = lambda d: f"{min(d.values()) * 100:.0f}-{max(d.values()) * 100:.0f}%"
+    lk = params["links"]
+    rdma = (f"our RDMA link is §II-A's 'DM lowers latency by 3x and improves bandwidth by 10x over the RDMA system' "
+            f"({lk['rdma_latency_ns']['value']} ns, {lk['rdma_bandwidth_gbps']['value']} Gbps vs "
+            f"{lk['dm_latency_ns']['value']} ns, {lk['dm_bandwidth_gbps']['value']} Gbps), so moving objects of "
+            f"{A['object_bytes']['min']} B-{A['object_bytes']['max'] / 1e6:.1f} MB dominates the two RDMA configurations: communication is {rng(comm)} of the baseline's "
+            f"function time in our traces")
+    net = {a: bd[a]["rdma_faas"]["makespan_ns"] / bd[a]["rdmaf_faas"]["makespan_ns"] for a in names}
+    proto = {a: bd[a]["rdmaf_faas"]["makespan_ns"] / bd[a]["rdmaf_apta"]["makespan_ns"] for a in names}
+    hw = {a: bd[a]["rdmaf_apta"]["makespan_ns"] / bd[a]["apta"]["makespan_ns"] for a in names}
+    hits = sum(A["table_iv"][a]["sim"]["apta"]["gets"]["hit"] for a in names)
+    ours = lambda k: next(r["ours"] for r in A["comparison"] if r["id"] == k)
+    paper = lambda k: PAPER[k][1]
+    inv_puts = sum(A["table_iv"][a]["sim"]["apta"]["puts"]["inv"] for a in names)
+    all_puts = sum(sum(A["table_iv"][a]["sim"]["apta"]["puts"].values()) for a in names)
+    cxl_mech = ("CXL's get is line-granular (one request per 64-byte line, at most 128 MSHRs in flight) and its atomic "
+                "put is a libpmemobj-style redo log (2N+3 line writes, 4 persist barriers) against Apta's one bulk "
+                "reply and one-phase commit.")
+    r4 = A["r4"]
+    infl = {a: r4[a]["cxl_cached"]["mean_ns"] / bd[a]["cxl_cached"]["makespan_ns"] - 1 for a in names}
+    sw = A["sweeps"]
+    bwv, latv = list(sw["bandwidth_gbps"]), list(sw["latency_ns"])
+    return {
+        "R1": f"Mostly the baseline: {rdma}. The paper's measured RDMA evidently sits much closer to DM "
+              "(its R1.net is only +7%).",
+        "R1.net": f"Same cause: RDMA_f gets the DM link's 10x bandwidth; the 2.2x software factor and 14 us per call "
+                  f"(§IV-B) only outweigh it for the smallest objects (per app {min(net.values()):.2f}x-{max(net.values()):.2f}x).",
+        "R1.proto": f"Apta's protocol in software saves the version-check round trip of each of the {hits} cache hits "
+                    f"(one 14 us call plus 2.2x a DM round trip each); against ms-long workflows that is "
+                    f"{min(proto.values()):.2f}x-{max(proto.values()):.2f}x per app. The paper's applications are "
+                    "evidently more hit- and latency-bound than our C functions.",
+        "R1.hw": f"Removing the 2.2x factor and the 14 us per call matters more here ({min(hw.values()):.2f}x-"
+                 f"{max(hw.values()):.2f}x per app) because our functions' compute is short (C at CPI 0.02), so "
+                 "the object transfers that the factor multiplies are a large share of RDMA_f's time.",
+        "R2": (cxl_mech + " The paper's gain is smaller: its CXL model evidently pays less per line or its applications "
+               "move less data per unit of compute." if ours("R2") > paper("R2") else
+               cxl_mech + " The paper's gain is larger; in ours the 128 MSHRs keep "
+               f"{128 * 64 * 8 / (2 * lk['dm_latency_ns']['value']):.0f} Gbps of line reads in flight, close to the link's "
+               f"{lk['dm_bandwidth_gbps']['value']} Gbps, so bulk reads gain little."),
+        "R3": (f"{cxl_mech} On top, CXL cached's puts with sharers wait for the line invalidation acks; {inv_puts} of our "
+               f"{all_puts} puts invalidate (Table IV), so R3 mostly follows R2's mechanisms (CXL cached also hits in its "
+               "caches like Apta)."),
+        "R4": f"Jitter is drawn per message; CXL's line-granular transfers send thousands of messages on an ordered "
+              f"link, so they see the running maximum of the jittered latencies: its mean makespan grows "
+              f"{min(infl.values()) * 100:.0f}-{max(infl.values()) * 100:.0f}% and its spread grows with it, while "
+              "Apta's few bulk messages average out. The paper does not say per what the latency is drawn.",
+        "R5.faas": "RDMA+FaaS saves the data of a hit but pays a version check on the 1.5 us RDMA link; the objects "
+                   "that miss (first gets) are the large ones in our workflows, so its get time falls less.",
+        "R5.cxl": f"The baseline's get is very slow ({rdma.split(', so')[0]}); CXL uncached's MSHR-limited line "
+                  "reads on the DM link are far faster than that.",
+        "R6.cxl": "Relative to the slow RDMA baseline the redo-logged put on the DM link is still fast; the paper's "
+                  "measured baseline is faster.",
+        "R7.bw": f"Same baseline cause as R1 (Apta's default speedup is already {A['geomean_speedup']['apta']:.2f}x); the shape "
+                 f"agrees: the speedup rises with bandwidth ({sw['bandwidth_gbps'][str(bwv[0])]['geomean']:.2f}x at "
+                 f"{bwv[0]} Gbps to {sw['bandwidth_gbps'][str(bwv[-1])]['geomean']:.2f}x at {bwv[-1]} Gbps) and "
+                 "saturates once DDR4 (153.6 Gbps) limits the bulk reply.",
+        "R7.lat": f"Same baseline cause; the shape agrees with 'latency has a smaller impact': "
+                  f"{sw['latency_ns'][str(latv[0])]['geomean']:.2f}x at {latv[0]} ns, "
+                  f"{sw['latency_ns'][str(latv[-1])]['geomean']:.2f}x at {latv[-1]} ns.",
+        "R8": "The paper does not state the CPI behind 78%; ours is the a-priori choice in sim/params.json "
+              "(sweeps.weak_cpi).",
+    }
+
+
+def report(A, params, args, files, wall) -> str:
+    names = A["apps"]
+    L = ["# Evaluation report (generated by sim/eval.py)", "",
+         f"Traces: `{os.path.relpath(args.traces, ROOT)}`; parameters: `sim/params.json` (fixed before the first comparison "
+         "with the paper, not re-fitted). Simulator: `sim/` (see sim/README.md for what it models). "
+         f"Jitter runs: {args.jitter_runs}. Wall time: {wall:.0f} s.", ""]
+    L += ["## Our numbers beside the paper's", "",
+          f"Agreement means within {AGREE_PP:.0f} percentage points; every other row is a finding (below). "
+          "Speedups are shown as gains (+), latency and standard-deviation results as changes (-x% = x% lower); "
+          "the deviation is ours minus the paper's magnitude.", "",
+          "| result | what | paper | ours | deviation | |", "|---|---|---|---|---|---|"]
+    for r in A["comparison"]:
+        L.append(f"| {r['id']} | {r['what']} | {pct(r['paper'], r['id'])} | {pct(r['ours'], r['id'])} | {r['deviation_pp']:+.0f} pp | "
+                 f"{'agrees' if r['agrees'] else '**deviates**'} |")
+    L += ["", "## Fig. 8: speedup over RDMA without caching", "", "| app | " + " | ".join(params["configs"][c]["label"] for c in CONFIGS) + " |",
+          "|---|" + "---|" * len(CONFIGS)]
+    for a in names:
+        L.append(f"| {a} | " + " | ".join(f"{A['speedup'][a][c]:.2f}" for c in CONFIGS) + " |")
+    L.append("| **geomean** | " + " | ".join(f"**{A['geomean_speedup'][c]:.2f}**" for c in CONFIGS) + " |")
+    L += ["", "## Fig. 9: total get / put latency normalized to RDMA without caching", "",
+          "| app | get: RDMA+FaaS | get: CXL uncached | get: Apta | put: RDMA+FaaS | put: CXL uncached | put: Apta |", "|---|---|---|---|---|---|---|"]
+    for a in names:
+        g, p = A["get_norm"][a], A["put_norm"][a]
+        L.append(f"| {a} | {g['rdma_faas']:.2f} | {g['cxl_uncached']:.2f} | {g['apta']:.2f} | {p['rdma_faas']:.2f} | {p['cxl_uncached']:.2f} | {p['apta']:.2f} |")
+    L += ["", "## Where the time goes (baseline and Apta, us)", "",
+          "| app | RDMA: get | compute | put | makespan | Apta: get | compute | put | makespan | compute share (RDMA) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for a in names:
+        b, x = A["breakdown"][a][BASE], A["breakdown"][a]["apta"]
+        share = b["compute_ns"] / (b["get_ns"] + b["compute_ns"] + b["put_ns"])
+        L.append(f"| {a} | {b['get_ns'] / 1e3:.1f} | {b['compute_ns'] / 1e3:.1f} | {b['put_ns'] / 1e3:.1f} | {b['makespan_ns'] / 1e3:.1f} | "
+                 f"{x['get_ns'] / 1e3:.1f} | {x['compute_ns'] / 1e3:.1f} | {x['put_ns'] / 1e3:.1f} | {x['makespan_ns'] / 1e3:.1f} | {share * 100:.0f}% |")
+    L += ["", "## Table IV: gets (hit, miss) and puts (no inv, with inv), from the simulated object caches", "",
+          "| app | paper | workflow.table_iv | simulated (Apta) | all cached configs equal | |", "|---|---|---|---|---|---|"]
+    f4 = lambda t: f"{t['gets']['hit'] + t['gets']['miss']} ({t['gets']['hit']},{t['gets']['miss']}) / {t['puts']['no_inv'] + t['puts']['inv']} ({t['puts']['no_inv']},{t['puts']['inv']})"
+    for a in names:
+        t = A["table_iv"][a]
+        same = all(v == t["sim"]["apta"] for v in t["sim"].values())
+        L.append(f"| {a} | {f4(t['paper'])} | {f4(t['workflow_py'])} | {f4(t['sim']['apta'])} | {'yes' if same else 'no'} | "
+                 f"{'equal' if t['equal'] else '**differs**'} |")
+    L += ["", "## Fig. 10: Apta speedup over the baseline (geomean over apps)", ""]
+    for key, unit in (("bandwidth_gbps", "Gbps"), ("latency_ns", "ns"), ("cpi", "CPI")):
+        sw = A["sweeps"][key]
+        L.append(f"- {key}: " + ", ".join(f"{v} {unit}: {sw[v]['geomean']:.2f}x" for v in sw))
+    L += ["", "## Result 4: standard deviation of the makespan under Gaussian link jitter", "",
+          "| app | CXL cached std (us) | CV | Apta std (us) | CV | Apta vs CXL cached |", "|---|---|---|---|---|---|"]
+    for a in names:
+        r = A["r4"][a]
+        L.append(f"| {a} | {r['cxl_cached']['std_ns'] / 1e3:.2f} | {r['cxl_cached']['cv'] * 100:.2f}% | {r['apta']['std_ns'] / 1e3:.2f} | "
+                 f"{r['apta']['cv'] * 100:.2f}% | {pct(r['reduction'], 'R4')} |")
+    L += ["", "## Failure injection (a compute server dies holding a copy a later put must invalidate)", "",
+          "| app | config | what | completed | makespan (us) | without the failure (us) | stall |", "|---|---|---|---|---|---|---|"]
+    for a in names:
+        for r in A["failure"][a]:
+            m = f"{r['makespan_ns'] / 1e3:.1f}" if r["makespan_ns"] else "-"
+            L.append(f"| {a} | {r['config']} | {r['why']} | {'yes' if r['completed'] else '**no**'} | {m} | "
+                     f"{r['normal_makespan_ns'] / 1e3:.1f} | {r['stall'] or ''} |")
+    if not any(A["failure"][a] for a in names):
+        L.append("| - | - | no workflow has a put with invalidation | | | | |")
+    L += ["", "## Findings (deviations from the paper)", ""]
+    dev = [r for r in A["comparison"] if not r["agrees"]]
+    if not dev:
+        L.append("None: every stated number agrees within the tolerance.")
+    why = explanations(A, params)
+    for r in dev:
+        L.append(f"- **{r['id']}** ({r['what']}): paper {pct(r['paper'], r['id'])}, ours {pct(r['ours'], r['id'])} "
+                 f"({r['deviation_pp']:+.0f} pp). {why.get(r['id'], '')}")
+    L += ["", "These explanations are computed from the measured breakdown above and the modelling "
+          "decisions recorded in sim/params.json; no parameter was changed after the comparison.", ""]
+    L += ["Plots: " + ", ".join(f"[{f}]({f})" for f in files), ""]
+    return "\n".join(L)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", default="paper", choices=["paper", "tiny"])
+    ap.add_argument("--traces", help="trace root with one directory per app (default build/traces/<size>)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "eval"))
+    ap.add_argument("--apps", default=",".join(APPS))
+    ap.add_argument("--jobs", type=int, default=2, help="apps simulated in parallel (the machine has 2 cores)")
+    ap.add_argument("--jitter-runs", type=int, help="default: links.jitter_runs of params.json (50)")
+    ap.add_argument("--params", default=PARAMS)
+    ap.add_argument("--sim", default=SIM)
+    args = ap.parse_args(argv)
+    args.traces = os.path.abspath(args.traces or os.path.join(ROOT, "build", "traces", args.size))
+    args.out = os.path.abspath(args.out)
+    with open(args.params) as fh:
+        params = json.load(fh)
+    if args.jitter_runs is None:
+        args.jitter_runs = pval(params, "links", "jitter_runs")
+    if not os.path.exists(args.sim):
+        sys.exit(f"eval: {args.sim} missing: build it with `make sim`")
+    apps = [a.strip() for a in args.apps.split(",") if a.strip()]
+    for a in apps:  # fail early and clearly on a bad workflow or a missing trace
+        try:
+            planlib.build_plan(os.path.join(workflow.WORKFLOW_DIR, f"{a}.json"), os.path.join(args.traces, a))
+        except (workflow.WorkflowError, planlib.TraceMissing) as e:
+            sys.exit(f"eval: error: {e}")
+    os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
+    t0 = time.time()
+    res = {}
+    try:
+        with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+            for app, r in ex.map(lambda a: eval_app(a, args, params), apps):
+                res[app] = r
+    except (RuntimeError, workflow.WorkflowError, planlib.TraceMissing) as e:
+        sys.exit(f"eval: error: {e} (nothing written to {os.path.relpath(args.out, ROOT)}/results.json)")
+    A = analyse(res, params)
+    files = plots(A, params, args.out)
+    wall = time.time() - t0
+    results = {"traces": args.traces, "params": args.params, "jitter_runs": args.jitter_runs, "wall_s": wall,
+               "paper": {k: {"what": w, "value": v} for k, (w, v) in PAPER.items()}} | A
+    planlib.write_json_atomic(os.path.join(args.out, "results.json"), results)
+    text = report(A, params, args, files, wall)
+    tmp = os.path.join(args.out, ".REPORT.md.tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, os.path.join(args.out, "REPORT.md"))
+    log(f"done in {wall:.0f} s: {os.path.relpath(os.path.join(args.out, 'REPORT.md'), ROOT)}")
+    for r in A["comparison"]:
+        log(f"{r['id']:9s} paper {pct(r['paper'], r['id']):>5s}  ours {pct(r['ours'], r['id']):>6s}  {'agrees' if r['agrees'] else 'DEVIATES'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

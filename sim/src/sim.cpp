@@ -1,0 +1,864 @@
+#include "sim.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <stdexcept>
+
+namespace apta {
+
+// ---------------------------------------------------------------------------------------------
+// parameters, configurations, plans, scenarios
+
+static double pval(const json::Value& root, const std::string& sec, const std::string& key) {
+  return root.at(sec).at(key, sec).at("value", sec + "." + key).num(sec + "." + key + ".value");
+}
+
+Params Params::load(const std::string& path, const json::Value& overrides) {
+  json::Value root = json::parse_file(path);
+  for (auto& [k, v] : overrides.obj("overrides")) {
+    auto dot = k.find('.');
+    if (dot == std::string::npos) throw std::runtime_error("overrides: key '" + k + "' must be section.parameter");
+    std::string sec = k.substr(0, dot), key = k.substr(dot + 1);
+    if (!root.has(sec) || !root.at(sec).has(key)) throw std::runtime_error("overrides: unknown parameter '" + k + "' (not in " + path + ")");
+    root[sec][key]["value"] = v;
+  }
+  Params p;
+  try {
+    p.servers = int(pval(root, "compute", "servers"));
+    p.clock_ghz = pval(root, "compute", "clock_ghz");
+    p.cpi = pval(root, "compute", "cpi_int_fp");
+    p.line = unsigned(pval(root, "compute", "line_bytes"));
+    p.l1_bytes = uint64_t(pval(root, "compute", "l1_kb")) * 1024;
+    p.l1_ways = unsigned(pval(root, "compute", "l1_ways"));
+    p.l1_lat = unsigned(pval(root, "compute", "l1_latency_cycles"));
+    p.l2_bytes = uint64_t(pval(root, "compute", "l2_kb")) * 1024;
+    p.l2_ways = unsigned(pval(root, "compute", "l2_ways"));
+    p.l2_lat = unsigned(pval(root, "compute", "l2_latency_cycles"));
+    p.mshrs = unsigned(pval(root, "compute", "mshrs"));
+    p.dram_lat_ns = pval(root, "dram", "latency_ns");
+    p.dram_gbps = pval(root, "dram", "bandwidth_gbps");
+    p.ms_clock_ghz = pval(root, "memory_server", "clock_ghz");
+    p.otc_cycles = pval(root, "memory_server", "otc_lookup_cycles");
+    p.osc_cycles = pval(root, "memory_server", "osc_translate_cycles");
+    p.dir_sets = int(pval(root, "memory_server", "dir_sets"));
+    p.dir_ways = int(pval(root, "memory_server", "dir_ways"));
+    p.max_pend = int(pval(root, "memory_server", "max_pend_per_server"));
+    p.stall_retry_ns = pval(root, "memory_server", "stall_retry_ns");
+    p.dm_lat_ns = pval(root, "links", "dm_latency_ns");
+    p.dm_gbps = pval(root, "links", "dm_bandwidth_gbps");
+    p.rdma_lat_ns = pval(root, "links", "rdma_latency_ns");
+    p.rdma_gbps = pval(root, "links", "rdma_bandwidth_gbps");
+    p.flit_bytes = pval(root, "links", "flit_bytes");
+    p.jitter_cv = pval(root, "links", "jitter_cv");
+    p.sw_factor = pval(root, "software", "rdma_sw_factor");
+    p.sw_call_ns = pval(root, "software", "rdma_ft_call_us") * 1000;
+    p.inv_handler_ns = pval(root, "software", "inv_handler_us") * 1000;
+    for (auto& s : root.at("software").at("redo_log_stages", "software").at("value").arr("software.redo_log_stages")) {
+      std::string k = s.str("software.redo_log_stages[]");
+      if (k != "log" && k != "flag" && k != "apply" && k != "clear")
+        throw json::Error("software.redo_log_stages: unknown stage '" + k + "' (log, flag, apply, clear)");
+      p.log_stages.push_back(k);
+    }
+    p.fd_timeout_ns = pval(root, "faults", "fd_timeout_us") * 1000;
+    const auto& t = root.at("faults").at("cxl_inv_timeout_us", "faults").at("value");
+    p.cxl_inv_timeout_ns = t.is_null() ? -1 : t.num("faults.cxl_inv_timeout_us") * 1000;
+    p.configs = root.at("configs");
+  } catch (const json::Error& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+  if (p.servers < 1 || p.servers > 64) throw std::runtime_error(path + ": compute.servers: must be 1..64");
+  return p;
+}
+
+Config Config::from(const Params& p, const std::string& name) {
+  if (!p.configs.has(name) || name == "about") {
+    std::string known;
+    for (auto& [k, v] : p.configs.obj()) if (k != "about") known += (known.empty() ? "" : ", ") + k;
+    throw std::runtime_error("unknown configuration '" + name + "' (known: " + known + ")");
+  }
+  const auto& c = p.configs.at(name);
+  std::string w = "configs." + name;
+  Config k;
+  k.name = name;
+  k.label = c.at("label", w).str();
+  k.rdma_link = c.at("link", w).str() == "rdma";
+  k.line_gran = c.at("gran", w).str() == "line";
+  k.sw = c.at("sw", w).boolean();
+  const std::string& cache = c.at("cache", w).str();
+  k.cache = cache == "none" ? Caching::None : cache == "version" ? Caching::Version : cache == "async" ? Caching::Async
+          : cache == "sync" ? Caching::Sync : throw std::runtime_error(w + ".cache: unknown '" + cache + "'");
+  return k;
+}
+
+Plan Plan::load(const std::string& path, unsigned line_bytes) {
+  json::Value v = json::parse_file(path);
+  Plan p;
+  try {
+    p.app = v.at("app").str("app");
+    const auto& objs = v.at("objects").arr("objects");
+    std::map<std::string, int> id;
+    for (size_t k = 0; k < objs.size(); ++k) {
+      p.objects.push_back(objs[k].str("objects[" + std::to_string(k) + "]"));
+      id[p.objects.back()] = int(k);
+    }
+    p.object_bytes.assign(p.objects.size(), 0);
+    const auto& insts = v.at("instances").arr("instances");
+    for (size_t i = 0; i < insts.size(); ++i) {
+      std::string w = "instances[" + std::to_string(i) + "]";
+      const auto& j = insts[i];
+      PlanInstance pi;
+      pi.function = j.at("function", w).str(w + ".function");
+      pi.index = int(j.at("index", w).integer(w + ".index"));
+      pi.server = int(j.at("server", w).integer(w + ".server"));
+      pi.trace_dir = j.at("trace", w).str(w + ".trace");
+      for (auto& d : j.at("deps", w).arr(w + ".deps")) {
+        long long x = d.integer(w + ".deps[]");
+        if (x < 0 || x >= (long long)i) throw json::Error(w + ".deps: " + std::to_string(x) + " is not an earlier instance");
+        pi.deps.push_back(int(x));
+      }
+      for (const char* k : {"reads", "writes"}) {
+        for (auto& o : j.at(k, w).arr(w + "." + k)) {
+          const std::string& n = o.str(w + "." + k + "[]");
+          if (!id.count(n)) throw json::Error(w + "." + k + ": unknown object '" + n + "'");
+          (std::string(k) == "reads" ? pi.reads : pi.writes).push_back(id[n]);
+        }
+      }
+      p.instances.push_back(pi);
+    }
+  } catch (const json::Error& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+  for (auto& pi : p.instances) {
+    p.traces.push_back(load_trace(pi.trace_dir, line_bytes));
+    auto& t = p.traces.back();
+    // every object the plan says this instance gets/puts must be marked in its trace
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int o : pass ? pi.writes : pi.reads) {
+        const std::string& name = p.objects[size_t(o)];
+        const char* kind = pass ? "put" : "get";
+        auto it = std::find_if(t.objects.begin(), t.objects.end(), [&](const TraceObject& x) { return x.name == name && x.kind == kind; });
+        if (it == t.objects.end())
+          throw std::runtime_error(pi.trace_dir + "/meta.json: objects: no '" + kind + "' of object '" + name + "' that the workflow declares");
+        p.object_bytes[size_t(o)] = std::max(p.object_bytes[size_t(o)], it->len);
+      }
+    }
+    for (auto& to : t.objects)
+      if (std::find(p.objects.begin(), p.objects.end(), to.name) == p.objects.end())
+        throw std::runtime_error(pi.trace_dir + "/meta.json: objects: object '" + to.name + "' is not in the workflow");
+  }
+  return p;
+}
+
+Scenario Scenario::from(const json::Value& v, const std::string& w) {
+  Scenario s;
+  s.name = v.at("name", w).str(w + ".name");
+  s.config = v.at("config", w).str(w + ".config");
+  if (v.has("overrides")) { s.overrides = v.at("overrides"); s.overrides.obj(w + ".overrides"); }
+  if (v.has("jitter")) s.jitter = v.at("jitter").boolean(w + ".jitter");
+  if (v.has("seed")) s.seed = uint64_t(v.at("seed").integer(w + ".seed"));
+  if (v.has("scheduler")) {
+    const std::string& k = v.at("scheduler").str(w + ".scheduler");
+    if (k != "plan" && k != "locality") throw std::runtime_error(w + ".scheduler: 'plan' or 'locality', got '" + k + "'");
+    s.locality = k == "locality";
+  }
+  if (v.has("rule")) s.rule = v.at("rule").boolean(w + ".rule");
+  if (v.has("horizon_ns")) s.horizon_ns = v.at("horizon_ns").num(w + ".horizon_ns");
+  if (v.has("failures"))
+    for (auto& f : v.at("failures").arr(w + ".failures"))
+      s.failures.push_back(Failure{int(f.at("server", w + ".failures[]").integer()), f.at("at_ns", w + ".failures[]").num()});
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the simulator
+
+namespace {
+
+struct Ev {
+  double t;
+  uint64_t seq;
+  std::function<void()> fn;
+};
+struct EvLater {
+  bool operator()(const Ev& a, const Ev& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
+};
+
+// One direction of a point-to-point link: serialization at the bandwidth, then the latency
+// (optionally jittered); arrivals stay in send order (ordered links).
+struct Link {
+  double gbps = 1, lat = 0, cv = 0;
+  double free_at = 0, last_arrival = 0;
+  std::mt19937_64* rng = nullptr;
+  double send(double t, double bytes, double min_end = 0) {
+    double start = std::max(t, free_at);
+    free_at = std::max(start + bytes * 8.0 / gbps, min_end);
+    double l = lat;
+    if (rng && cv > 0) {
+      std::normal_distribution<double> nd(0.0, 1.0);
+      l = std::max(0.0, lat * (1.0 + cv * nd(*rng)));
+    }
+    double arr = std::max(free_at + l, last_arrival);
+    last_arrival = arr;
+    return arr;
+  }
+};
+
+// DDR4 channel: bandwidth server + fixed closed-page latency (banks not modelled).
+struct Dram {
+  double line_ns = 1, lat = 0, free_at = 0;
+  // returns when the last of `lines` lines has been read/written
+  double access(double t, uint64_t lines) {
+    double start = std::max(t, free_at);
+    free_at = start + double(lines) * line_ns;
+    return free_at + lat;
+  }
+};
+
+// Cache arrays are reused across the runs of one process (allocating and page-faulting
+// 3 x 6 MB per run dominated short runs); init() clears them.
+struct CachePair { Cache l1, l2; };
+std::vector<CachePair>& cache_pool() { static std::vector<CachePair> pool; return pool; }
+
+struct Server {
+  bool alive = true;
+  int running = -1;
+  uint32_t epoch = 0;
+  Cache* l1 = nullptr;
+  Cache* l2 = nullptr;
+  std::map<int, uint32_t> held;  // object cache: object id -> version of the copy held
+  Link up, down;
+};
+
+struct Run {
+  int state = 0;  // 0 waiting, 1 running, 2 done
+  int server = -1;
+  uint64_t gen = 0;
+  double t0 = 0;
+  size_t k = 0;
+  bool any_hit = false, any_inv = false;
+  std::vector<uint32_t> slot_obj, slot_ver;  // trace object slot -> (object id, version)
+};
+
+class Sim {
+ public:
+  Sim(const Plan& plan, Params p, Config c, Scenario s)
+      : plan_(plan), P(std::move(p)), C(std::move(c)), S(std::move(s)), rng_(S.seed) {
+    sv_.resize(size_t(P.servers));
+    double lat = C.rdma_link ? P.rdma_lat_ns : P.dm_lat_ns, bw = C.rdma_link ? P.rdma_gbps : P.dm_gbps;
+    if (cache_pool().size() < sv_.size()) cache_pool().resize(sv_.size());
+    for (size_t k = 0; k < sv_.size(); ++k) {
+      auto& x = sv_[k];
+      x.l1 = &cache_pool()[k].l1;
+      x.l2 = &cache_pool()[k].l2;
+      x.l1->init(P.l1_bytes, P.l1_ways, P.line);
+      x.l2->init(P.l2_bytes, P.l2_ways, P.line);
+      for (Link* l : {&x.up, &x.down}) {
+        l->gbps = bw; l->lat = lat;
+        if (S.jitter) { l->cv = P.jitter_cv; l->rng = &rng_; }
+      }
+    }
+    msdram_.line_ns = P.line * 8.0 / P.dram_gbps;
+    msdram_.lat = P.dram_lat_ns;
+    if (C.cache == Caching::Async) dir_ = std::make_unique<Directory>(P.servers, P.dir_sets, P.dir_ways, P.max_pend);
+    size_t no = plan_.objects.size();
+    version_.assign(no, 1);  // workflow inputs exist in version 1
+    next_version_.assign(no, 2);
+    sync_sharers_.assign(no, 0);
+    runs_.resize(plan_.instances.size());
+    R.inst.resize(plan_.instances.size());
+    R.sc = S;
+    for (size_t i = 0; i < plan_.instances.size(); ++i) {
+      const auto& pi = plan_.instances[i];
+      if (pi.server < 0 || pi.server >= P.servers)
+        throw std::runtime_error("plan: instance " + pi.function + "." + std::to_string(pi.index) + ": server c" +
+                                 std::to_string(pi.server + 1) + " outside the " + std::to_string(P.servers) + " compute servers");
+      const auto& tr = plan_.traces[i];
+      auto& r = runs_[i];
+      for (auto& to : tr.objects) {
+        r.slot_obj.push_back(uint32_t(std::find(plan_.objects.begin(), plan_.objects.end(), to.name) - plan_.objects.begin()));
+        r.slot_ver.push_back(0);
+      }
+    }
+  }
+
+  RunResult run() {
+    auto w0 = std::chrono::steady_clock::now();
+    for (auto& f : S.failures) {
+      if (f.server < 0 || f.server >= P.servers) throw std::runtime_error("failures: server index out of range");
+      at(f.at_ns, [this, f] { fail_server(f.server); });
+    }
+    at(0, [this] { schedule(); });
+    while (!q_.empty()) {
+      Ev e = q_.top();
+      q_.pop();
+      if (e.t > S.horizon_ns) break;
+      now_ = e.t;
+      ++R.sim_events;
+      e.fn();
+    }
+    R.completed = std::all_of(runs_.begin(), runs_.end(), [](const Run& r) { return r.state == 2; });
+    if (!R.completed && R.stall.empty()) {
+      std::string w;
+      for (size_t i = 0; i < runs_.size(); ++i)
+        if (runs_[i].state != 2) w += (w.empty() ? "" : ", ") + plan_.instances[i].function + "." + std::to_string(plan_.instances[i].index);
+      R.stall = "unfinished: " + w;
+    }
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      auto& ir = R.inst[i];
+      if (runs_[i].state != 2) continue;
+      R.makespan_ns = std::max(R.makespan_ns, ir.end);
+      R.get_ns += ir.get_ns; R.put_ns += ir.put_ns; R.compute_ns += ir.compute_ns;
+      if (ir.has_get) (ir.get_hit ? R.gets_hit : R.gets_miss)++;
+      if (ir.has_put) (ir.put_inv ? R.puts_inv : R.puts_no_inv)++;
+    }
+    R.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    return R;
+  }
+
+ private:
+  const Plan& plan_;
+  Params P;
+  Config C;
+  Scenario S;
+  std::mt19937_64 rng_;
+  std::priority_queue<Ev, std::vector<Ev>, EvLater> q_;
+  uint64_t seq_ = 0;
+  double now_ = 0;
+  std::vector<Server> sv_;
+  Dram msdram_;
+  std::unique_ptr<Directory> dir_;
+  std::vector<uint32_t> version_, next_version_;
+  std::vector<uint64_t> sync_sharers_;
+  std::vector<Run> runs_;
+  bool scheduling_ = false;
+  RunResult R;
+
+  void at(double t, std::function<void()> f) { q_.push(Ev{std::max(t, now_), seq_++, std::move(f)}); }
+  double ms_ns(double cycles) const { return cycles / P.ms_clock_ghz; }
+  uint64_t lines_of(int obj) const { return std::max<uint64_t>(1, (plan_.object_bytes[size_t(obj)] + P.line - 1) / P.line); }
+
+  // a message on server s's link: up (to the memory server) or down; fn runs on arrival
+  void msg(int s, bool up, double bytes, std::function<void()> fn, double not_before = 0, double min_end = 0) {
+    ++R.messages;
+    Link& l = up ? sv_[size_t(s)].up : sv_[size_t(s)].down;
+    at(l.send(std::max(now_, not_before), bytes, min_end), std::move(fn));
+  }
+
+  // Software protocol overhead of the RDMA_f configurations (§IV-B): the operation takes
+  // rdma_sw_factor times its hardware time on the same interconnect, plus the fixed per-call cost.
+  std::function<void()> sw_done(double t0, std::function<void()> cb) {
+    if (!C.sw) return cb;
+    return [this, t0, cb] { at(t0 + P.sw_factor * (now_ - t0) + P.sw_call_ns, cb); };
+  }
+
+  bool live(int i, uint64_t gen) const { return runs_[size_t(i)].gen == gen && runs_[size_t(i)].state == 1; }
+
+  // ---- local replay: L1 -> L2 -> local DDR4 at a fixed CPI --------------------------------
+  static uint64_t obj_key(uint32_t obj, uint32_t ver, uint64_t line) {
+    return (1ull << 63) | (uint64_t(obj) << 44) | (uint64_t(ver & 0xFFFF) << 28) | (line & 0xFFFFFFF);
+  }
+  // CPU time of this process: the replay rate on one core, whatever else shares the machine
+  static double cpu_s() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + ts.tv_nsec * 1e-9;
+  }
+  double replay(int i, int s, Phase ph) {
+    const double c0 = cpu_s();
+    const auto& tr = plan_.traces[size_t(i)];
+    auto& r = runs_[size_t(i)];
+    Server& x = sv_[size_t(s)];
+    const uint64_t asid = uint64_t(i + 1) << 42;  // one process per instance: its own lines
+    const double dram_cyc = P.dram_lat_ns * P.clock_ghz;
+    const double dram_line_cyc = P.line * 8.0 / P.dram_gbps * P.clock_ghz;
+    double cyc = 0;
+    uint64_t lines = 0;
+    for (uint32_t e = tr.phase_begin[ph]; e < tr.phase_begin[ph + 1]; ++e) {
+      const Event& ev = tr.events[e];
+      cyc += double(ev.ops) * P.cpi;
+      unsigned miss = 0, l1_hits = 0;
+      uint64_t dram_lines = 0;
+      bool l2_hit_only = true;
+      for (uint32_t k = 0; k < ev.nranges; ++k) {
+        const Range& rg = tr.ranges[ev.first_range + k];
+        lines += rg.lines;
+        // keys of consecutive lines are consecutive (the line number is in the low bits)
+        const uint64_t key0 = rg.slot == 0xFF ? (asid | rg.first_line)
+                                              : obj_key(r.slot_obj[rg.slot], r.slot_ver[rg.slot], rg.first_line);
+        for (uint32_t l = 0; l < rg.lines; ++l) {
+          const uint64_t key = key0 + l;
+          if (x.l1->access(key)) { ++l1_hits; continue; }
+          ++miss;
+          if (!x.l2->access(key)) { ++dram_lines; l2_hit_only = false; }
+        }
+      }
+      cyc += double(l1_hits) * P.l1_lat;
+      R.l1_hits += l1_hits;
+      R.l1_misses += miss;
+      R.dram_lines += dram_lines;
+      const double maxlat = l2_hit_only ? double(P.l2_lat) : P.l2_lat + dram_cyc;
+      // an event's misses overlap, at most `mshrs` outstanding; DDR4 bandwidth is a floor
+      if (miss) cyc += std::max(std::ceil(double(miss) / P.mshrs) * maxlat, double(dram_lines) * dram_line_cyc);
+    }
+    R.events += tr.phase_begin[ph + 1] - tr.phase_begin[ph];
+    R.line_accesses += lines;
+    R.replay_s += cpu_s() - c0;
+    return cyc / P.clock_ghz;
+  }
+
+  void install(int s, int obj, uint32_t ver) {  // a fetched object's lines land in the LLC
+    Server& x = sv_[size_t(s)];
+    uint64_t n = lines_of(obj);
+    if (n * P.line <= P.l2_bytes)  // objects larger than the LLC are uncacheable (§III-A a2)
+      for (uint64_t l = 0; l < n; ++l) x.l2->access(obj_key(uint32_t(obj), ver, l));
+    x.held[obj] = ver;
+  }
+
+  void set_slots(int i, int obj, const char* kind, uint32_t ver) {
+    const auto& tr = plan_.traces[size_t(i)];
+    auto& r = runs_[size_t(i)];
+    for (size_t k = 0; k < tr.objects.size(); ++k)
+      if (r.slot_obj[k] == uint32_t(obj) && tr.objects[k].kind == kind) r.slot_ver[k] = ver;
+  }
+
+  // ---- an instance: GET -> COMPUTE -> PUT -------------------------------------------------
+  void start(int i, int s) {
+    auto& r = runs_[size_t(i)];
+    r.state = 1; r.server = s; ++r.gen; r.k = 0; r.any_hit = r.any_inv = false;
+    sv_[size_t(s)].running = i;
+    auto& ir = R.inst[size_t(i)];
+    if (ir.start >= 0) ++ir.restarts;
+    ir.start = now_; ir.server = s;
+    ir.has_get = !plan_.instances[size_t(i)].reads.empty();
+    ir.has_put = !plan_.instances[size_t(i)].writes.empty();
+    r.t0 = now_;
+    get_next(i, r.gen);
+  }
+
+  void get_next(int i, uint64_t gen) {
+    if (!live(i, gen)) return;
+    auto& r = runs_[size_t(i)];
+    const auto& pi = plan_.instances[size_t(i)];
+    int s = r.server;
+    if (r.k < pi.reads.size()) {
+      int obj = pi.reads[r.k];
+      do_get(i, gen, s, obj, [this, i, gen, obj](bool hit, uint32_t ver) {
+        if (!live(i, gen)) return;
+        auto& rr = runs_[size_t(i)];
+        rr.any_hit |= hit;
+        set_slots(i, obj, "get", ver);
+        ++rr.k;
+        get_next(i, gen);
+      });
+      return;
+    }
+    double d = replay(i, s, PH_GET);  // the function reading what it got (mostly LLC hits)
+    at(now_ + d, [this, i, gen, s] {
+      if (!live(i, gen)) return;
+      auto& rr = runs_[size_t(i)];
+      R.inst[size_t(i)].get_ns = now_ - rr.t0;
+      R.inst[size_t(i)].get_hit = rr.any_hit;
+      double c = replay(i, s, PH_COMPUTE);
+      at(now_ + c, [this, i, gen, s, c] {
+        if (!live(i, gen)) return;
+        auto& r2 = runs_[size_t(i)];
+        R.inst[size_t(i)].compute_ns = c;
+        r2.t0 = now_;
+        r2.k = 0;
+        // the new versions' lines are written locally first, then put (flushed) to the store
+        for (int obj : plan_.instances[size_t(i)].writes) set_slots(i, obj, "put", next_version_[size_t(obj)]++);
+        double d2 = replay(i, s, PH_PUT);
+        at(now_ + d2, [this, i, gen] { put_next(i, gen); });
+      });
+    });
+  }
+
+  void put_next(int i, uint64_t gen) {
+    if (!live(i, gen)) return;
+    auto& r = runs_[size_t(i)];
+    const auto& pi = plan_.instances[size_t(i)];
+    if (r.k < pi.writes.size()) {
+      int obj = pi.writes[r.k];
+      uint32_t ver = 0;
+      const auto& tr = plan_.traces[size_t(i)];
+      for (size_t k = 0; k < tr.objects.size(); ++k)
+        if (r.slot_obj[k] == uint32_t(obj) && tr.objects[k].kind == "put") ver = r.slot_ver[k];
+      do_put(i, gen, r.server, obj, ver, [this, i, gen](bool inv) {
+        if (!live(i, gen)) return;
+        runs_[size_t(i)].any_inv |= inv;
+        ++runs_[size_t(i)].k;
+        put_next(i, gen);
+      });
+      return;
+    }
+    auto& ir = R.inst[size_t(i)];
+    ir.put_ns = now_ - r.t0;
+    ir.put_inv = r.any_inv;
+    ir.end = now_;
+    r.state = 2;
+    sv_[size_t(r.server)].running = -1;
+    schedule();
+  }
+
+  // ---- get ----------------------------------------------------------------------------------
+  void do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool, uint32_t)> cb) {
+    Server& x = sv_[size_t(s)];
+    auto h = x.held.find(obj);
+    bool held = h != x.held.end();
+    switch (C.cache) {
+      case Caching::Async:
+      case Caching::Sync:
+        if (held) {  // a hit: served from the compute server's caches, no remote access
+          if (h->second != version_[size_t(obj)]) ++R.stale_reads;  // the scheduler rule prevents this
+          cb(true, h->second);
+          return;
+        }
+        break;
+      case Caching::Version:
+        if (held) {  // FaaS caching: one round trip to check the version, no data unless stale
+          uint32_t mine = h->second;
+          double t0 = now_;
+          auto back = sw_done(t0, [this, i, gen, s, obj, mine, cb] {
+            if (!live(i, gen)) return;
+            if (mine == version_[size_t(obj)]) { cb(true, mine); return; }
+            fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
+          });
+          msg(s, true, P.flit_bytes, [this, s, back] {
+            msg(s, false, P.flit_bytes, back, now_ + ms_ns(P.otc_cycles));
+          });
+          return;
+        }
+        break;
+      case Caching::None:
+        break;
+    }
+    fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
+  }
+
+  // bring object `obj` from the memory server to server s
+  void fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint32_t)> cb) {
+    uint64_t n = lines_of(obj);
+    if (C.line_gran) {  // CXL: one cache-line request per line, MSHR-limited
+      bool dir = C.cache == Caching::Sync;
+      line_stream(s, n, false, dir, [this, s, obj, cb] {
+        uint32_t v = version_[size_t(obj)];
+        if (C.cache == Caching::Sync) sync_sharers_[size_t(obj)] |= 1ull << s;
+        if (C.cache != Caching::None) install(s, obj, v);
+        else install_lines_only(s, obj, v);
+        cb(v);
+      });
+      return;
+    }
+    // object-granular: one request, the OSC serves every line in one bulk reply
+    double t0 = now_;
+    auto vp = std::make_shared<uint32_t>(0);
+    auto done = sw_done(t0, [this, i, gen, vp, cb] { if (live(i, gen)) cb(*vp); });
+    msg(s, true, P.flit_bytes, [this, s, obj, n, vp, done] {
+      at(now_ + ms_ns(P.otc_cycles + P.osc_cycles), [this, s, obj, n, vp, done] { serve(s, obj, n, vp, done); });
+    });
+  }
+
+  void install_lines_only(int s, int obj, uint32_t v) {  // uncached: the copy in local memory
+    Server& x = sv_[size_t(s)];
+    uint64_t n = lines_of(obj);
+    if (n * P.line <= P.l2_bytes)
+      for (uint64_t l = 0; l < n; ++l) x.l2->access(obj_key(uint32_t(obj), v, l));
+  }
+
+  void serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done) {
+    if (C.cache == Caching::Async) {
+      ReqOutcome o = dir_->get(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
+      if (o.result == Result::Drop) return;  // a fenced (zombie) server: nothing is served
+      if (o.result == Result::Stall) {
+        for (auto& sn : o.snps) send_inval(sn);
+        at(now_ + P.stall_retry_ns, [this, s, obj, n, vp, done] { serve(s, obj, n, vp, done); });
+        return;
+      }
+    }
+    uint32_t v = version_[size_t(obj)];
+    *vp = v;
+    double ready = msdram_.access(now_, n);
+    // the reply streams as lines come out of DRAM: first line after one access latency,
+    // the last no earlier than the channel's DRAM read finishes
+    msg(s, false, double(n) * P.flit_bytes, [this, s, obj, v, done] {
+      if (!sv_[size_t(s)].alive) return;
+      if (C.cache != Caching::None) install(s, obj, v); else install_lines_only(s, obj, v);
+      done();
+    }, now_ + P.dram_lat_ns, ready);
+  }
+
+  // CXL line-granular transfers: up to `mshrs` outstanding line requests. A read sends a request
+  // flit and gets a data flit back; a write sends a data flit and gets a completion flit.
+  struct Stream {
+    int s;
+    uint64_t n, issued = 0, done = 0;
+    unsigned out = 0;
+    bool write, dir;
+    std::function<void()> cb;
+  };
+  void line_stream(int s, uint64_t n, bool write, bool dir, std::function<void()> cb) {
+    auto st = std::make_shared<Stream>(Stream{s, n, 0, 0, 0, write, dir, std::move(cb)});
+    if (n == 0) { st->cb(); return; }
+    issue(st);
+  }
+  void issue(const std::shared_ptr<Stream>& st) {
+    while (st->out < P.mshrs && st->issued < st->n) {
+      ++st->issued; ++st->out;
+      msg(st->s, true, P.flit_bytes, [this, st] {
+        double t = now_ + (st->dir ? ms_ns(P.otc_cycles) : 0);
+        double d = msdram_.access(t, 1);
+        msg(st->s, false, P.flit_bytes, [this, st] {
+          if (!sv_[size_t(st->s)].alive) return;
+          --st->out; ++st->done;
+          if (st->done == st->n) st->cb(); else issue(st);
+        }, st->write ? t : d);  // a write completes when accepted; a read when its data is out of DRAM
+      });
+    }
+  }
+
+  // ---- put ----------------------------------------------------------------------------------
+  void do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb) {
+    uint64_t n = lines_of(obj);
+    if (C.line_gran) { logged_put(i, gen, s, obj, ver, n, 0, false, cb); return; }
+    // object-granular one-phase commit: prepare + n line writes, then commit
+    double t0 = now_;
+    auto inv = std::make_shared<bool>(false);
+    auto done = sw_done(t0, [this, i, gen, inv, cb] { if (live(i, gen)) cb(*inv); });
+    msg(s, true, double(n + 1) * P.flit_bytes, [this, s, obj, ver, n, inv, done] {
+      at(now_ + ms_ns(P.otc_cycles), [this, s, obj, ver, n, inv, done] { commit(s, obj, ver, n, inv, done); });
+    });
+  }
+
+  void commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done) {
+    if (C.cache == Caching::Async) {
+      ReqOutcome o = dir_->commit(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
+      if (o.result == Result::Drop) return;  // zombie put from a fenced server: never commits
+      if (o.result == Result::Stall) {
+        for (auto& sn : o.snps) send_inval(sn);
+        at(now_ + P.stall_retry_ns, [this, s, obj, ver, n, inv, done] { commit(s, obj, ver, n, inv, done); });
+        return;
+      }
+      *inv = !o.snps.empty();
+      for (auto& sn : o.snps) send_inval(sn);  // lazily: the commit does not wait for the acks
+    } else if (C.cache == Caching::Version) {
+      for (int x = 0; x < P.servers; ++x) {  // copies elsewhere go stale (no invalidation)
+        auto h = sv_[size_t(x)].held.find(obj);
+        if (x != s && h != sv_[size_t(x)].held.end() && h->second == version_[size_t(obj)]) *inv = true;
+      }
+    }
+    version_[size_t(obj)] = ver;
+    msdram_.access(now_, n);  // the OPC drains its staging to DRAM after the commit
+    msg(s, false, P.flit_bytes, [this, s, obj, ver, done] {
+      if (!sv_[size_t(s)].alive) return;
+      if (C.cache != Caching::None) sv_[size_t(s)].held[obj] = ver;  // write-allocate
+      done();
+    });
+  }
+
+  // Apta / RDMA_f+Apta: object-granular back-invalidation to one sharer, acked asynchronously
+  void send_inval(const Snp& sn) {
+    int x = sn.server;
+    msg(x, false, P.flit_bytes, [this, sn, x] {
+      if (!sv_[size_t(x)].alive || sv_[size_t(x)].epoch != sn.epoch) return;  // dead: no ack ever
+      double handler = P.inv_handler_ns + (C.sw ? P.sw_call_ns : 0);  // reverse map (+ RDMA_f call)
+      at(now_ + handler, [this, sn, x] {
+        if (!sv_[size_t(x)].alive) return;
+        sv_[size_t(x)].held.erase(int(sn.obj));
+        msg(x, true, P.flit_bytes, [this, sn, x] {
+          dir_->ack(x, sn.epoch, sn.obj);
+          schedule();
+        });
+      });
+    });
+  }
+
+  // CXL: redo-logged put, stage by stage, each a burst of line writes ended by a persist barrier
+  void logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint64_t n, size_t stage, bool inv,
+                  std::function<void(bool)> cb) {
+    if (!live(i, gen)) return;
+    if (stage == P.log_stages.size()) {
+      version_[size_t(obj)] = ver;
+      if (C.cache == Caching::Sync) {
+        sync_sharers_[size_t(obj)] = 1ull << s;
+        sv_[size_t(s)].held[obj] = ver;
+      }
+      cb(inv);
+      return;
+    }
+    const std::string& k = P.log_stages[stage];
+    uint64_t lines = k == "log" ? n + 1 : k == "apply" ? n : 1;
+    auto next = [this, i, gen, s, obj, ver, n, stage, cb](bool inv2) { logged_put(i, gen, s, obj, ver, n, stage + 1, inv2, cb); };
+    if (k == "apply" && C.cache == Caching::Sync) {
+      uint64_t others = sync_sharers_[size_t(obj)] & ~(1ull << s);
+      if (others) {
+        // MESI-style: the writes need ownership; the directory invalidates every sharer and the
+        // put's apply stage cannot complete before all of their acks are in (blocking)
+        auto pending = std::make_shared<int>(0), streams = std::make_shared<int>(1);
+        auto join = std::make_shared<std::function<void()>>();
+        *join = [this, pending, streams, next] {
+          if (*pending == 0 && *streams == 0) next(true);
+        };
+        for (int x = 0; x < P.servers; ++x) {
+          if (!(others >> x & 1)) continue;
+          ++*pending;
+          sync_invalidate(s, x, obj, n, pending, join);
+        }
+        if (P.cxl_inv_timeout_ns >= 0)
+          at(now_ + P.cxl_inv_timeout_ns, [this, pending, join] {
+            if (*pending == 0) return;
+            *pending = 0;  // give up on the missing acks (not CXL 3.0 behaviour: an option)
+            ++R.inv_timeouts;
+            R.stall.clear();
+            (*join)();
+          });
+        line_stream(s, lines, true, true, [streams, join] { *streams = 0; (*join)(); });
+        return;
+      }
+    }
+    line_stream(s, lines, true, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); });
+  }
+
+  void sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending, std::shared_ptr<std::function<void()>> join) {
+    // n line snoops to sharer x (hardware, one L2 lookup each, pipelined), n acks back; the
+    // writer learns of completion with the last write completion (one more flit down)
+    msg(x, false, double(n) * P.flit_bytes, [this, w, x, obj, n, pending, join] {
+      if (!sv_[size_t(x)].alive) {
+        R.stall = "CXL cached: a put by c" + std::to_string(w + 1) + " waits for invalidation acks from dead server c" +
+                  std::to_string(x + 1) + " (blocking MESI invalidation)";
+        return;  // never acked
+      }
+      at(now_ + P.l2_lat / P.clock_ghz, [this, w, x, obj, n, pending, join] {
+        sv_[size_t(x)].held.erase(obj);
+        msg(x, true, double(n) * P.flit_bytes, [this, w, pending, join] {
+          msg(w, false, P.flit_bytes, [pending, join] {
+            if (*pending > 0 && --*pending == 0) (*join)();
+          });
+        });
+      });
+    });
+  }
+
+  // ---- scheduling ---------------------------------------------------------------------------
+  bool deps_done(int i) const {
+    for (int d : plan_.instances[size_t(i)].deps) if (runs_[size_t(d)].state != 2) return false;
+    return true;
+  }
+  bool placeable(int s) const {
+    const Server& x = sv_[size_t(s)];
+    if (!x.alive || x.running >= 0) return false;
+    // Scheduling Correctness Criterion (§III-B): never place a function on a server with
+    // pending invalidations (nor a fenced one)
+    if (dir_ && S.rule && !dir_->schedulable(s)) return false;
+    return true;
+  }
+
+  void schedule() {
+    if (scheduling_) return;
+    scheduling_ = true;
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      if (runs_[i].state != 0 || !deps_done(int(i))) continue;
+      int planned = plan_.instances[i].server;
+      if (!S.locality && sv_[size_t(planned)].alive) {
+        // the plan's schedule: per server, instances run in list order
+        bool earlier = false;
+        for (size_t j = 0; j < i; ++j)
+          if (runs_[j].state == 0 && plan_.instances[j].server == planned && sv_[size_t(planned)].alive) { earlier = true; break; }
+        if (!earlier && placeable(planned)) start(int(i), planned);
+        continue;
+      }
+      // locality-aware: the live, free, schedulable server where most predecessors ran
+      int best = -1, best_score = -1;
+      for (int s = 0; s < P.servers; ++s) {
+        if (!placeable(s)) continue;
+        int score = 0;
+        for (int d : plan_.instances[i].deps) score += runs_[size_t(d)].server == s;
+        if (score > best_score) { best = s; best_score = score; }
+      }
+      if (best >= 0) start(int(i), best);
+    }
+    scheduling_ = false;
+  }
+
+  void fail_server(int s) {
+    Server& x = sv_[size_t(s)];
+    if (!x.alive) return;
+    x.alive = false;
+    x.held.clear();
+    if (x.running >= 0) {  // the function dies with its server and is re-executed elsewhere
+      auto& r = runs_[size_t(x.running)];
+      r.state = 0; ++r.gen;
+      x.running = -1;
+    }
+    if (dir_) {  // the failure detector fences the server; its owed acks are retired
+      uint32_t ep = x.epoch;
+      at(now_ + P.fd_timeout_ns, [this, s, ep] { dir_->fence(s, ep); schedule(); });
+    }
+    schedule();
+  }
+};
+
+}  // namespace
+
+RunResult simulate(const Plan& plan, const std::string& params_path, const Scenario& sc) {
+  Params p = Params::load(params_path, sc.overrides);
+  Config c = Config::from(p, sc.config);
+  Sim sim(plan, p, c, sc);
+  return sim.run();
+}
+
+json::Value RunResult::to_json(const Plan& plan) const {
+  json::Value o = json::Value::object();
+  o["name"] = sc.name;
+  o["config"] = sc.config;
+  o["overrides"] = sc.overrides;
+  o["jitter"] = sc.jitter;
+  o["seed"] = (long long)sc.seed;
+  o["scheduler"] = sc.locality ? "locality" : "plan";
+  o["rule"] = sc.rule;
+  o["completed"] = completed;
+  o["stall"] = stall.empty() ? json::Value() : json::Value(stall);
+  o["makespan_ns"] = completed ? json::Value(makespan_ns) : json::Value();
+  o["get_ns"] = get_ns;
+  o["put_ns"] = put_ns;
+  o["compute_ns"] = compute_ns;
+  json::Value t = json::Value::object();
+  t["gets"]["hit"] = gets_hit;
+  t["gets"]["miss"] = gets_miss;
+  t["puts"]["no_inv"] = puts_no_inv;
+  t["puts"]["inv"] = puts_inv;
+  o["table_iv"] = t;
+  o["trace_events"] = (long long)events;
+  o["line_accesses"] = (long long)line_accesses;
+  o["l1_hits"] = (long long)l1_hits;
+  o["l1_misses"] = (long long)l1_misses;
+  o["l2_misses"] = (long long)dram_lines;
+  o["messages"] = (long long)messages;
+  o["sim_events"] = (long long)sim_events;
+  o["stale_reads"] = (long long)stale_reads;
+  o["inv_timeouts"] = (long long)inv_timeouts;
+  o["wall_s"] = wall_s;
+  o["replay_s"] = replay_s;
+  json::Value arr = json::Value::array();
+  for (size_t i = 0; i < inst.size(); ++i) {
+    const auto& r = inst[i];
+    json::Value x = json::Value::object();
+    x["function"] = plan.instances[i].function;
+    x["index"] = plan.instances[i].index;
+    x["server"] = r.server >= 0 ? json::Value("c" + std::to_string(r.server + 1)) : json::Value();
+    x["start_ns"] = r.start;
+    x["end_ns"] = r.end;
+    x["get_ns"] = r.get_ns;
+    x["compute_ns"] = r.compute_ns;
+    x["put_ns"] = r.put_ns;
+    x["get_hit"] = r.has_get ? json::Value(r.get_hit) : json::Value();
+    x["put_inv"] = r.has_put ? json::Value(r.put_inv) : json::Value();
+    x["restarts"] = r.restarts;
+    arr.push(x);
+  }
+  o["instances"] = arr;
+  return o;
+}
+
+}  // namespace apta
