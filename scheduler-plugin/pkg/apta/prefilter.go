@@ -27,9 +27,11 @@ func (pl *Apta) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	// leaves it an eligible node; an exclusion of every node is only ever judged on a new answer
 	// (FRESHNESS.md, "Snapshot reuse").
 	key := snapshotKey(req.inputs)
-	ans := pl.snaps.get(key, req.minSeq, req.instance)
+	ans, stale := pl.snaps.get(key, req.minSeq, req.instance)
 	if ans != nil && !pl.anyEligible(ans, req, nodes) {
 		ans = nil
+	} else if stale {
+		pl.refresh(key, req.inputs)
 	}
 	if ans == nil {
 		cctx, cancel := context.WithTimeout(ctx, pl.args.Timeout.Duration)
@@ -61,6 +63,26 @@ func (pl *Apta) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	cs.Write(stateKey, st)
 	logger(ctx).V(4).Info("control plane answered", "pod", klog.KObj(pod), "seq", ans.Seq, "inputs", req.inputs)
 	return nil, nil
+}
+
+// refresh asks the control plane in the background for key's next snapshot (refresh-ahead); a
+// failure forgets every snapshot, so the next pods ask themselves and fail closed.
+func (pl *Apta) refresh(key string, inputs []string) {
+	if !pl.snaps.beginRefresh(key) {
+		return
+	}
+	go func() {
+		defer pl.snaps.endRefresh(key)
+		ctx, cancel := context.WithTimeout(context.Background(), pl.args.Timeout.Duration)
+		defer cancel()
+		asked := pl.snaps.now()
+		ans, err := pl.client.Schedulable(ctx, inputs)
+		if err != nil {
+			pl.snaps.drop()
+			return
+		}
+		pl.snaps.put(key, ans, asked)
+	}()
 }
 
 // anyEligible: does the answer leave the pod a node whose compute server passes the rule?

@@ -14,11 +14,15 @@ import (
 // earlier than every put the pod depends on (TLA-C1), and it is still one snapshot per
 // decision (TLA-C2). Staleness within ttl is in the directions the contract allows: acks that
 // arrived since (pessimistic), puts the pod does not depend on (not required). FRESHNESS.md.
+//
+// Refresh-ahead: a snapshot older than ttl/2 still serves, and starts one background call for its
+// key, so under a steady stream of pods no pod waits for the control plane.
 type snapshots struct {
-	mu    sync.Mutex
-	ttl   time.Duration
-	now   func() time.Time
-	byKey map[string]snapshot
+	mu       sync.Mutex
+	ttl      time.Duration
+	now      func() time.Time
+	byKey    map[string]snapshot
+	inflight map[string]bool // keys with a background refresh under way
 }
 
 type snapshot struct {
@@ -27,7 +31,7 @@ type snapshot struct {
 }
 
 func newSnapshots(ttl time.Duration) *snapshots {
-	return &snapshots{ttl: ttl, now: time.Now, byKey: map[string]snapshot{}}
+	return &snapshots{ttl: ttl, now: time.Now, byKey: map[string]snapshot{}, inflight: map[string]bool{}}
 }
 
 // snapshotKey names a declared-input set; nil (undeclared) and empty differ from any set.
@@ -41,18 +45,37 @@ func snapshotKey(inputs []string) string {
 }
 
 // get returns a reusable answer for key, or nil: none, expired, older than minSeq, or of
-// another control-plane instance than the pod's min-seq ("" = any).
-func (s *snapshots) get(key string, minSeq uint64, instance string) *controlplane.SchedulableAnswer {
+// another control-plane instance than the pod's min-seq ("" = any). stale: the answer is past
+// ttl/2 and no refresh of key is under way (the caller should start one: beginRefresh).
+func (s *snapshots) get(key string, minSeq uint64, instance string) (ans *controlplane.SchedulableAnswer, stale bool) {
 	if s.ttl <= 0 {
-		return nil
+		return nil, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.byKey[key]
-	if !ok || s.now().Sub(e.at) >= s.ttl || e.ans.Seq < minSeq || (instance != "" && e.ans.Instance != instance) {
-		return nil
+	age := s.now().Sub(e.at)
+	if !ok || age >= s.ttl || e.ans.Seq < minSeq || (instance != "" && e.ans.Instance != instance) {
+		return nil, false
 	}
-	return e.ans
+	return e.ans, age >= s.ttl/2 && !s.inflight[key]
+}
+
+// beginRefresh claims the one background refresh of key; false if one is under way.
+func (s *snapshots) beginRefresh(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight[key] {
+		return false
+	}
+	s.inflight[key] = true
+	return true
+}
+
+func (s *snapshots) endRefresh(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, key)
 }
 
 // put records a new answer, aged from when it was asked for (the snapshot is no older).
@@ -64,6 +87,9 @@ func (s *snapshots) put(key string, a *controlplane.SchedulableAnswer, asked tim
 	defer s.mu.Unlock()
 	if len(s.byKey) > 1024 { // bounded: input sets of many different pods
 		s.byKey = map[string]snapshot{}
+	}
+	if e, ok := s.byKey[key]; ok && e.at.After(asked) {
+		return // a newer answer arrived first (a refresh and a pod's own call raced)
 	}
 	s.byKey[key] = snapshot{ans: a, at: asked}
 }

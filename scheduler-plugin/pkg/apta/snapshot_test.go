@@ -49,7 +49,8 @@ func TestSnapshotReuse(t *testing.T) {
 	step("first pod asks", pre("a", y), true, 1)
 	step("same inputs within the TTL: reused", pre("b", y), true, 1)
 	step("other inputs: asked", pre("c", map[string]string{AnnotationInputs: "z"}), true, 2)
-	seq := pl.snaps.get(snapshotKey([]string{"y"}), 0, "").Seq
+	cur, _ := pl.snaps.get(snapshotKey([]string{"y"}), 0, "")
+	seq := cur.Seq
 	step("min-seq above the snapshot's: asked", pre("d", map[string]string{AnnotationInputs: "y", AnnotationMinSeq: strconv.FormatUint(seq+1, 10)}), false, 3)
 	// min-seq of another control-plane instance: not comparable, refused (and not reused)
 	step("min-seq of another instance", pre("d2", map[string]string{AnnotationInputs: "y", AnnotationMinSeq: "1", AnnotationMinSeqInstance: "restarted"}), false, 4)
@@ -71,4 +72,51 @@ func TestSnapshotReuse(t *testing.T) {
 	pl.snaps.ttl = 0
 	step("ttl 0", pre("i", y), true, 11)
 	step("ttl 0 again", pre("j", y), true, 12)
+}
+
+// Refresh-ahead: a snapshot past half its TTL still serves, and one background call replaces it,
+// so the next pods neither wait nor ask (without it the first snapshot would have expired).
+func TestSnapshotRefreshAhead(t *testing.T) {
+	calls, ts, _ := counted(t)
+	pl := newPlugin(t, ts.URL)
+	var clock atomic.Int64
+	clock.Store(time.Unix(1000, 0).UnixNano())
+	pl.snaps.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	ttl := pl.args.SnapshotTTL.Duration
+	nodes := []fwk.NodeInfo{nodeInfo(node("n1", "s1")), nodeInfo(node("n2", "s2")), nodeInfo(node("n3", "s3"))}
+	pre := func(name string) {
+		t.Helper()
+		if _, s := pl.PreFilter(context.Background(), framework.NewCycleState(), aptaPod(name, map[string]string{AnnotationInputs: "y"}), nodes); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+	}
+	settled := func() {
+		t.Helper()
+		for i := 0; i < 200; i++ {
+			pl.snaps.mu.Lock()
+			busy := len(pl.snaps.inflight) > 0
+			pl.snaps.mu.Unlock()
+			if !busy {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatal("background refresh never finished")
+	}
+	pre("a")
+	if n := atomic.LoadInt64(calls); n != 1 {
+		t.Fatalf("%d calls, want 1", n)
+	}
+	clock.Add(int64(ttl * 3 / 4))
+	pre("b") // served by the first snapshot; starts the refresh
+	settled()
+	if n := atomic.LoadInt64(calls); n != 2 {
+		t.Fatalf("%d calls after the refresh, want 2", n)
+	}
+	clock.Add(int64(ttl / 4)) // the first snapshot has expired now; the refreshed one is young
+	pre("c")
+	settled()
+	if n := atomic.LoadInt64(calls); n != 2 {
+		t.Fatalf("%d calls: the refreshed snapshot was not used", n)
+	}
 }
