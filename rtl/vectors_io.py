@@ -90,17 +90,23 @@ def _cells(ms: bool = False) -> tuple[str, ...] | None:
     return tuple(cells.ids() + (cells.ids("ms") if ms else []))
 
 
-def validate(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
-    """Check one scenario against the schema; raises VectorError("<field>: <problem>").
-    known_cells None: any cell id is accepted (load_vectors passes rtl/cells.py's)."""
+def _header(sc: dict, known_cells: tuple[str, ...] | None, param_names: tuple[str, ...]) -> dict:
+    """id, config, cell and the positive integer params every scenario starts with."""
     if not isinstance(sc, dict):
         raise _Bad("(scenario)", f"expected a JSON object, got {type(sc).__name__}")
     _str(sc, "id", "")
     _str(sc, "config", "")
     _str(sc, "cell", "", known_cells, "cell")
     params = _get(sc, "params", "")
-    for p in PARAMS:
+    for p in param_names:
         _int(params, p, "params", 1)
+    return params
+
+
+def validate(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
+    """Check one scenario against the schema; raises VectorError("<field>: <problem>").
+    known_cells None: any cell id is accepted (load_vectors passes rtl/cells.py's)."""
+    params = _header(sc, known_cells, PARAMS)
     n = params["servers"]
     maxpend = params["maxPendPerServer"]
     objs = _get(sc, "objects", "")
@@ -203,14 +209,7 @@ def line_word(obj: int, line: int, val: int) -> int:
 
 def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
     """Check one memory-server scenario; raises VectorError("<field>: <problem>")."""
-    if not isinstance(sc, dict):
-        raise _Bad("(scenario)", f"expected a JSON object, got {type(sc).__name__}")
-    _str(sc, "id", "")
-    _str(sc, "config", "")
-    _str(sc, "cell", "", known_cells, "cell")
-    params = _get(sc, "params", "")
-    for p in MS_PARAMS:
-        _int(params, p, "params", 1)
+    params = _header(sc, known_cells, MS_PARAMS)
     n, nl = params["servers"], params["linesPerObject"]
     objs = _get(sc, "objects", "")
     if not isinstance(objs, dict) or not objs:

@@ -427,13 +427,26 @@ class Translator:
             else:
                 raise CheckError(f"inconsistent trace: {rule} with no request waiting for an entry")
         # commits inside the rule (TryCommits): a Commit stimulus after the rule's own
-        for s in range(self.nslots):
-            a, b = pre.slot(s), post.slot(s)
-            if a["st"] == "SlotOpen" and b["st"] == "SlotDraining":
-                stimuli.append(self.req("Commit", b["owner"], b["epoch"], b["obj"]))
-                resp.append(self.resp("Commit", b["owner"], b["obj"], "Committed"))
+        for _k, b in self._commits(pre, post):
+            stimuli.append(self.req("Commit", b["owner"], b["epoch"], b["obj"]))
+            resp.append(self.resp("Commit", b["owner"], b["obj"], "Committed"))
         if not stimuli:
             return self._no_step(rule, pre, post)
+        snp = self._snps(rule, pre, post, pend_own, self.ext)
+        return {"rule": self._rule_text(rule, params), "stimuli": stimuli,
+                "expect": {"resp": resp, "snp": snp, "ackResult": ack_results,
+                           "ctrlResp": ctrl_resp, "state": post.core()}}
+
+    def _commits(self, pre: View, post: View):
+        """The slots a step committed (TryCommits inside the rule): (slot, its post state)."""
+        for k in range(self.nslots):
+            a, b = pre.slot(k), post.slot(k)
+            if a["st"] == "SlotOpen" and b["st"] == "SlotDraining":
+                yield k, b
+
+    def _snps(self, rule: str, pre: View, post: View, pend_own: dict, ext) -> list[dict]:
+        """One BISnp per OIC counter increment beyond the step's own decrements, addressed with
+        the server's epoch; ext(o) gives the object's fields."""
         snp = []
         for o in range(self.nobj):
             for d in range(self.n):
@@ -441,10 +454,8 @@ class Translator:
                 if inc < 0:
                     raise CheckError(f"inconsistent trace: {rule}: pend[{o}][{d}] fell by {-inc} "
                                      "more than the step explains")
-                snp += [{"server": d, "epoch": pre.mepoch(d), **self.ext(o)}] * inc
-        return {"rule": self._rule_text(rule, params), "stimuli": stimuli,
-                "expect": {"resp": resp, "snp": snp, "ackResult": ack_results,
-                           "ctrlResp": ctrl_resp, "state": post.core()}}
+                snp += [{"server": d, "epoch": pre.mepoch(d), **ext(o)}] * inc
+        return snp
 
     def _no_step(self, rule: str, pre: View, post: View) -> None:
         """A rule the core does not see must not change what the core holds."""
@@ -637,21 +648,12 @@ class MsTranslator(Translator):
             err += ["fenceAbort"] * sum(1 for k in range(self.nslots)
                                         if pre.slot(k)["st"] == "SlotOpen" and post.slot(k)["st"] == "SlotFree")
         # commits inside the rule (TryCommits)
-        for k in range(self.nslots):
-            a, b = pre.slot(k), post.slot(k)
-            if a["st"] == "SlotOpen" and b["st"] == "SlotDraining":
-                rsp.append({"op": "PutCommit", "server": b["owner"], "epoch": b["epoch"], "obj": b["obj"] + 1,
-                            "txn": self.slot_txn[k]})
+        for k, b in self._commits(pre, post):
+            rsp.append({"op": "PutCommit", "server": b["owner"], "epoch": b["epoch"], "obj": b["obj"] + 1,
+                        "txn": self.slot_txn[k]})
         if not stimuli:
             return self._no_ms_step(rule, pre, post)
-        snp = []
-        for o in range(self.nobj):
-            for d in range(self.n):
-                inc = post.pend(o, d) - pend_own[(o, d)]
-                if inc < 0:
-                    raise CheckError(f"inconsistent trace: {rule}: pend[{o}][{d}] fell by {-inc} "
-                                     "more than the step explains")
-                snp += [{"server": d, "epoch": pre.mepoch(d), "obj": o + 1}] * inc
+        snp = self._snps(rule, pre, post, pend_own, lambda o: {"obj": o + 1})
         return {"rule": self._rule_text(rule, params), "stimuli": stimuli,
                 "expect": {"rsp": rsp, "snp": snp, "ctrlResp": ctrl_resp, "err": sorted(err),
                            "state": post.ms()}}
