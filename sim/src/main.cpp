@@ -2,6 +2,9 @@
 //   apta-sim --plan PLAN --scenarios SC [--params sim/params.json] --out RESULTS [--quiet]
 //   apta-sim --replay-vectors build/vectors/<cfg>.jsonl [--mutant sa_get_to_s]
 //   apta-sim --check-trace DIR          (parse one trace directory, print its statistics)
+#ifndef APTA_DEFAULT_PARAMS
+#define APTA_DEFAULT_PARAMS "sim/params.json"
+#endif
 #include <unistd.h>
 
 #include <chrono>
@@ -36,7 +39,7 @@ static int usage() {
 }
 
 int main(int argc, char** argv) {
-  std::string plan_path, sc_path, out_path, params_path = "sim/params.json", vectors, mutant, check_dir;
+  std::string plan_path, sc_path, out_path, params_path = APTA_DEFAULT_PARAMS, vectors, mutant, check_dir;
   bool quiet = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
