@@ -31,6 +31,7 @@ help:
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
 	@echo "make sim         build the trace-replay simulator (sim/) into build/simulator/"
+	@echo "make test-qemu   3 QEMU CXL guests sharing one region (kill, reboot, rejoin) + the memory-server daemon on rings"
 	@echo "make eval         the paper's evaluation on the simulator -> build/eval/REPORT.md (+ results.json, plots)"
 	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
 	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (part of make test)"
@@ -95,9 +96,9 @@ vectors: deps-murphi venv
 # the same regression: the core's and the memory server's vectors replay on them, and the same
 # 100k-operation stress run (every cell must be hit there too).
 # Then the scheduler plugin: Go unit tests and the e2e on a real etcd + kube-apiserver (test-scheduler).
-test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim
+test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon
 	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
-	@APTA_RTL=1 APTA_REAL_TRACES=1 nice -n 10 $(PY) -m pytest tests -q
+	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
 	RTL_DIR=build/synth $(RTL_PYTEST) -rs tests/rtl
 	echo "--- the kube-scheduler plugin: unit tests, e2e on etcd + kube-apiserver with its negative control ---"
@@ -140,6 +141,21 @@ eval: traces sim venv
 # Simulator speed (trace events/s through the replay loop, one core) -> build/bench/sim.json
 bench-sim: traces sim venv
 	nice -n 10 $(PY) sim/bench.py --size $(TRACE_SIZE)
+
+# --- CXL emulation (qemu-cxl/README.md) ---------------------------------------------------------
+# The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/
+# image/ (cached); the memory-server daemon (the Verilated ms3 top behind the rings of
+# qemu-cxl/RINGS.md) -> build/qemu-cxl/daemon/. test-qemu boots 3 TCG guests on one shared region.
+.PHONY: qemu-image daemon test-qemu
+qemu-image:
+	nice -n 10 python3 qemu-cxl/image.py
+
+daemon: rtl deps-rtl-sim
+	@$(APT) g++ make
+	nice -n 10 $(MAKE) -C qemu-cxl/daemon
+
+test-qemu: venv qemu-image
+	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl

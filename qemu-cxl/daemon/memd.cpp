@@ -1,0 +1,1128 @@
+// apta-memd: the host memory-server daemon of the CXL emulation (qemu-cxl/daemon/README.md).
+//
+// Runs the Verilated memory-server top (build/rtl/<variant>/MemoryServer.sv, rtl/MEMSERVER.md)
+// one clock cycle per loop iteration and connects its ports to the shared region file that backs
+// every guest's CXL device (qemu-cxl/RINGS.md):
+//   guest g's request ring  -> io_req_<g> (ObjGet, PutPrepare, PutLine, Rejoin), io_birsp (ObjBIRsp)
+//   io_rsp                  -> the response ring of the flit's server
+//   io_snp                  -> the invalidation ring of the flit's server
+//   AXI4 master             -> the region's data area (single-beat reads and writes)
+//   io_ctrl                 <- the failure detector (heartbeat lease) and the HTTP API
+//   io_status_*, io_query   -> the control-plane API (scheduler-plugin/api/controlplane.yaml)
+//   io_mapUpd               <- POST /v1/objects
+// Nothing a guest writes is trusted: a request's compute-server id is the ring it came through,
+// every slot is checked with the generated codec before it reaches the RTL, and a malformed slot
+// is answered with a refusal slot (RINGS.md) while the daemon carries on.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "VMemoryServer.h"
+#include "verilated.h"
+
+extern "C" {
+#include "apta_layout.h"
+#include "apta_msg.h"
+}
+
+namespace {
+
+constexpr unsigned N = APTA_P_servers;  // compute servers of the RTL variant = guests
+constexpr unsigned LINE = 64;            // bytes per AXI beat (dataBits 512)
+static_assert(APTA_P_dataBits == 8 * LINE, "one cache line per AXI beat");
+static_assert(APTA_FLIT_BYTES <= APTA_SLOT_FLIT_ROOM, "a flit must fit a ring slot");
+static_assert(N <= APTA_MAX_GUESTS, "more servers than guest areas");
+
+using Flit = std::array<uint8_t, APTA_FLIT_BYTES>;
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// One line per state change on stderr, with a wall-clock stamp relative to the start.
+uint64_t g_t0 = now_ns();
+void say(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "apta-memd %9.3f ", double(now_ns() - g_t0) / 1e9);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+// ---- Verilator wide signals <-> flit bytes (both little-endian, 32-bit words) ----------------
+template <class W>
+void to_wide(W& w, const uint8_t* bytes, size_t n) {
+  for (size_t i = 0; i < sizeof(w) / 4; i++) w[i] = 0;
+  memcpy(&w[0], bytes, n);
+}
+template <class W>
+void from_wide(uint8_t* bytes, const W& w, size_t n) {
+  memcpy(bytes, &w[0], n);
+}
+
+const char* const ERR_NAME[16] = {"none", "badFlit", "wrongPort", "zombie", "unknownObj", "badMapEntry",
+                                  "overLong", "noTxn", "txnMismatch", "lineRange", "timeout", "fenceAbort",
+                                  "axiError", "?", "?", "?"};
+
+// ---- the shared region --------------------------------------------------------------------------
+struct Region {
+  uint8_t* base = nullptr;
+  uint64_t bytes = 0;
+  uint32_t slots = APTA_DEFAULT_SLOTS;
+  uint64_t data_bytes() const { return bytes - APTA_DATA_OFFSET; }
+  uint64_t ld64(uint64_t off) const {
+    return __atomic_load_n(reinterpret_cast<const uint64_t*>(base + off), __ATOMIC_ACQUIRE);
+  }
+  void st64(uint64_t off, uint64_t v) { __atomic_store_n(reinterpret_cast<uint64_t*>(base + off), v, __ATOMIC_RELEASE); }
+};
+
+// A ring the daemon produces into (response, invalidation): the daemon keeps its own head, and a
+// bounded backlog for when the guest does not consume (a dead guest must never block the RTL's
+// shared rsp/snp ports, P4; what overflows the backlog is dropped, as the link drops messages to
+// a crashed server).
+struct OutRing {
+  uint64_t off = 0, head = 0;
+  uint32_t seq = 0;
+  struct Slot { Flit flit; uint16_t refused; uint32_t seq; };
+  std::deque<Slot> backlog;
+  uint64_t dropped = 0;
+};
+constexpr size_t BACKLOG_MAX = 4096;
+
+struct Guest {
+  uint64_t req_off = 0, req_tail = 0;  // request ring: the daemon is its consumer
+  OutRing rsp, inv;
+  std::deque<Flit> req_q;              // requests read from the ring, waiting for io_req_<g>
+  std::deque<Flit> ack_q;              // ObjBIRsp read from the ring, waiting for io_birsp
+  uint64_t hb_last = 0, hb_change_ns = 0;
+  bool broken = false;                 // head ran away: rings ignored until head - tail <= S again
+  uint64_t refusals = 0, requests = 0;
+  long qemu_pid = 0;                   // the live QEMU pid last read from its pidfile (0: none)
+  uint64_t pid_checked_ns = 0;
+};
+constexpr size_t REQ_Q_MAX = 8;        // read-ahead of a guest's requests (acks must not wait behind them)
+constexpr size_t ACK_Q_MAX = 1024;
+
+struct Options {
+  std::string file;
+  bool init = false, stats = false, trace = false;
+  uint32_t slots = APTA_DEFAULT_SLOTS;
+  int port = 0;                        // HTTP port on 127.0.0.1; 0 = no API
+  uint64_t lease_ms = APTA_LEASE_MS;
+  std::vector<std::string> names;      // compute-server names of the API
+  std::string pidfile;                 // printf pattern of guest g's QEMU pidfile (%u = g); "" = none
+};
+
+class Daemon {
+ public:
+  Daemon(const Options& o, VerilatedContext* ctx) : opt_(o), top_(new VMemoryServer(ctx)) {
+    instance_ = "apta-memd-" + std::to_string(getpid()) + "-" + std::to_string(now_ns());
+  }
+  int open_region();
+  void reset();
+  void run();
+  void stats(double secs) const;
+
+  // ---- used by the HTTP API --------------------------------------------------------------------
+  struct ObjState { bool hit; unsigned state, sharers, schedFor; unsigned pend[N]; };
+  struct Snapshot {
+    uint64_t seq; unsigned fenced, pending, schedulable, epoch[N];
+    bool live[N];
+    std::map<uint32_t, ObjState> objs;
+  };
+  bool snapshot(const std::vector<uint32_t>& objs, Snapshot& s, std::string& err);
+  bool map_update(uint32_t obj, uint64_t base, unsigned size, bool valid, std::string& err);
+  bool ctrl_and_wait(unsigned op, unsigned g, std::string& err, unsigned& epoch_out);
+  const std::string& name(unsigned g) const { return opt_.names[g]; }
+  int server_by_name(const std::string& s) const {
+    for (unsigned g = 0; g < N; g++)
+      if (opt_.names[g] == s) return int(g);
+    return -1;
+  }
+  const std::string& instance() const { return instance_; }
+  const std::map<uint32_t, std::pair<uint64_t, unsigned>>& objects() const { return objects_; }
+  uint64_t version(uint32_t o) const { auto it = versions_.find(o); return it == versions_.end() ? 0 : it->second; }
+  bool live(unsigned g, uint64_t t) const { return t - guests_[g].hb_change_ns < opt_.lease_ms * 1000000ull; }
+
+  int listen_fd = -1;
+
+ private:
+  void cycle();
+  void pull_ring(unsigned g);
+  void refuse(unsigned g, const uint8_t* slot, uint16_t code, const char* why);
+  void emit(OutRing& r, const Flit& f, uint16_t refused, uint32_t seq, unsigned g, const char* what);
+  void flush(OutRing& r);
+  void on_rsp(const Flit& f);
+  void on_snp(const Flit& f);
+  void on_ctrl_resp(const Flit& f);
+  void on_err();
+  void trace(const char* port, const Flit& f);
+  void housekeeping(uint64_t t);
+  void fence(unsigned g, const char* why);
+  void watch_qemu(unsigned g);
+  unsigned epoch_of(unsigned g) const;
+  void serve_http(uint64_t wait_ns);
+  struct Conn { int fd; std::string in; uint64_t deadline; };
+  std::vector<Conn> conns_;
+
+  Options opt_;
+  std::unique_ptr<VMemoryServer> top_;
+  Region R_;
+  Guest guests_[N];
+  std::string instance_;
+
+  // input ports: what is on the pins this cycle (held until the handshake)
+  bool req_valid_[N] = {};
+  bool ack_valid_ = false;
+  unsigned ack_from_ = 0, ack_rr_ = 0;
+  std::deque<Flit> ctrl_q_;
+  struct MapUpd { uint32_t obj; uint64_t base; unsigned size; bool valid; };
+  std::deque<MapUpd> map_q_;
+  std::deque<uint32_t> query_q_;
+  bool gate_inputs_ = false;           // hold guests' inputs while the API reads a consistent snapshot
+
+  // AXI slave state: accepted reads waiting for R; write addresses and data waiting to pair; Bs
+  struct Rd { unsigned id; uint64_t addr; };
+  std::deque<Rd> rd_q_;
+  std::deque<Rd> aw_q_;
+  struct Wd { std::array<uint8_t, LINE> data; uint64_t strb; };
+  std::deque<Wd> w_q_;
+  struct Bresp { unsigned id, resp; };
+  std::deque<Bresp> b_q_;
+
+  // observed outputs the API waits for
+  std::deque<uint32_t> map_done_;
+  std::deque<Flit> ctrl_resp_;
+  std::deque<std::pair<uint32_t, ObjState>> query_resp_;
+
+  std::map<uint32_t, std::pair<uint64_t, unsigned>> objects_;  // registered: obj -> (base, size)
+  std::map<uint32_t, uint64_t> versions_;                       // PutCommits seen per object
+  uint64_t commit_hi_ = 0;                                      // commitSeq widened to 64 bits
+  uint32_t commit_last_ = 0;
+  unsigned fenced_last_ = 0;
+  unsigned fence_queued_ = 0;                                   // Fence on io_ctrl not yet echoed
+  uint64_t slept_ns_ = 0;
+  uint64_t err_logged_ = 0;
+
+ public:
+  uint64_t cycles = 0, req_fires = 0, ack_fires = 0, rsp_out = 0, snp_out = 0, axi_rd = 0, axi_wr = 0;
+};
+
+// ---- the region ---------------------------------------------------------------------------------
+int Daemon::open_region() {
+  int fd = open(opt_.file.c_str(), O_RDWR);
+  if (fd < 0) { perror(opt_.file.c_str()); return -1; }
+  struct stat st;
+  if (fstat(fd, &st) < 0) { perror("fstat"); return -1; }
+  R_.bytes = uint64_t(st.st_size);
+  if (R_.bytes < APTA_DATA_OFFSET + 4096) {
+    say("%s: %" PRIu64 " bytes, needs more than the data offset %llu", opt_.file.c_str(), R_.bytes,
+         APTA_DATA_OFFSET);
+    return -1;
+  }
+  void* p = mmap(nullptr, R_.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) { perror("mmap"); return -1; }
+  R_.base = static_cast<uint8_t*>(p);
+  uint8_t* b = R_.base;
+  if (opt_.init) {
+    if (opt_.slots == 0 || (opt_.slots & (opt_.slots - 1)) || opt_.slots > APTA_MAX_SLOTS) {
+      say("--slots %u: a power of two <= %u", opt_.slots, APTA_MAX_SLOTS);
+      return -1;
+    }
+    memset(b, 0, APTA_HEADER_BYTES);
+    for (unsigned g = 0; g < N; g++) memset(b + apta_guest_off(g), 0, APTA_GUEST_STRIDE);
+    memcpy(b + APTA_HDR_MAGIC, APTA_MAGIC, APTA_MAGIC_BYTES);
+    apta_st32(b, APTA_HDR_VERSION, APTA_LAYOUT_VERSION);
+    apta_st32(b, APTA_HDR_GUESTS, N);
+    apta_st32(b, APTA_HDR_RING_SLOTS, opt_.slots);
+    apta_st32(b, APTA_HDR_SLOT_BYTES, APTA_SLOT_BYTES);
+    apta_st64(b, APTA_HDR_DATA_OFFSET, APTA_DATA_OFFSET);
+    apta_st64(b, APTA_HDR_DATA_BYTES, R_.data_bytes());
+    say("initialized %s: %u guests, %u slots, %" PRIu64 " data bytes", opt_.file.c_str(), N, opt_.slots,
+         R_.data_bytes());
+  } else if (memcmp(b + APTA_HDR_MAGIC, APTA_MAGIC, APTA_MAGIC_BYTES) != 0 ||
+             apta_ld32(b, APTA_HDR_VERSION) != APTA_LAYOUT_VERSION || apta_ld32(b, APTA_HDR_GUESTS) != N ||
+             apta_ld32(b, APTA_HDR_SLOT_BYTES) != APTA_SLOT_BYTES ||
+             apta_ld64(b, APTA_HDR_DATA_OFFSET) != APTA_DATA_OFFSET) {
+    say("%s: no layout v%u header for %u guests (use --init)", opt_.file.c_str(), APTA_LAYOUT_VERSION, N);
+    return -1;
+  }
+  R_.slots = apta_ld32(b, APTA_HDR_RING_SLOTS);
+  if (R_.slots == 0 || (R_.slots & (R_.slots - 1)) || R_.slots > APTA_MAX_SLOTS) {
+    say("header: ring slots %u not a power of two <= %u", R_.slots, APTA_MAX_SLOTS);
+    return -1;
+  }
+  apta_st32(b, APTA_HDR_DAEMON_STATE, APTA_DAEMON_STARTING);
+  uint64_t t = now_ns();
+  for (unsigned g = 0; g < N; g++) {
+    Guest& G = guests_[g];
+    G.req_off = apta_ring_off(g, APTA_RING_REQUEST);
+    G.rsp.off = apta_ring_off(g, APTA_RING_RESPONSE);
+    G.inv.off = apta_ring_off(g, APTA_RING_INVALIDATION);
+    // Resume where the previous daemon stopped: the daemon is the only writer of these words.
+    G.req_tail = R_.ld64(G.req_off + APTA_RING_TAIL);
+    G.rsp.head = R_.ld64(G.rsp.off + APTA_RING_HEAD);
+    G.inv.head = R_.ld64(G.inv.off + APTA_RING_HEAD);
+    G.hb_last = R_.ld64(apta_guest_off(g) + APTA_CTL_HEARTBEAT);
+    G.hb_change_ns = t;  // every guest gets one lease from the daemon's start
+  }
+  return 0;
+}
+
+unsigned Daemon::epoch_of(unsigned g) const {
+  unsigned e[N] = {};
+#define X(i) e[i] = top_->io_status_epoch_##i;
+  APTA_FOR_EACH_SERVER(X)
+#undef X
+  return e[g];
+}
+
+void Daemon::reset() {
+  VMemoryServer& t = *top_;
+  t.reset = 1;
+  for (int i = 0; i < 4; i++) {
+    t.clock = 0; t.eval();
+    t.clock = 1; t.eval();
+  }
+  t.reset = 0;
+  t.clock = 0; t.eval();
+  commit_last_ = t.io_status_commitSeq;
+  fenced_last_ = t.io_status_fenced;
+}
+
+// ---- rings --------------------------------------------------------------------------------------
+void Daemon::refuse(unsigned g, const uint8_t* slot, uint16_t code, const char* why) {
+  Guest& G = guests_[g];
+  G.refusals++;
+  Flit f;
+  memcpy(f.data(), slot + APTA_SLOT_FLIT, APTA_FLIT_BYTES);  // the refused flit, echoed verbatim
+  uint32_t seq = apta_ld32(slot, APTA_SLOT_SEQ);
+  if (G.refusals <= 20 || G.refusals % 1000 == 0)
+    say("error: guest %u slot seq %u refused (%s, %s)%s", g, seq, ERR_NAME[code], why,
+         G.refusals == 20 ? " [further refusals of this guest logged every 1000th]" : "");
+  emit(G.rsp, f, code, seq, g, "refusal");
+}
+
+// Reads guest g's request ring into its request / ack queues (refusing what the RTL must not see).
+void Daemon::pull_ring(unsigned g) {
+  Guest& G = guests_[g];
+  uint64_t head = R_.ld64(G.req_off + APTA_RING_HEAD);
+  if (head - G.req_tail > R_.slots) {  // also catches head < tail (u64 wrap)
+    if (!G.broken) {
+      G.broken = true;
+      say("error: guest %u request ring head %" PRIu64 " runs away from tail %" PRIu64 " (S %u): ring ignored",
+           g, head, G.req_tail, R_.slots);
+      fence(g, "broken ring");
+    }
+    return;
+  }
+  if (G.broken) {
+    G.broken = false;
+    say("guest %u request ring sane again (head %" PRIu64 ", tail %" PRIu64 ")", g, head, G.req_tail);
+  }
+  // A few slots per cycle: enough to keep the port busy, bounded so one guest cannot hog the loop.
+  uint64_t tail0 = G.req_tail;
+  for (int n = 0; n < 4 && G.req_tail < head; n++) {
+    const uint8_t* slot = R_.base + apta_slot_off(G.req_off, G.req_tail, R_.slots);
+    Flit f;
+    memcpy(f.data(), slot + APTA_SLOT_FLIT, APTA_FLIT_BYTES);
+    uint16_t fb = apta_ld16(slot, APTA_SLOT_FLIT_BITS);
+    int field = 0, e = 0;
+    unsigned op = apta_opcode(f.data());
+    bool is_ack = op == APTA_OP_ObjBIRsp;
+    if (!is_ack && G.req_q.size() >= REQ_Q_MAX) break;  // the RTL port is behind: leave it in the ring
+    if (is_ack && G.ack_q.size() >= ACK_Q_MAX) break;
+    if (fb != APTA_FLIT_BITS) {
+      refuse(g, slot, APTA_REFUSED_BADFLIT, "flit_bits");
+    } else if ((e = apta_check(f.data(), &field)) != 0) {
+      char why[64];
+      snprintf(why, sizeof why, "msg error %d field %d opcode %u", e, field, op);
+      refuse(g, slot, APTA_REFUSED_BADFLIT, why);
+    } else if (!(((APTA_CHANNEL_REQ_OPS | APTA_CHANNEL_BIRSP_OPS) >> op) & 1u)) {
+      refuse(g, slot, APTA_REFUSED_BADFLIT, apta_msg_name(op));
+    } else if (apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits) != g) {
+      // every message has `server` first, right above the opcode (messages.json, checked by tests)
+      refuse(g, slot, APTA_REFUSED_WRONGPORT, "server field is not the ring's");
+    } else {
+      (is_ack ? G.ack_q : G.req_q).push_back(f);
+    }
+    G.req_tail++;
+  }
+  // stored only when it moved: the guest polls this line, a store per cycle would bounce it
+  if (G.req_tail != tail0) R_.st64(G.req_off + APTA_RING_TAIL, G.req_tail);
+}
+
+void Daemon::flush(OutRing& r) {
+  while (!r.backlog.empty()) {
+    uint64_t tail = R_.ld64(r.off + APTA_RING_TAIL);
+    if (r.head - tail >= R_.slots) return;  // full (or a garbage tail: treated as full)
+    const OutRing::Slot& s = r.backlog.front();
+    uint8_t* slot = R_.base + apta_slot_off(r.off, r.head, R_.slots);
+    memset(slot, 0, APTA_SLOT_BYTES);
+    apta_st16(slot, APTA_SLOT_FLIT_BITS, APTA_FLIT_BITS);
+    apta_st16(slot, APTA_SLOT_REFUSED, s.refused);
+    apta_st32(slot, APTA_SLOT_SEQ, s.seq);
+    memcpy(slot + APTA_SLOT_FLIT, s.flit.data(), APTA_FLIT_BYTES);
+    r.head++;
+    R_.st64(r.off + APTA_RING_HEAD, r.head);  // release: the slot is visible before head
+    r.backlog.pop_front();
+  }
+}
+
+void Daemon::emit(OutRing& r, const Flit& f, uint16_t refused, uint32_t seq, unsigned g, const char* what) {
+  if (r.backlog.size() >= BACKLOG_MAX) {
+    if (r.dropped++ == 0) say("error: guest %u does not consume its %s ring: dropping", g, what);
+    return;
+  }
+  r.backlog.push_back({f, refused, refused ? seq : r.seq++});
+  flush(r);
+}
+
+void Daemon::trace(const char* port, const Flit& f) {
+  if (!opt_.trace) return;
+  unsigned op = apta_opcode(f.data());
+  say("trace %s cycle %" PRIu64 " %s server %u epoch %u obj %u", port, cycles, apta_msg_name(op),
+      unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits)),
+      unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS + APTA_P_serverBits, APTA_P_epochBits)),
+      op == APTA_OP_Rejoin || op == APTA_OP_RejoinAck || op == APTA_OP_Fence
+          ? 0u : unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS + APTA_P_serverBits + APTA_P_epochBits, APTA_P_objIdBits)));
+}
+
+// ---- RTL outputs --------------------------------------------------------------------------------
+void Daemon::on_rsp(const Flit& f) {
+  unsigned g = unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits));
+  unsigned op = apta_opcode(f.data());
+  if (g >= N) { say("error: rsp flit for server %u", g); return; }
+  rsp_out++;
+  if (op == APTA_OP_PutCommit) {
+    apta_PutCommit m;
+    apta_unpack_PutCommit(f.data(), &m);
+    versions_[m.obj]++;
+  } else if (op == APTA_OP_RejoinAck) {
+    apta_RejoinAck m;
+    apta_unpack_RejoinAck(f.data(), &m);
+    say("rejoin: guest %u in epoch %u", g, m.epoch);
+    guests_[g].hb_change_ns = now_ns();  // a fresh lease from the rejoin
+  }
+  emit(guests_[g].rsp, f, 0, 0, g, "response");
+}
+
+void Daemon::on_snp(const Flit& f) {
+  unsigned g = unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits));
+  if (g >= N) { say("error: snp flit for server %u", g); return; }
+  snp_out++;
+  emit(guests_[g].inv, f, 0, 0, g, "invalidation");
+}
+
+void Daemon::on_ctrl_resp(const Flit& f) {
+  unsigned op = apta_opcode(f.data());
+  unsigned g = unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits));
+  unsigned e = unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS + APTA_P_serverBits, APTA_P_epochBits));
+  if (op == APTA_OP_Fence && g < N) fence_queued_ &= ~(1u << g);
+  if (op == APTA_OP_RejoinAck) {
+    say("rejoin (control plane): server %u in epoch %u", g, e);
+    if (g < N) guests_[g].hb_change_ns = now_ns();
+  }
+  ctrl_resp_.push_back(f);
+  if (ctrl_resp_.size() > 64) ctrl_resp_.pop_front();
+}
+
+void Daemon::on_err() {
+  VMemoryServer& t = *top_;
+  unsigned code = t.io_err_bits_code & 15;
+  // fenceAbort and zombie are the expected consequences of a fence: logged like the others, but a
+  // flood (a zombie guest streaming requests) is thinned out
+  if (++err_logged_ <= 200 || err_logged_ % 1000 == 0)
+    say("error: rtl err %s server %u obj %u txn %u opcode %u msgCode %u field %u", ERR_NAME[code],
+         unsigned(t.io_err_bits_server), unsigned(t.io_err_bits_obj), unsigned(t.io_err_bits_txn),
+         unsigned(t.io_err_bits_opcode), unsigned(t.io_err_bits_msgCode), unsigned(t.io_err_bits_field));
+}
+
+void Daemon::fence(unsigned g, const char* why) {
+  unsigned fenced = top_->io_status_fenced;
+  if (((fenced | fence_queued_) >> g) & 1u) return;
+  fence_queued_ |= 1u << g;
+  apta_Fence m{g, epoch_of(g)};
+  Flit f;
+  apta_pack_Fence(f.data(), &m);
+  ctrl_q_.push_back(f);
+  say("fence: guest %u epoch %u (%s)", g, m.epoch, why);
+}
+
+// ---- one clock cycle ----------------------------------------------------------------------------
+void Daemon::cycle() {
+  VMemoryServer& t = *top_;
+  // 1. inputs for this cycle
+  for (unsigned g = 0; g < N; g++) pull_ring(g);
+  bool gate = gate_inputs_;
+  Flit* req_head[N] = {};
+  for (unsigned g = 0; g < N; g++) {
+    req_valid_[g] = !gate && !guests_[g].req_q.empty();
+    if (req_valid_[g]) req_head[g] = &guests_[g].req_q.front();
+  }
+#define X(i)                                                                   \
+  t.io_req_##i##_valid = req_valid_[i];                                        \
+  if (req_valid_[i]) to_wide(t.io_req_##i##_bits, req_head[i]->data(), APTA_FLIT_BYTES);
+  APTA_FOR_EACH_SERVER(X)
+#undef X
+  // birsp: round-robin over the guests' ack queues, held until accepted
+  if (!ack_valid_ && !gate) {
+    for (unsigned k = 0; k < N; k++) {
+      unsigned g = (ack_rr_ + k) % N;
+      if (!guests_[g].ack_q.empty()) { ack_valid_ = true; ack_from_ = g; ack_rr_ = g + 1; break; }
+    }
+  }
+  t.io_birsp_valid = ack_valid_ && !gate;
+  if (ack_valid_) to_wide(t.io_birsp_bits, guests_[ack_from_].ack_q.front().data(), APTA_FLIT_BYTES);
+  t.io_ctrl_valid = !ctrl_q_.empty();
+  if (!ctrl_q_.empty()) to_wide(t.io_ctrl_bits, ctrl_q_.front().data(), APTA_FLIT_BYTES);
+  t.io_mapUpd_valid = !map_q_.empty();
+  if (!map_q_.empty()) {
+    t.io_mapUpd_bits_obj = map_q_.front().obj;
+    t.io_mapUpd_bits_base = map_q_.front().base;
+    t.io_mapUpd_bits_size = map_q_.front().size;
+    t.io_mapUpd_bits_valid = map_q_.front().valid;
+  }
+  t.io_query_valid = !query_q_.empty();
+  if (!query_q_.empty()) t.io_query_bits_obj = query_q_.front();
+  // outputs are always taken: the rings have backlogs, so the shared ports never wait for a guest
+  t.io_rsp_ready = 1;
+  t.io_snp_ready = 1;
+  t.io_ctrlResp_ready = 1;
+  // AXI slave: always ready for addresses and data; one R and one B per cycle
+  t.axi_ar_ready = 1;
+  t.axi_aw_ready = 1;
+  t.axi_w_ready = 1;
+  t.axi_r_valid = !rd_q_.empty();
+  if (!rd_q_.empty()) {
+    const Rd& r = rd_q_.front();
+    uint8_t line[LINE] = {};
+    bool ok = r.addr % LINE == 0 && r.addr + LINE <= R_.data_bytes();
+    if (ok) memcpy(line, R_.base + APTA_DATA_OFFSET + r.addr, LINE);
+    to_wide(t.axi_r_bits_data, line, LINE);
+    t.axi_r_bits_id = r.id;
+    t.axi_r_bits_resp = ok ? 0 : 2;  // SLVERR outside the data area (the RTL reports axiError)
+    t.axi_r_bits_last = 1;
+  }
+  t.axi_b_valid = !b_q_.empty();
+  if (!b_q_.empty()) {
+    t.axi_b_bits_id = b_q_.front().id;
+    t.axi_b_bits_resp = b_q_.front().resp;
+  }
+
+  // 2. settle the combinational paths with these inputs, then see which handshakes fire
+  t.clock = 0;
+  t.eval();
+  bool req_fire[N];
+#define X(i) req_fire[i] = req_valid_[i] && t.io_req_##i##_ready;
+  APTA_FOR_EACH_SERVER(X)
+#undef X
+  bool ack_fire = t.io_birsp_valid && t.io_birsp_ready;
+  bool ctrl_fire = t.io_ctrl_valid && t.io_ctrl_ready;
+  bool map_fire = t.io_mapUpd_valid && t.io_mapUpd_ready;
+  bool query_fire = t.io_query_valid && t.io_query_ready;
+  bool r_fire = t.axi_r_valid && t.axi_r_ready;
+  bool b_fire = t.axi_b_valid && t.axi_b_ready;
+  bool rsp_fire = t.io_rsp_valid, snp_fire = t.io_snp_valid, cresp_fire = t.io_ctrlResp_valid;
+  Flit rsp, snp, cresp;
+  if (rsp_fire) from_wide(rsp.data(), t.io_rsp_bits, APTA_FLIT_BYTES);
+  if (snp_fire) from_wide(snp.data(), t.io_snp_bits, APTA_FLIT_BYTES);
+  if (cresp_fire) from_wide(cresp.data(), t.io_ctrlResp_bits, APTA_FLIT_BYTES);
+  if (t.axi_ar_valid) rd_q_.push_back({unsigned(t.axi_ar_bits_id), uint64_t(t.axi_ar_bits_addr)});
+  if (t.axi_aw_valid) aw_q_.push_back({unsigned(t.axi_aw_bits_id), uint64_t(t.axi_aw_bits_addr)});
+  if (t.axi_w_valid) {
+    Wd w;
+    from_wide(w.data.data(), t.axi_w_bits_data, LINE);
+    w.strb = t.axi_w_bits_strb;
+    w_q_.push_back(w);
+  }
+  if (t.io_err_valid) on_err();
+  if (t.io_mapUpdDone_valid) map_done_.push_back(t.io_mapUpdDone_bits);
+  if (t.io_queryResp_valid) {
+    ObjState s{bool(t.io_queryResp_bits_hit), t.io_queryResp_bits_state, t.io_queryResp_bits_sharers,
+               t.io_queryResp_bits_schedulableFor, {}};
+#define X(i) s.pend[i] = t.io_queryResp_bits_pend_##i;
+    APTA_FOR_EACH_SERVER(X)
+#undef X
+    query_resp_.push_back({uint32_t(t.io_queryResp_bits_obj), s});
+  }
+
+  // 3. the rising edge
+  t.clock = 1;
+  t.eval();
+  cycles++;
+
+  // 4. retire what fired, deliver what left
+  for (unsigned g = 0; g < N; g++)
+    if (req_fire[g]) { trace("req", guests_[g].req_q.front()); guests_[g].req_q.pop_front(); guests_[g].requests++; req_fires++; }
+  if (ack_fire) { trace("birsp", guests_[ack_from_].ack_q.front()); guests_[ack_from_].ack_q.pop_front(); ack_valid_ = false; ack_fires++; }
+  if (map_fire) map_q_.pop_front();
+  if (query_fire) query_q_.pop_front();
+  if (r_fire) { rd_q_.pop_front(); axi_rd++; }
+  if (b_fire) b_q_.pop_front();
+  while (!aw_q_.empty() && !w_q_.empty()) {  // single-beat writes: one W per AW, in order
+    const Rd& a = aw_q_.front();
+    const Wd& w = w_q_.front();
+    bool ok = a.addr % LINE == 0 && a.addr + LINE <= R_.data_bytes();
+    if (ok) {
+      uint8_t* d = R_.base + APTA_DATA_OFFSET + a.addr;
+      for (unsigned i = 0; i < LINE; i++)
+        if ((w.strb >> i) & 1u) d[i] = w.data[i];
+    }
+    b_q_.push_back({a.id, ok ? 0u : 2u});
+    aw_q_.pop_front();
+    w_q_.pop_front();
+    axi_wr++;
+  }
+  if (ctrl_fire) { trace("ctrl", ctrl_q_.front()); ctrl_q_.pop_front(); }
+  if (rsp_fire) { trace("rsp", rsp); on_rsp(rsp); }
+  if (snp_fire) { trace("snp", snp); on_snp(snp); }
+  if (cresp_fire) { trace("ctrlResp", cresp); on_ctrl_resp(cresp); }
+}
+
+// ---- liveness, daemon heartbeat, fence/rejoin log ------------------------------------------------
+// The QEMU process of guest g (its -pidfile): once a live pid was seen there, the pid dying or
+// the file vanishing fences the guest at once instead of after the lease. The next QEMU of g
+// writes a new pid and is watched in turn.
+void Daemon::watch_qemu(unsigned g) {
+  Guest& G = guests_[g];
+  char path[4096];
+  snprintf(path, sizeof path, opt_.pidfile.c_str(), g);
+  long pid = 0;
+  if (FILE* f = fopen(path, "r")) {
+    if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+    fclose(f);
+  }
+  bool alive = pid > 0 && (kill(pid_t(pid), 0) == 0 || errno == EPERM);
+  if (alive) {
+    if (G.qemu_pid != pid) say("guest %u: watching QEMU pid %ld (%s)", g, pid, path);
+    G.qemu_pid = pid;
+  } else if (G.qemu_pid) {
+    say("guest %u: QEMU pid %ld exited", g, G.qemu_pid);
+    G.qemu_pid = 0;
+    fence(g, "QEMU process exited");
+  }
+}
+
+void Daemon::housekeeping(uint64_t t) {
+  apta_st64(R_.base, APTA_HDR_DAEMON_HEARTBEAT, t);
+  for (unsigned g = 0; g < N; g++) {
+    Guest& G = guests_[g];
+    uint64_t hb = R_.ld64(apta_guest_off(g) + APTA_CTL_HEARTBEAT);
+    if (hb != G.hb_last) { G.hb_last = hb; G.hb_change_ns = t; }
+    if (!live(g, t)) fence(g, "heartbeat lease expired");
+    if (!opt_.pidfile.empty() && t - G.pid_checked_ns > 50000000ull) {
+      G.pid_checked_ns = t;
+      watch_qemu(g);
+    }
+    flush(G.rsp);
+    flush(G.inv);
+  }
+  unsigned fenced = top_->io_status_fenced;
+  for (unsigned g = 0; g < N; g++)
+    if (((fenced ^ fenced_last_) >> g) & 1u)
+      say("%s: guest %u (epoch %u)", (fenced >> g) & 1u ? "fenced" : "unfenced", g, epoch_of(g));
+  fenced_last_ = fenced;
+}
+
+void Daemon::stats(double secs) const {
+  double active = secs - double(slept_ns_) / 1e9;
+  fprintf(stderr, "apta-memd stats: active (not idle-waiting) %.3f s: %.0f cycles/s, %.0f requests/s\n", active,
+          cycles / active, (req_fires + ack_fires) / active);
+  fprintf(stderr,
+          "apta-memd stats: %.3f s, %" PRIu64 " cycles (%.0f cycles/s), %" PRIu64 " requests + %" PRIu64
+          " acks accepted (%.0f requests/s), %" PRIu64 " rsp + %" PRIu64 " snp flits out, AXI %" PRIu64
+          " reads %" PRIu64 " writes\n",
+          secs, cycles, cycles / secs, req_fires, ack_fires, (req_fires + ack_fires) / secs, rsp_out, snp_out,
+          axi_rd, axi_wr);
+  for (unsigned g = 0; g < N; g++)
+    fprintf(stderr, "apta-memd stats: guest %u: %" PRIu64 " requests, %" PRIu64 " refused, %" PRIu64
+                    " response + %" PRIu64 " invalidation flits dropped\n",
+            g, guests_[g].requests, guests_[g].refusals, guests_[g].rsp.dropped, guests_[g].inv.dropped);
+}
+
+// ---- synchronous helpers for the API: run cycles until the answer shows -----------------------------
+bool Daemon::map_update(uint32_t obj, uint64_t base, unsigned size, bool valid, std::string& err) {
+  map_done_.clear();
+  map_q_.push_back({obj, base, size, valid});
+  for (int i = 0; i < 100000; i++) {
+    cycle();
+    for (uint32_t d : map_done_)
+      if (d == obj) {
+        if (valid) objects_[obj] = {base, size};
+        else objects_.erase(obj);
+        say("object %u %s (base %" PRIu64 ", %u lines)", obj, valid ? "registered" : "deleted", base, size);
+        return true;
+      }
+  }
+  err = "map update not done";
+  return false;
+}
+
+bool Daemon::ctrl_and_wait(unsigned op, unsigned g, std::string& err, unsigned& epoch_out) {
+  ctrl_resp_.clear();
+  Flit f;
+  if (op == APTA_OP_Fence) {
+    if ((top_->io_status_fenced >> g) & 1u) { epoch_out = epoch_of(g); return true; }
+    apta_Fence m{g, epoch_of(g)};
+    apta_pack_Fence(f.data(), &m);
+    say("fence: guest %u epoch %u (control plane)", g, m.epoch);
+  } else {
+    apta_Rejoin m{g, epoch_of(g)};
+    apta_pack_Rejoin(f.data(), &m);
+  }
+  ctrl_q_.push_back(f);
+  for (int i = 0; i < 100000; i++) {
+    cycle();
+    for (const Flit& r : ctrl_resp_)
+      if (apta_bits_get(r.data(), APTA_OPCODE_BITS, APTA_P_serverBits) == g) {
+        epoch_out = epoch_of(g);
+        return true;
+      }
+  }
+  err = "no answer on ctrlResp";
+  return false;
+}
+
+// One instant: guests' inputs are held back while every object is queried, and the reads are
+// repeated if a commit or fence still happened meanwhile (internal progress of the OPC or core).
+bool Daemon::snapshot(const std::vector<uint32_t>& want, Snapshot& s, std::string& err) {
+  std::set<uint32_t> objs(want.begin(), want.end());
+  for (auto& kv : objects_) objs.insert(kv.first);  // pending counts need every registered object
+  gate_inputs_ = true;
+  bool ok = false;
+  for (int attempt = 0; attempt < 8 && !ok; attempt++) {
+    VMemoryServer& t = *top_;
+    uint32_t c0 = t.io_status_commitSeq;
+    unsigned f0 = t.io_status_fenced, p0 = t.io_status_pending;
+    query_resp_.clear();
+    s.objs.clear();
+    for (uint32_t o : objs) query_q_.push_back(o);
+    for (int i = 0; i < 100000 && s.objs.size() < objs.size(); i++) {
+      cycle();
+      for (auto& qr : query_resp_) s.objs[qr.first] = qr.second;
+      query_resp_.clear();
+    }
+    if (s.objs.size() < objs.size()) { err = "query not answered"; break; }
+    ok = t.io_status_commitSeq == c0 && t.io_status_fenced == f0 && t.io_status_pending == p0;
+    if (ok) {
+      if (t.io_status_commitSeq < commit_last_) commit_hi_ += 1ull << 32;
+      commit_last_ = t.io_status_commitSeq;
+      s.seq = commit_hi_ | commit_last_;
+      s.fenced = f0;
+      s.pending = p0;
+      s.schedulable = t.io_status_schedulable;
+      uint64_t now = now_ns();
+      for (unsigned g = 0; g < N; g++) { s.epoch[g] = epoch_of(g); s.live[g] = live(g, now); }
+    }
+  }
+  gate_inputs_ = false;
+  if (!ok && err.empty()) err = "state kept changing";
+  return ok;
+}
+
+// ---- HTTP ---------------------------------------------------------------------------------------
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (uint8_t(c) < 0x20) { char b[8]; snprintf(b, sizeof b, "\\u%04x", c); o += b; continue; }
+    o += c;
+  }
+  return o + "\"";
+}
+
+// A flat JSON object's integer or boolean member (the API's request bodies are flat).
+bool json_num(const std::string& body, const char* key, uint64_t& v) {
+  std::string k = std::string("\"") + key + "\"";
+  size_t p = body.find(k);
+  if (p == std::string::npos) return false;
+  p = body.find(':', p + k.size());
+  if (p == std::string::npos) return false;
+  p++;
+  while (p < body.size() && isspace(uint8_t(body[p]))) p++;
+  if (body.compare(p, 4, "true") == 0) { v = 1; return true; }
+  if (body.compare(p, 5, "false") == 0) { v = 0; return true; }
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long x = strtoull(body.c_str() + p, &end, 0);
+  if (end == body.c_str() + p || errno || body[p] == '-') return false;
+  v = x;
+  return true;
+}
+
+bool parse_obj(const std::string& name, uint32_t& o) {
+  if (name.empty() || name.size() > 10) return false;
+  for (char c : name)
+    if (!isdigit(uint8_t(c))) return false;
+  unsigned long long v = strtoull(name.c_str(), nullptr, 10);
+  if (v > 0xFFFFFFFFull || v >= (1ull << APTA_P_objIdBits)) return false;
+  o = uint32_t(v);
+  return true;
+}
+
+struct Reply { int code; std::string body; };
+Reply error_reply(int code, const std::string& msg) { return {code, "{\"error\":" + json_str(msg) + "}"}; }
+
+std::string names_json(const std::vector<std::string>& v) {
+  std::string o = "[";
+  for (size_t i = 0; i < v.size(); i++) o += (i ? "," : "") + json_str(v[i]);
+  return o + "]";
+}
+
+Reply api_schedulable(Daemon& d, const std::string& query) {
+  std::vector<uint32_t> req;
+  std::vector<std::string> req_names;
+  size_t p = query.find("objects=");
+  if (p != std::string::npos && (p == 0 || query[p - 1] == '&')) {
+    std::string list = query.substr(p + 8, query.find('&', p) - (p + 8));
+    size_t a = 0;
+    while (a <= list.size() && !list.empty()) {
+      size_t b = list.find(',', a);
+      std::string n = list.substr(a, b == std::string::npos ? std::string::npos : b - a);
+      uint32_t o;
+      if (!n.empty()) {
+        if (!parse_obj(n, o)) return error_reply(400, "object names are decimal object ids: " + n);
+        req.push_back(o);
+        req_names.push_back(n);
+      }
+      if (b == std::string::npos) break;
+      a = b + 1;
+    }
+  }
+  Daemon::Snapshot s;
+  std::string err;
+  if (!d.snapshot(req, s, err)) return error_reply(503, err);
+  std::vector<std::string> unknown;
+  for (size_t i = 0; i < req.size(); i++)
+    if (!d.objects().count(req[i])) unknown.push_back(req_names[i]);
+  std::string o = "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance());
+  if (!req.empty()) o += ",\"objects\":" + names_json(req_names) + ",\"unknown\":" + names_json(unknown);
+  o += ",\"servers\":[";
+  for (unsigned g = 0; g < N; g++) {
+    bool fenced = (s.fenced >> g) & 1u;
+    uint64_t pending = 0;
+    std::vector<std::string> pobj, caches;
+    std::string pfor;
+    for (auto& kv : s.objs)
+      if (kv.second.pend[g]) { pending += kv.second.pend[g]; pobj.push_back(std::to_string(kv.first)); }
+    // the RTL's bitmap is the truth; the per-object counts only cover registered objects
+    if (((s.pending >> g) & 1u) && pending == 0) pending = 1;
+    bool sched_for = s.live[g] && !fenced;
+    for (size_t i = 0; i < req.size(); i++) {
+      const Daemon::ObjState& st = s.objs[req[i]];
+      if (st.pend[g]) pfor += std::string(pfor.empty() ? "" : ",") + json_str(req_names[i]) + ":" + std::to_string(st.pend[g]);
+      if ((st.sharers >> g) & 1u) caches.push_back(req_names[i]);
+      if (!((st.schedFor >> g) & 1u)) sched_for = false;
+    }
+    bool sched = s.live[g] && ((s.schedulable >> g) & 1u);
+    if (req.empty()) sched_for = sched;
+    bool trunc = pobj.size() > 64;
+    if (trunc) pobj.resize(64);
+    o += std::string(g ? "," : "") + "{\"name\":" + json_str(d.name(g)) + ",\"live\":" + (s.live[g] ? "true" : "false") +
+         ",\"fenced\":" + (fenced ? "true" : "false") + ",\"epoch\":" + std::to_string(s.epoch[g]) +
+         ",\"pending\":" + std::to_string(pending) + ",\"pendingFor\":{" + pfor + "}" +
+         ",\"pendingObjects\":" + names_json(pobj) + ",\"pendingObjectsTruncated\":" + (trunc ? "true" : "false") +
+         ",\"caches\":" + names_json(caches) + ",\"schedulable\":" + (sched ? "true" : "false") +
+         ",\"schedulableFor\":" + (sched_for ? "true" : "false") + "}";
+  }
+  return {200, o + "]}"};
+}
+
+Reply api_object(Daemon& d, const std::string& name) {
+  uint32_t o;
+  if (!parse_obj(name, o)) return error_reply(400, "object names are decimal object ids");
+  if (!d.objects().count(o)) return error_reply(404, "unknown object " + name);
+  Daemon::Snapshot s;
+  std::string err;
+  if (!d.snapshot({o}, s, err)) return error_reply(503, err);
+  const Daemon::ObjState& st = s.objs[o];
+  std::vector<std::string> sh;
+  std::string pend;
+  for (unsigned g = 0; g < N; g++) {
+    if ((st.sharers >> g) & 1u) sh.push_back(d.name(g));
+    if (st.pend[g]) pend += std::string(pend.empty() ? "" : ",") + json_str(d.name(g)) + ":" + std::to_string(st.pend[g]);
+  }
+  return {200, "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance()) +
+                   ",\"object\":" + json_str(name) + ",\"version\":" + std::to_string(d.version(o)) +
+                   ",\"sharers\":" + names_json(sh) + ",\"pending\":{" + pend + "}}"};
+}
+
+Reply api_post_object(Daemon& d, const std::string& body) {
+  uint64_t obj, base, size, valid = 1;
+  if (!json_num(body, "obj", obj) || !json_num(body, "base", base) || !json_num(body, "size", size))
+    return error_reply(400, "need obj, base, size (integers; base a byte address in the data area)");
+  json_num(body, "valid", valid);
+  if (obj >= (1ull << APTA_P_objIdBits) || base >= (1ull << APTA_P_addrBits) || size > 0xFFFF)
+    return error_reply(400, "obj, base or size out of range");
+  // The RTL checks size/alignment when it walks the entry (badMapEntry, overLong): a test may
+  // register a malformed entry on purpose, so only the port widths are enforced here.
+  std::string err;
+  if (!d.map_update(uint32_t(obj), base, unsigned(size), valid != 0, err)) return error_reply(503, err);
+  Daemon::Snapshot s;
+  if (!d.snapshot({}, s, err)) return error_reply(503, err);
+  return {200, "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance()) + "}"};
+}
+
+Reply api_ctrl(Daemon& d, const std::string& server, bool fence) {
+  int g = d.server_by_name(server);
+  if (g < 0) return error_reply(400, "unknown server " + server);
+  std::string err;
+  unsigned e;
+  if (!d.ctrl_and_wait(fence ? APTA_OP_Fence : APTA_OP_Rejoin, unsigned(g), err, e)) return error_reply(503, err);
+  Daemon::Snapshot s;
+  if (!d.snapshot({}, s, err)) return error_reply(503, err);
+  return {200, "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance()) +
+                   ",\"server\":" + json_str(server) + ",\"epoch\":" + std::to_string(e) + "}"};
+}
+
+Reply route(Daemon& d, const std::string& method, const std::string& target, const std::string& body) {
+  std::string path = target, query;
+  size_t q = target.find('?');
+  if (q != std::string::npos) { path = target.substr(0, q); query = target.substr(q + 1); }
+  if (method == "GET" && path == "/v1/schedulable") return api_schedulable(d, query);
+  if (method == "GET" && path == "/v1/status") return api_schedulable(d, "");
+  if (method == "GET" && path.rfind("/v1/objects/", 0) == 0) return api_object(d, path.substr(12));
+  if (method == "POST" && path == "/v1/objects") return api_post_object(d, body);
+  const std::string sp = "/v1/servers/";
+  if (method == "POST" && path.rfind(sp, 0) == 0) {
+    std::string rest = path.substr(sp.size());
+    size_t s = rest.find('/');
+    if (s != std::string::npos) {
+      std::string name = rest.substr(0, s), verb = rest.substr(s + 1);
+      if (verb == "fence" || verb == "rejoin") return api_ctrl(d, name, verb == "fence");
+    }
+  }
+  return error_reply(404, "no such endpoint: " + method + " " + path);
+}
+
+// A request is complete when its header and Content-Length bytes of body have arrived.
+bool request_complete(const std::string& in, size_t& hdr_end, size_t& need) {
+  hdr_end = in.find("\r\n\r\n");
+  if (hdr_end == std::string::npos) return false;
+  std::string h = in.substr(0, hdr_end);
+  for (auto& ch : h) ch = char(tolower(uint8_t(ch)));
+  size_t cl = h.find("content-length:");
+  need = cl == std::string::npos ? 0 : strtoul(h.c_str() + cl + 15, nullptr, 10);
+  return in.size() >= hdr_end + 4 + need;
+}
+
+// Answers one complete request and closes (HTTP/1.1, Connection: close).
+void answer(Daemon& d, int fd, const std::string& in, size_t hdr_end, size_t need) {
+  std::string line = in.substr(0, in.find("\r\n"));
+  size_t a = line.find(' '), b = line.rfind(' ');
+  Reply r = a == std::string::npos || b == a ? error_reply(400, "bad request line")
+                                              : route(d, line.substr(0, a), line.substr(a + 1, b - a - 1),
+                                                      in.substr(hdr_end + 4, need));
+  const char* reason = r.code == 200 ? "OK" : r.code == 400 ? "Bad Request" : r.code == 404 ? "Not Found" : "Service Unavailable";
+  std::string out = "HTTP/1.1 " + std::to_string(r.code) + " " + reason +
+                    "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                    std::to_string(r.body.size()) + "\r\n\r\n" + r.body;
+  // answers are a few KiB: blocking writes with a send timeout, so a client that does not read
+  // costs the loop at most that timeout
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  timeval tv{0, 200000};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  size_t off = 0;
+  while (off < out.size()) {
+    ssize_t n = send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += size_t(n);
+  }
+  close(fd);
+}
+
+int listen_on(int port) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 || listen(s, 16) < 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+// The API never blocks the RTL loop: connections are non-blocking, read as bytes arrive, answered
+// once complete; one that stays incomplete for 2 s (or exceeds 1 MiB) is dropped. Waits up to
+// `wait_ns` for something to happen (the idle loop's sleep).
+void Daemon::serve_http(uint64_t wait_ns) {
+  if (listen_fd < 0) {
+    if (wait_ns) { timespec ts{0, long(wait_ns)}; nanosleep(&ts, nullptr); }
+    return;
+  }
+  std::vector<pollfd> p{{listen_fd, POLLIN, 0}};
+  for (const Conn& c : conns_) p.push_back({c.fd, POLLIN, 0});
+  timespec ts{0, long(wait_ns)};
+  if (ppoll(p.data(), p.size(), &ts, nullptr) <= 0) {
+    if (conns_.empty()) return;
+  }
+  uint64_t t = now_ns();
+  if (p[0].revents & POLLIN)
+    while (conns_.size() < 16) {
+      int c = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (c < 0) break;
+      conns_.push_back({c, std::string(), t + 2000000000ull});
+    }
+  for (size_t i = 0; i < conns_.size();) {
+    Conn& c = conns_[i];
+    char buf[4096];
+    ssize_t n;
+    bool eof = false;
+    while ((n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT)) > 0 && c.in.size() <= (1u << 20)) c.in.append(buf, size_t(n));
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) eof = true;
+    size_t hdr_end = 0, need = 0;
+    bool done = true;
+    if (request_complete(c.in, hdr_end, need)) answer(*this, c.fd, c.in, hdr_end, need);
+    else if (eof || c.in.size() > (1u << 20) || t > c.deadline) close(c.fd);
+    else done = false;
+    if (done) { conns_[i] = conns_.back(); conns_.pop_back(); }
+    else i++;
+  }
+}
+
+// ---- the main loop -----------------------------------------------------------------------------
+void Daemon::run() {
+  apta_st32(R_.base, APTA_HDR_DAEMON_STATE, APTA_DAEMON_SERVING);
+  say("serving %s: %u guests, %u ring slots, flit %u bits, lease %" PRIu64 " ms%s", opt_.file.c_str(), N,
+       R_.slots, APTA_FLIT_BITS, opt_.lease_ms, listen_fd >= 0 ? "" : ", no API");
+  uint64_t last_hk = 0, quiet_since = 0;
+  unsigned quiet = 0;
+  while (!g_stop) {
+    uint64_t before = req_fires + ack_fires + rsp_out + snp_out + axi_rd + axi_wr;
+    cycle();
+    bool busy = before != req_fires + ack_fires + rsp_out + snp_out + axi_rd + axi_wr || !top_->io_idle;
+    for (unsigned g = 0; g < N && !busy; g++)
+      busy = !guests_[g].req_q.empty() || !guests_[g].ack_q.empty() || !guests_[g].rsp.backlog.empty() ||
+             !guests_[g].inv.backlog.empty();
+    busy = busy || !ctrl_q_.empty() || !rd_q_.empty() || !b_q_.empty();
+    quiet = busy ? 0 : quiet + 1;
+    if ((cycles & 63) == 0 || quiet > 64) {
+      uint64_t t = now_ns();
+      if (t - last_hk > 1000000ull) { housekeeping(t); last_hk = t; }
+      // Idle: wait a little instead of spinning the RTL (the machine is shared with the guests),
+      // waking for the API at once. Rings are polled again after 100 us, after 500 us once the
+      // daemon has been idle for 20 ms (idle CPU ~12% -> ~3% of a core; a request arriving
+      // after a pause waits <= 0.5 ms, small against a TCG guest's own speed).
+      if (quiet == 65) quiet_since = t;
+      if (quiet > 64) {
+        uint64_t s0 = now_ns();
+        serve_http(t - quiet_since > 20000000ull ? 500000 : 100000);
+        slept_ns_ += now_ns() - s0;
+      } else if ((cycles & 1023) == 0) {
+        serve_http(0);
+      }
+    }
+  }
+  apta_st32(R_.base, APTA_HDR_DAEMON_STATE, APTA_DAEMON_STOPPED);
+}
+
+void usage() {
+  fprintf(stderr,
+          "usage: apta-memd --file REGION [--init [--slots S]] [--port P] [--lease-ms MS] [--names a,b,c] [--stats]\n"
+          "  --file REGION  the shared region file (qemu-cxl/RINGS.md)\n"
+          "  --init         write a fresh header and zero the guest areas (else the header must be valid)\n"
+          "  --slots S      ring slots for --init (power of two, default %u, max %u)\n"
+          "  --port P       control-plane API on 127.0.0.1:P (scheduler-plugin/api/controlplane.yaml)\n"
+          "  --lease-ms MS  heartbeat lease before a guest is fenced (default %u)\n"
+          "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
+          "  --stats        print cycles/s and requests/s at exit\n"
+          "  --trace        one stderr line per flit in and out (debugging)\n"
+          "  --qemu-pidfile PATTERN  guest g's QEMU -pidfile (PATTERN with %%u = g): fence at once when it exits\n",
+          APTA_DEFAULT_SLOTS, APTA_MAX_SLOTS, APTA_LEASE_MS);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto val = [&](const char* what) -> const char* {
+      if (i + 1 >= argc) { fprintf(stderr, "%s needs %s\n", a.c_str(), what); exit(2); }
+      return argv[++i];
+    };
+    if (a == "--file") o.file = val("a path");
+    else if (a == "--init") o.init = true;
+    else if (a == "--stats") o.stats = true;
+    else if (a == "--trace") o.trace = true;
+    else if (a == "--qemu-pidfile") {
+      o.pidfile = val("a pattern with %u");
+      // exactly one conversion, %u (the guest index): the pattern goes to snprintf
+      size_t p = o.pidfile.find('%');
+      if (p == std::string::npos || o.pidfile.compare(p, 2, "%u") != 0 || o.pidfile.find('%', p + 1) != std::string::npos) {
+        fprintf(stderr, "--qemu-pidfile: the pattern needs exactly one %%u (the guest index)\n");
+        return 2;
+      }
+    }
+    else if (a == "--slots") o.slots = uint32_t(strtoul(val("a count"), nullptr, 0));
+    else if (a == "--port") o.port = atoi(val("a port"));
+    else if (a == "--lease-ms") o.lease_ms = strtoull(val("milliseconds"), nullptr, 0);
+    else if (a == "--names") {
+      std::string l = val("a list");
+      size_t p = 0;
+      while (true) {
+        size_t q = l.find(',', p);
+        o.names.push_back(l.substr(p, q == std::string::npos ? q : q - p));
+        if (q == std::string::npos) break;
+        p = q + 1;
+      }
+    } else { usage(); return a == "--help" || a == "-h" ? 0 : 2; }
+  }
+  if (o.file.empty()) { usage(); return 2; }
+  if (o.names.empty())
+    for (unsigned g = 0; g < N; g++) o.names.push_back("cs" + std::to_string(g));
+  if (o.names.size() != N) { fprintf(stderr, "--names: %u names needed\n", N); return 2; }
+
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGPIPE, SIG_IGN);
+  auto ctx = std::make_unique<VerilatedContext>();
+  ctx->commandArgs(1, argv);
+  Daemon d(o, ctx.get());
+  if (d.open_region() < 0) return 1;
+  if (o.port > 0 && (d.listen_fd = listen_on(o.port)) < 0) {
+    fprintf(stderr, "apta-memd: cannot listen on 127.0.0.1:%d: %s\n", o.port, strerror(errno));
+    return 1;
+  }
+  d.reset();
+  uint64_t t0 = now_ns();
+  d.run();
+  double secs = double(now_ns() - t0) / 1e9;
+  say("stopped");
+  if (o.stats) d.stats(secs);
+  return 0;
+}
