@@ -155,7 +155,7 @@ daemon: rtl deps-rtl-sim
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
 test-qemu: venv qemu-image
-	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py
+	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_guestlib.py
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl

@@ -8,9 +8,14 @@ whose QEMU process is SIGKILLed goes stale for the others, reboots, rejoins (boo
 others' live data while they see its new pattern; every QEMU process started is gone at the end,
 whatever failed (fixture finalizer, PDEATHSIG, atexit).
 
+test_guestlib_in_guests_with_daemon (issue 8, part 2): the guest library's driver
+(qemu-cxl/guest/aptadrv.c, static) in 3 guests served by the memory-server daemon on the run's
+cxl.mem; a guest killed mid-run is fenced, reboots and rejoins while the others keep working.
+
 Runs when APTA_QEMU=1 (`make test`, `make test-qemu`); then a failing image build (e.g. a Debian
 package missing from the mirrors) fails the test with the builder's message instead of skipping.
-Cost: ~10 s CPU and ~330 MB per guest, 3 guests at most at once; about 1.5-3 min wall on 2 cores.
+Cost: ~10 s CPU and ~330 MB per guest, 3 guests at most at once (the library test stops the probe
+cluster first); about 1.5 min wall for the module on 2 cores.
 """
 import json
 import os
@@ -23,6 +28,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "qemu-cxl"))
+sys.path.insert(0, str(REPO / "tests"))
+from test_daemon import exe, schema  # noqa: E402,F401  (fixtures of the daemon test, for the guest-library test)
 
 N = 3
 AREA0, AREA = 4096, 1 << 20
@@ -52,6 +59,9 @@ def ctl(path, g):
     return dict(heartbeat=hb, epoch=epoch, state=state, magic=magic, index=index, boot=boot, counter=counter)
 
 
+_probe_clusters = []
+
+
 @pytest.fixture(scope="module")
 def cluster(request):
     import launch  # noqa: E402  (qemu-cxl/launch.py)
@@ -59,6 +69,7 @@ def cluster(request):
         c = launch.Cluster(run="pytest", n=N, script="/apta/probe run $APTA_GUEST {n}", hold=True)
     except SystemExit as e:  # image.py exits with a message when a Debian package is missing
         pytest.fail(f"QEMU guest image could not be built: {e}")
+    _probe_clusters.append(c)
 
     def finalize():
         c.stop_all()
@@ -132,3 +143,115 @@ def test_killed_guest_reboots_and_rejoins(cluster):
         if g != victim:
             assert ctl(c.shared, g)["boot"] == 0  # the survivors were never restarted
     assert len(c.guests[victim].boot_wall) == 2
+
+
+# ---- the guest library in 3 guests, served by the memory-server daemon (issue 8, part 2) ----------
+def test_guestlib_in_guests_with_daemon(request, exe, schema):
+    """qemu-cxl/guest/aptadrv.c (static, over aptacxl.c) in 3 guests; the daemon serves the guests'
+    shared file. Guest g puts object 10+g (versions 1, 2, ...) and gets objects 10..12, checking
+    every reply is one whole version and never older than the last one it saw. Guest 1's QEMU is
+    SIGKILLed mid-run: the others' gets and puts keep completing, it is fenced (lease), reboots and
+    rejoins in epoch 2. The probe is not in these guests (it writes control-block bytes 16..47)."""
+    import re
+    import launch  # noqa: E402
+    from test_daemon import LAY, Rack, Region, free_port, _need_rtl  # noqa: E402
+    from test_guestlib import build_driver, content  # noqa: E402
+    _need_rtl()
+    for pc in _probe_clusters:              # never two clusters at once on 2 cores
+        pc.stop_all()
+    drv = build_driver(static=True)
+    secs = 150
+    c = launch.Cluster(run="pytest-guestlib", n=N, script=f"/apta/aptadrv $APTA_GUEST loop 10 {N} 8 {secs}",
+                       files=[(drv, "aptadrv")], hold=True)
+
+    class Serving(Rack):
+        """the daemon on the guests' cxl.mem (Rack's API helpers, no heartbeats from Python)"""
+        def __init__(self, path, log, lease_ms):
+            import subprocess
+            import threading
+            self.path, self.port, self.log = path, free_port(), log
+            self.proc = subprocess.Popen(["nice", "-n", "10", str(exe), "--file", str(path), "--init",
+                                          "--port", str(self.port), "--lease-ms", str(lease_ms), "--stats"],
+                                         stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+            self.r, self.guests, self.stop = Region(path, schema), [], threading.Event()
+            self.hb = threading.Thread(target=lambda: None)
+            self.hb.start()
+            deadline = time.time() + 20
+            while True:
+                assert self.proc.poll() is None, log.read_text()
+                try:
+                    if self.r.m[0:8] == LAY.raw["magic"].encode() and self.api("GET", "/v1/status")[0] == 200:
+                        break
+                except OSError:
+                    pass
+                assert time.time() < deadline, log.read_text()
+                time.sleep(0.05)
+
+    lease_ms = 2000
+    d = Serving(c.shared, c.dir / "daemon.log", lease_ms)
+
+    def finalize():
+        c.stop_all()
+        d.close()
+        left = [pid for pid in c.all_pids_ever() if launch.pid_alive(pid)]
+        assert not left, f"QEMU processes still alive after the test: {left}"
+        assert d.proc.poll() is not None
+    request.addfinalizer(finalize)
+    for k in range(N):
+        o, base = 10 + k, 0x1000 * (k + 1)
+        d.r.set_data(base, content(o, 0, 8))
+        d.register(o, base, 8)
+    for g in range(N):
+        c.start(g)
+    for g in range(N):
+        c.wait_ready(g, timeout=240)
+    for g in range(N):
+        c.wait_for(g, rb"DRV JOINED g=%d epoch=1" % g, timeout=60)
+    for g in range(N):                       # every guest sees every other guest's puts
+        for h in range(N):
+            if h != g:
+                c.wait_for(g, rb"DRV SEE g=%d obj=%d ver=[1-9]" % (g, 10 + h), timeout=60)
+
+    def progress(g):
+        m = re.findall(rb"DRV PROGRESS g=%d epoch=(\d+) v0=(-?\d+) v1=(-?\d+) v2=(-?\d+) puts=(\d+) gets=(\d+) "
+                       rb"errs=(\d+) bad=(\d+) put_us=(\d+) get_us=(\d+)" % g, c.console(g))
+        return [int(x) for x in m[-1]] if m else None
+
+    victim = 1
+    c.wait_for(victim, rb"DRV PROGRESS g=%d" % victim, timeout=60)
+    c.kill(victim)
+    t0 = time.time()
+    while not d.server(victim)["fenced"]:
+        assert time.time() - t0 < lease_ms / 1000 + 10, "the killed guest was not fenced"
+        time.sleep(0.05)
+    fenced_s = time.time() - t0
+    at_fence = {g: progress(g) for g in (0, 2)}
+    deadline = time.time() + 60
+    while True:                              # the survivors' puts and gets keep completing
+        now = {g: progress(g) for g in (0, 2)}
+        if all(now[g] and at_fence[g] and now[g][4] > at_fence[g][4] + 2 and now[g][5] > at_fence[g][5] + 2 for g in (0, 2)):
+            break
+        assert time.time() < deadline, (at_fence, now)
+        time.sleep(0.5)
+    c.restart(victim)
+    c.wait_ready(victim, timeout=240)
+    c.wait_for(victim, rb"DRV JOINED g=%d epoch=2" % victim, timeout=60)
+    for h in (0, 2):
+        c.wait_for(victim, rb"DRV SEE g=%d obj=%d ver=[1-9]" % (victim, 10 + h), timeout=60)
+    c.wait_for(victim, rb"DRV PROGRESS g=%d epoch=2" % victim, timeout=60)
+    s = d.server(victim)
+    assert (s["fenced"], s["epoch"], s["live"]) == (False, 2, True), s
+    for g in range(N):
+        text = c.console(g, this_boot=False)
+        assert b"DRV BAD" not in text, text[-3000:].decode(errors="replace")
+        if g != victim:
+            assert b"DRV ERR" not in text, text[-3000:].decode(errors="replace")
+    final = {g: progress(g) for g in range(N)}
+    summary = {"fenced_after_kill_s": round(fenced_s, 2), "lease_ms": lease_ms,
+               "progress": {g: dict(zip(["epoch", "v0", "v1", "v2", "puts", "gets", "errs", "bad", "put_us", "get_us"], final[g]))
+                            for g in range(N) if final[g]},
+               "boot_wall_s": {gu.g: gu.boot_wall for gu in c.guests},
+               "note": "functional emulation (TCG guests, /dev/mem UC region, 2 shared cores): loop of put own object + "
+                       "get 3 objects (8 lines); put_us/get_us = mean per uncached op in the guest"}
+    (c.dir / "guestlib-summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary))

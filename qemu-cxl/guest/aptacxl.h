@@ -1,0 +1,91 @@
+/* aptacxl: the compute server's side of the shared CXL region (qemu-cxl/RINGS.md), in C.
+ *
+ * A guest (or a host process that mmap'ed the region file: the library only needs a pointer to
+ * the mapped region) gets objects through its request/response rings, keeps a copy of each in a
+ * small object cache, drops a copy on ObjBISnp of its current epoch and acks it (ObjBIRsp), and
+ * puts objects with PutPrepare + PutLine * size, retrying the same txn on PutRetry.
+ * Offsets and encodings come only from the generated headers build/qemu-cxl/apta_layout.h and
+ * build/qemu-cxl/apta_msg.h. Single-threaded use, except the optional heartbeat thread (which only
+ * writes the control block's heartbeat). */
+#ifndef APTACXL_H
+#define APTACXL_H
+#include <stdint.h>
+
+#include "apta_layout.h"
+#include "apta_msg.h"
+
+#define ACX_LINE 64u
+#define ACX_MAX_LINES APTA_P_linesPerObject
+#define ACX_CACHE_ENTRIES 64u
+
+/* return codes (0 = ok) */
+#define ACX_OK 0
+#define ACX_ETIMEOUT (-1)  /* no answer in time (the guest may be fenced: requests of a fenced
+                              server are discarded silently; rejoin) */
+#define ACX_EREFUSED (-2)  /* the daemon refused the request slot (c->last_code = 1 badFlit, 2 wrongPort) */
+#define ACX_EOBJ (-3)      /* ObjErr from the memory server (c->last_code = its code, 4..9) */
+#define ACX_EARG (-4)      /* bad argument (size 0 or > linesPerObject) */
+#define ACX_EREGION (-5)   /* the region's header is not a serving daemon's */
+
+typedef struct {
+  uint32_t obj, nlines, valid;
+  uint64_t hits;
+  uint8_t data[ACX_MAX_LINES * ACX_LINE];
+} acx_entry;
+
+typedef struct {
+  uint64_t gets, get_hits, puts, put_retries, snoops, acks, old_snoops, stale_rsp, refusals, objerrs,
+      timeouts;
+} acx_stats;
+
+typedef struct acx {
+  volatile uint8_t *base; /* the mapped region (offset 0 = its header) */
+  unsigned g;             /* guest index = compute-server id = ring index */
+  uint32_t slots;         /* S, from the region's header */
+  uint32_t epoch;         /* from the last RejoinAck */
+  uint32_t seq;           /* request slots' running count */
+  uint32_t txn;           /* next put transaction id */
+  unsigned timeout_ms;    /* per get/put/rejoin (default 5000: above the daemon's lease) */
+  int use_cache;          /* 1 (default): gets are served from the cache while the copy is valid */
+  int last_code;          /* the refusal or ObjErr code of the last failed call */
+  /* the get in flight: a snoop of its object while it streams means "do not cache the reply" */
+  uint32_t inflight_obj;
+  int inflight, inflight_snooped;
+  acx_entry cache[ACX_CACHE_ENTRIES];
+  unsigned cache_next;
+  acx_stats st;
+  /* heartbeat thread */
+  volatile int hb_run;
+  unsigned long hb_thread; /* pthread_t */
+} acx;
+
+/* Map nothing: `base` points at the mapped region. Checks the header (magic, version, slots,
+ * flit width), skips responses/snoops left in the rings by an earlier life of this guest, repairs
+ * a broken request-ring head, writes the heartbeat and state "booting". heartbeat_thread = 1
+ * starts a helper thread that writes the heartbeat every 2 ms (the library also beats inside every
+ * wait loop). Call acx_rejoin next. */
+int acx_init(acx *c, volatile void *base, unsigned guest, int heartbeat_thread);
+void acx_close(acx *c); /* stops the heartbeat thread; state "down" */
+void acx_heartbeat(acx *c);
+uint64_t acx_now_ns(void);
+
+/* Rejoin, wait for RejoinAck (its epoch becomes c->epoch), drop the whole cache, state "joined". */
+int acx_rejoin(acx *c);
+
+/* The object's nlines lines into buf (nlines * 64 bytes): from the cache if a valid copy is held,
+ * else ObjGet and the ObjData lines 0..nlines-1 of the current epoch. *cached = 1 for a hit. */
+int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached);
+
+/* PutPrepare(obj, txn), PutLine 0..nlines-1, then PutCommit; PutRetry: the same txn again after a
+ * back-off. On commit the writer (a sharer of the new version) keeps the data as its copy.
+ * *retries gets the number of PutRetry (may be NULL). */
+int acx_put(acx *c, uint32_t obj, const void *data, unsigned nlines, unsigned *retries);
+
+/* Handle every ObjBISnp waiting in the invalidation ring: current epoch: drop the copy, ack;
+ * older epochs: ignored. Returns the number of acks sent. Called by get/put too. */
+int acx_poll(acx *c);
+
+/* 1 if a valid copy of obj is cached */
+int acx_cached(acx *c, uint32_t obj);
+
+#endif

@@ -1,0 +1,209 @@
+/* aptadrv: a small driver of the guest library (aptacxl), for tests and measurements.
+ *
+ *   aptadrv [--region FILE] G cmd       commands from stdin, one answer line each (tests/test_guestlib.py)
+ *   aptadrv [--region FILE] G loop OBJBASE NOBJ NLINES SECONDS
+ *                                       guest G puts object OBJBASE+G (versions 1, 2, ...) and gets the
+ *                                       NOBJ objects OBJBASE.. in turn, checking every reply (QEMU guests)
+ *
+ * The region: --region FILE mmaps a file (a host process playing a guest); without it /dev/mem at
+ * APTA_REGION_ADDR, APTA_REGION_SIZE (set by the guest image's /init, qemu-cxl/README.md).
+ *
+ * Object contents (so that any reply can be checked on its own): line l of object o at version v
+ * is u32 o, u32 v, u32 l, then bytes (o*7 + v*13 + l*3 + k) & 0xff for k = 12..63.
+ *
+ * Commands: rejoin | get OBJ N | getnc OBJ N (bypass the cache) | put OBJ N VER | poll |
+ * cached OBJ | bench get|put OBJ N SECONDS | stats | quit. Answers start with OK or ERR. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "aptacxl.h"
+
+static void fill(uint8_t *buf, uint32_t o, uint32_t v, unsigned n) {
+  for (unsigned l = 0; l < n; l++) {
+    uint8_t *p = buf + l * ACX_LINE;
+    memcpy(p, &o, 4), memcpy(p + 4, &v, 4), memcpy(p + 8, &l, 4);
+    for (unsigned k = 12; k < ACX_LINE; k++) p[k] = (uint8_t)(o * 7 + v * 13 + l * 3 + k);
+  }
+}
+/* the version of a reply, or -1 if it is not one whole version of o */
+static long check(const uint8_t *buf, uint32_t o, unsigned n) {
+  uint32_t v;
+  memcpy(&v, buf + 4, 4);
+  uint8_t want[ACX_MAX_LINES * ACX_LINE];
+  fill(want, o, v, n);
+  return memcmp(want, buf, (size_t)n * ACX_LINE) ? -1 : (long)v;
+}
+
+static volatile uint8_t *map_region(const char *file) {
+  int fd;
+  uint64_t off = 0, size;
+  if (file) {
+    struct stat sb;
+    fd = open(file, O_RDWR);
+    if (fd < 0 || fstat(fd, &sb) < 0) { perror(file); exit(2); }
+    size = (uint64_t)sb.st_size;
+  } else {
+    const char *a = getenv("APTA_REGION_ADDR"), *s = getenv("APTA_REGION_SIZE");
+    if (!a || !s) { fprintf(stderr, "DRV FAIL no --region and no APTA_REGION_ADDR/SIZE\n"); exit(2); }
+    off = strtoull(a, 0, 0), size = strtoull(s, 0, 0);
+    fd = open("/dev/mem", O_RDWR | O_SYNC);
+    if (fd < 0) { perror("/dev/mem"); exit(2); }
+  }
+  void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+  if (p == MAP_FAILED) { perror("mmap"); exit(2); }
+  return p;
+}
+
+static double us_since(uint64_t t0) { return (double)(acx_now_ns() - t0) / 1e3; }
+
+static void bench(acx *c, int put, uint32_t o, unsigned n, double secs) {
+  uint8_t buf[ACX_MAX_LINES * ACX_LINE];
+  uint64_t t0 = acx_now_ns(), end = t0 + (uint64_t)(secs * 1e9), ops = 0, errs = 0, retries = 0;
+  double maxus = 0;
+  int save = c->use_cache;
+  c->use_cache = 0;
+  uint32_t v = 1000;
+  while (acx_now_ns() < end) {
+    uint64_t t = acx_now_ns();
+    int rc;
+    unsigned r = 0;
+    if (put) { fill(buf, o, v++, n); rc = acx_put(c, o, buf, n, &r); retries += r; }
+    else rc = acx_get(c, o, buf, n, 0);
+    double us = us_since(t);
+    if (us > maxus) maxus = us;
+    if (rc) errs++; else ops++;
+  }
+  c->use_cache = save;
+  double el = (double)(acx_now_ns() - t0) / 1e9;
+  printf("OK bench %s obj=%u lines=%u ops=%llu errs=%llu retries=%llu seconds=%.3f ops_per_s=%.1f "
+         "mean_us=%.1f max_us=%.1f\n", put ? "put" : "get", o, n, (unsigned long long)ops,
+         (unsigned long long)errs, (unsigned long long)retries, el, ops / el, ops ? el * 1e6 / ops : 0.0, maxus);
+}
+
+static int cmd_loop(acx *c, uint32_t base, unsigned nobj, unsigned n, double secs) {
+  uint8_t buf[ACX_MAX_LINES * ACX_LINE];
+  long last[64];
+  for (unsigned i = 0; i < 64; i++) last[i] = -1;
+  uint32_t mine = base + c->g, v = 0;
+  /* versions go on from the object's current one (a rebooted guest must not put older numbers) */
+  for (int k = 0; k < 20; k++) {
+    int hit;
+    if (acx_get(c, mine, buf, n, &hit) == ACX_OK) {
+      long cur = check(buf, mine, n);
+      if (cur > 0) v = (uint32_t)cur;
+      break;
+    }
+    if (acx_rejoin(c) == 0) printf("DRV REJOINED g=%u epoch=%u\n", c->g, c->epoch);
+  }
+  uint64_t t0 = acx_now_ns(), end = t0 + (uint64_t)(secs * 1e9), tp = t0;
+  uint64_t gets = 0, puts = 0, bad = 0, errs = 0;
+  double get_us = 0, put_us = 0;
+  while (acx_now_ns() < end) {
+    uint64_t t = acx_now_ns();
+    fill(buf, mine, ++v, n);
+    unsigned r;
+    int rc = acx_put(c, mine, buf, n, &r);
+    if (rc) { errs++; printf("DRV ERR g=%u put obj=%u rc=%d code=%d\n", c->g, mine, rc, c->last_code); v--; }
+    else { puts++; put_us += us_since(t); }
+    for (unsigned i = 0; i < nobj && i < 64; i++) {
+      uint32_t o = base + i;
+      int hit;
+      t = acx_now_ns();
+      rc = acx_get(c, o, buf, n, &hit);
+      if (rc) { errs++; printf("DRV ERR g=%u get obj=%u rc=%d code=%d\n", c->g, o, rc, c->last_code); continue; }
+      if (!hit) gets++, get_us += us_since(t);
+      long ver = check(buf, o, n);
+      if (ver < 0 || ver < last[i]) { bad++; printf("DRV BAD g=%u obj=%u ver=%ld last=%ld\n", c->g, o, ver, last[i]); }
+      else if (ver != last[i]) { /* printed until a put is seen (the serial console is slow) */
+        if (last[i] < 1) printf("DRV SEE g=%u obj=%u ver=%ld\n", c->g, o, ver);
+        last[i] = ver;
+      }
+    }
+    if (acx_now_ns() - tp > 2000000000ull) {
+      tp = acx_now_ns();
+      printf("DRV PROGRESS g=%u epoch=%u v0=%ld v1=%ld v2=%ld puts=%llu gets=%llu errs=%llu bad=%llu put_us=%.0f get_us=%.0f\n",
+             c->g, c->epoch, last[0], last[1], last[2], (unsigned long long)puts, (unsigned long long)gets, (unsigned long long)errs,
+             (unsigned long long)bad, puts ? put_us / puts : 0.0, gets ? get_us / gets : 0.0);
+    }
+    if (rc == ACX_ETIMEOUT && acx_rejoin(c) == 0) printf("DRV REJOINED g=%u epoch=%u\n", c->g, c->epoch);
+  }
+  printf("DRV DONE g=%u epoch=%u puts=%llu gets=%llu errs=%llu bad=%llu put_us=%.0f get_us=%.0f snoops=%llu acks=%llu\n",
+         c->g, c->epoch, (unsigned long long)puts, (unsigned long long)gets, (unsigned long long)errs,
+         (unsigned long long)bad, puts ? put_us / puts : 0.0, gets ? get_us / gets : 0.0,
+         (unsigned long long)c->st.snoops, (unsigned long long)c->st.acks);
+  return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, 0, _IOLBF, 0);
+  const char *file = 0;
+  if (argc > 2 && !strcmp(argv[1], "--region")) file = argv[2], argv += 2, argc -= 2;
+  if (argc < 3) { fprintf(stderr, "usage: aptadrv [--region FILE] G cmd|loop ...\n"); return 2; }
+  unsigned g = (unsigned)atoi(argv[1]);
+  volatile uint8_t *base = map_region(file);
+  static acx c;
+  int rc = acx_init(&c, base, g, 1);
+  if (rc) { printf("DRV FAIL init rc=%d\n", rc); return 1; }
+  if (getenv("APTA_TIMEOUT_MS")) c.timeout_ms = (unsigned)atoi(getenv("APTA_TIMEOUT_MS"));
+  if (!strcmp(argv[2], "loop") && argc >= 7) {
+    for (int k = 0; (rc = acx_rejoin(&c)) != 0; k++) {
+      printf("DRV ERR g=%u rejoin rc=%d\n", g, rc);
+      if (k > 20) return 1;
+    }
+    printf("DRV JOINED g=%u epoch=%u\n", g, c.epoch);
+    rc = cmd_loop(&c, (uint32_t)strtoul(argv[3], 0, 0), (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]), atof(argv[6]));
+    acx_close(&c);
+    return rc;
+  }
+  char line[256], w[16], m[16];
+  uint8_t buf[ACX_MAX_LINES * ACX_LINE];
+  while (fgets(line, sizeof line, stdin)) {
+    unsigned o = 0, n = 0, v = 0;
+    double s = 0;
+    uint64_t t = acx_now_ns();
+    if (sscanf(line, "%15s", w) != 1) continue;
+    if (!strcmp(w, "quit")) break;
+    if (!strcmp(w, "rejoin")) {
+      rc = acx_rejoin(&c);
+      if (rc) printf("ERR rejoin rc=%d\n", rc); else printf("OK rejoin epoch=%u\n", c.epoch);
+    } else if ((!strcmp(w, "get") || !strcmp(w, "getnc")) && sscanf(line, "%*s %u %u", &o, &n) == 2) {
+      int hit, save = c.use_cache;
+      if (w[3]) c.use_cache = 0;
+      rc = acx_get(&c, o, buf, n, &hit);
+      c.use_cache = save;
+      if (rc) printf("ERR get obj=%u rc=%d code=%d\n", o, rc, c.last_code);
+      else printf("OK get obj=%u ver=%ld cached=%d us=%.1f\n", o, check(buf, o, n), hit, us_since(t));
+    } else if (!strcmp(w, "put") && sscanf(line, "%*s %u %u %u", &o, &n, &v) == 3) {
+      unsigned r;
+      fill(buf, o, v, n);
+      rc = acx_put(&c, o, buf, n, &r);
+      if (rc) printf("ERR put obj=%u rc=%d code=%d\n", o, rc, c.last_code);
+      else printf("OK put obj=%u ver=%u retries=%u us=%.1f\n", o, v, r, us_since(t));
+    } else if (!strcmp(w, "poll")) {
+      printf("OK poll acks=%d\n", acx_poll(&c));
+    } else if (!strcmp(w, "cached") && sscanf(line, "%*s %u", &o) == 1) {
+      acx_poll(&c);
+      printf("OK cached obj=%u %d\n", o, acx_cached(&c, o));
+    } else if (!strcmp(w, "bench") && sscanf(line, "%*s %15s %u %u %lf", m, &o, &n, &s) == 4) {
+      bench(&c, !strcmp(m, "put"), o, n, s);
+    } else if (!strcmp(w, "stats")) {
+      acx_stats *q = &c.st;
+      printf("OK stats epoch=%u gets=%llu hits=%llu puts=%llu retries=%llu snoops=%llu acks=%llu old=%llu "
+             "stale=%llu refusals=%llu objerrs=%llu timeouts=%llu\n", c.epoch,
+             (unsigned long long)q->gets, (unsigned long long)q->get_hits, (unsigned long long)q->puts,
+             (unsigned long long)q->put_retries, (unsigned long long)q->snoops, (unsigned long long)q->acks,
+             (unsigned long long)q->old_snoops, (unsigned long long)q->stale_rsp, (unsigned long long)q->refusals,
+             (unsigned long long)q->objerrs, (unsigned long long)q->timeouts);
+    } else {
+      printf("ERR unknown command\n");
+    }
+  }
+  acx_close(&c);
+  return 0;
+}

@@ -1,0 +1,218 @@
+"""The guest library (qemu-cxl/guest/aptacxl.c) against the memory-server daemon, on the host
+(no QEMU): the library and its driver (qemu-cxl/guest/aptadrv.c) are built natively into
+build/qemu-cxl/guestlib/, the daemon runs on a shared region file (the Rack of test_daemon.py),
+and three driver processes play guests 0..2 on the mmap'ed file exactly as QEMU guests would on
+their CXL region. Needs build/rtl/ms3 (`make rtl`); the daemon is built by test_daemon's fixture."""
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_daemon import LINE, ROOT, Rack, exe, schema  # noqa: E402,F401  (fixtures reused)
+
+OUT = ROOT / "build" / "qemu-cxl" / "guestlib"
+SRC = ROOT / "qemu-cxl" / "guest"
+OBJS = {1: (0x1000, 8), 2: (0x2000, 4), 3: (0x3000, 8)}     # obj -> (base, size in lines)
+
+
+def build_driver(static: bool = False) -> Path:
+    """cc the library + driver (host build, or -static for the QEMU guests) against the generated
+    headers (made by the daemon's Makefile, which the `exe` fixture ran)."""
+    out = OUT / ("aptadrv-static" if static else "aptadrv-host")
+    OUT.mkdir(parents=True, exist_ok=True)
+    srcs = [SRC / "aptacxl.c", SRC / "aptadrv.c"]
+    deps = srcs + [SRC / "aptacxl.h", ROOT / "build/qemu-cxl/apta_layout.h", ROOT / "build/qemu-cxl/apta_msg.h"]
+    if out.exists() and all(out.stat().st_mtime >= d.stat().st_mtime for d in deps):
+        return out
+    cmd = ["nice", "-n", "10", "gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread",
+           f"-I{ROOT / 'build/qemu-cxl'}", f"-I{SRC}", "-o", str(out)] + [str(s) for s in srcs]
+    if static:
+        cmd.insert(4, "-static")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def content(obj: int, ver: int, n: int) -> bytes:
+    """aptadrv.c's fill(): line l of obj at version ver."""
+    return b"".join(struct.pack("<III", obj, ver, l) + bytes((obj * 7 + ver * 13 + l * 3 + k) & 0xFF for k in range(12, LINE))
+                    for l in range(n))
+
+
+class Driver:
+    """One aptadrv process playing guest g: one command line in, one answer line out."""
+
+    def __init__(self, drv: Path, region: Path, g: int):
+        self.g = g
+        self.p = subprocess.Popen(["nice", "-n", "10", str(drv), "--region", str(region), str(g), "cmd"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def cmd(self, line: str, timeout: float = 15.0) -> dict:
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        r, _, _ = select.select([self.p.stdout], [], [], timeout)
+        assert r, f"guest {self.g}: no answer to {line!r} in {timeout}s"
+        ans = self.p.stdout.readline().strip()
+        assert ans, f"guest {self.g}: driver exited on {line!r} (rc {self.p.poll()})"
+        d = {"ok": ans.startswith("OK"), "line": ans}
+        d.update({k: float(v) if "." in v else int(v) for k, v in re.findall(r"(\w+)=(-?[\d.]+)", ans)})
+        return d
+
+    def ok(self, line: str, **kw) -> dict:
+        d = self.cmd(line, **kw)
+        assert d["ok"], (self.g, line, d["line"])
+        return d
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGKILL)
+            self.p.wait()
+
+    def close(self):
+        if self.p.poll() is None:
+            try:
+                self.p.stdin.write("quit\n")
+                self.p.stdin.flush()
+                self.p.wait(timeout=3)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+
+
+@pytest.fixture
+def world(exe, schema, tmp_path):
+    drv = build_driver()
+    rack = Rack(exe, schema, tmp_path)
+    drivers: list[Driver] = []
+    try:
+        for o, (base, size) in OBJS.items():
+            rack.r.set_data(base, content(o, 0, size))
+            rack.register(o, base, size)
+        drivers += [Driver(drv, rack.path, g) for g in range(3)]
+        for g in rack.guests:
+            g.alive = False                  # the drivers heartbeat now (library helper thread)
+        for d in drivers:                    # every life starts with Rejoin (RINGS.md)
+            assert d.ok("rejoin")["epoch"] == 1
+        yield rack, drivers, drv
+    finally:
+        for d in drivers:
+            d.close()
+        log = rack.close()
+        sys.stderr.write(log[-2000:])
+    assert rack.proc.returncode == 0, log
+
+
+def test_get_put_cache_invalidate(world):
+    rack, (d0, d1, d2), _ = world
+    a = d0.ok("get 1 8")
+    assert (a["ver"], a["cached"]) == (0, 0)
+    assert d0.ok("get 1 8")["cached"] == 1                      # served from the copy
+    assert d1.ok("get 2 4")["ver"] == 0
+    assert d2.ok("get 1 8")["ver"] == 0
+    assert rack.server(0, "1")["caches"] == ["1"]
+    # guest 1 puts object 1: guests 0 and 2 hold copies, are snooped, ack, drop the copy
+    p = d1.ok("put 1 8 5")
+    assert p["ver"] == 5
+    deadline = time.time() + 5
+    while True:                                                  # before the acks: pending in the API
+        s0 = rack.server(0, "1")
+        if s0["pending"]:
+            assert s0["pendingFor"] == {"1": 1} and not s0["schedulableFor"]
+            break
+        if time.time() > deadline:
+            pytest.fail("guest 0 never showed a pending ack for object 1")
+        time.sleep(0.01)
+    assert d0.ok("cached 1")["line"].endswith(" 0")             # the poll drops the copy and acks
+    deadline = time.time() + 5
+    while rack.server(0)["pending"]:
+        assert time.time() < deadline, "the ack did not clear the pending state"
+        time.sleep(0.01)
+    s0 = rack.server(0, "1")
+    assert s0["schedulable"] and s0["schedulableFor"] and s0["caches"] == []
+    g = d0.ok("get 1 8")                                         # the new version, fetched again
+    assert (g["ver"], g["cached"]) == (5, 0)
+    g = d2.ok("get 1 8")                                         # guest 2 acks inside its get
+    assert (g["ver"], g["cached"]) == (5, 0)
+    assert d1.ok("get 1 8")["cached"] == 1                      # the writer keeps its new version
+    code, ans = rack.api("GET", "/v1/objects/1")
+    assert code == 200 and ans["version"] == 1 and ans["pending"] == {} and set(ans["sharers"]) == {"cs0", "cs1", "cs2"}
+    # puts from all three on the same object; every get sees one whole, newest committed version
+    for v in range(6, 12):
+        d = (d0, d1, d2)[v % 3]
+        d.ok(f"put 1 8 {v}")
+        for r in (d0, d1, d2):
+            assert r.ok("get 1 8")["ver"] == v
+    # errors: an unknown object (ObjErr unknownObj = 4), a size over linesPerObject
+    e = d0.cmd("get 77 8")
+    assert not e["ok"] and e["rc"] == -3 and e["code"] == 4
+    e = d0.cmd("put 77 8 1")
+    assert not e["ok"] and e["rc"] == -3 and e["code"] == 4
+    assert d0.cmd("get 1 9")["rc"] == -4
+    st = d2.ok("stats")
+    assert st["acks"] >= 1 and st["refusals"] == 0 and st["timeouts"] == 0
+    assert rack.api("GET", "/v1/status")[1]["servers"][2]["schedulable"]
+
+
+def test_put_retry_under_contention(world):
+    """Three writers, two staging slots: PutRetry happens and every put still commits (same txn)."""
+    rack, drivers, _ = world
+    for d, o in zip(drivers, (1, 3, 2)):
+        d.p.stdin.write(f"bench put {o} {OBJS[o][1]} 1.0\n")
+        d.p.stdin.flush()
+    res = []
+    for d in drivers:
+        select.select([d.p.stdout], [], [], 20)
+        res.append(d.p.stdout.readline())
+    for line in res:
+        assert line.startswith("OK bench put") and " errs=0 " in line, res
+    for d in drivers:
+        for o, (_, n) in OBJS.items():
+            assert d.ok(f"getnc {o} {n}")["ver"] >= 1000
+
+
+def test_killed_guest_is_fenced_and_rejoins(world, tmp_path):
+    rack, drivers, drv = world
+    d0, d1, d2 = drivers
+    assert d2.ok("get 2 4")["ver"] == 0                          # guest 2 holds a copy of object 2
+    d2.kill()                                                    # stops heartbeating, owes nothing yet
+    t0 = time.time()
+    d0.ok("put 2 4 7")                                           # snoops guest 2: it can never ack
+    while not rack.server(2)["fenced"]:
+        assert time.time() - t0 < 6, "not fenced after the lease"
+        time.sleep(0.02)
+    fenced_after = time.time() - t0
+    assert not rack.server(2)["live"] and rack.server(2)["epoch"] == 1
+    assert rack.server(0)["schedulable"] and rack.server(1)["schedulable"]
+    assert d1.ok("get 2 4")["ver"] == 7 and d0.ok("put 2 4 8")["ver"] == 8
+    d2 = drivers[2] = Driver(drv, rack.path, 2)                  # restarted: a new life rejoins
+    assert d2.ok("rejoin")["epoch"] == 2
+    s = rack.server(2)
+    assert (s["fenced"], s["epoch"], s["live"], s["schedulable"]) == (False, 2, True, True)
+    assert d2.ok("get 2 4")["ver"] == 8
+    d1.ok("put 2 4 9")
+    assert d2.ok("get 2 4")["ver"] == 9
+    log = rack.log.read_text()
+    assert "fence: guest 2 epoch 1 (heartbeat lease expired)" in log and "rejoin: guest 2 in epoch 2" in log
+    print(f"fenced {fenced_after:.2f} s after the kill (lease 1.5 s)")
+
+
+def test_latency_and_throughput(world):
+    """Functional-emulation figures on the host (no QEMU): one guest at a time, uncached gets and
+    puts of 8-line objects -> build/qemu-cxl/guestlib/bench.txt (quoted in qemu-cxl/README.md)."""
+    rack, (d0, d1, d2), _ = world
+    secs = os.environ.get("APTA_GUESTLIB_BENCH_S", "1.0")
+    lines = [d0.ok(f"bench get 1 8 {secs}", timeout=30)["line"], d0.ok(f"bench get 2 4 {secs}", timeout=30)["line"],
+             d0.ok(f"bench put 1 8 {secs}", timeout=30)["line"], d0.ok(f"bench put 2 4 {secs}", timeout=30)["line"]]
+    for l in lines:
+        assert " errs=0 " in l and "ops=0 " not in l, l
+    (OUT / "bench.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
