@@ -157,6 +157,17 @@ static void drain_stale(acx *c) {
   while (consume(c, APTA_RING_RESPONSE, &refused, &seq, f)) c->st.stale_rsp++;
 }
 
+/* An ObjErr flit: the memory server's final answer to this guest's request for obj (1), or a
+ * stale one for another object (0, counted). */
+static int objerr_for(acx *c, const uint8_t *f, uint32_t obj) {
+  apta_ObjErr x;
+  apta_unpack_ObjErr(f, &x);
+  if (x.obj != obj) { c->st.stale_rsp++; return 0; }
+  c->st.objerrs++;
+  c->last_code = (int)x.code;
+  return 1;
+}
+
 static uint64_t deadline_of(acx *c) { return acx_now_ns() + (uint64_t)c->timeout_ms * 1000000ull; }
 
 /* ---- init / rejoin ---------------------------------------------------------------------------- */
@@ -280,11 +291,7 @@ int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached) {
         have |= 1u << d.line;
         if (have == (1u << nlines) - 1) { rc = ACX_OK; break; }
       } else if (op == APTA_OP_ObjErr) {
-        apta_ObjErr x;
-        apta_unpack_ObjErr(f, &x);
-        if (x.obj != obj) { c->st.stale_rsp++; continue; }
-        c->st.objerrs++;
-        c->last_code = (int)x.code;
+        if (!objerr_for(c, f, obj)) continue;
         rc = ACX_EOBJ;
         break;
       } else {
@@ -354,11 +361,7 @@ int acx_put(acx *c, uint32_t obj, const void *data, unsigned nlines, unsigned *r
           again = 1;
           break;
         } else if (op == APTA_OP_ObjErr) {
-          apta_ObjErr x;
-          apta_unpack_ObjErr(f, &x);
-          if (x.obj != obj) { c->st.stale_rsp++; continue; }
-          c->st.objerrs++;
-          c->last_code = (int)x.code;
+          if (!objerr_for(c, f, obj)) continue;
           return ACX_EOBJ;
         }
         c->st.stale_rsp++;
