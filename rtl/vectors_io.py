@@ -103,21 +103,28 @@ def _header(sc: dict, known_cells: tuple[str, ...] | None, param_names: tuple[st
     return params
 
 
+def _objects(sc: dict, max_lines: int, obj_min: int = 0, align: int = 1) -> dict[int, int]:
+    """The scenario's objects {name: {obj, base, size}} -> {obj id: size in lines}."""
+    objs = _get(sc, "objects", "")
+    if not isinstance(objs, dict) or not objs:
+        raise _Bad("objects", "expected a non-empty object {name: {obj, base, size}}")
+    sizes = {}
+    for name, o in objs.items():
+        w = f"objects.{name}"
+        k = _int(o, "obj", w, obj_min)
+        if _int(o, "base", w) % align:
+            raise _Bad(f"{w}.base", f"{o['base']} is not {align}-byte aligned")
+        sizes[k] = _int(o, "size", w, 1, max_lines)
+    return sizes
+
+
 def validate(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
     """Check one scenario against the schema; raises VectorError("<field>: <problem>").
     known_cells None: any cell id is accepted (load_vectors passes rtl/cells.py's)."""
     params = _header(sc, known_cells, PARAMS)
     n = params["servers"]
     maxpend = params["maxPendPerServer"]
-    objs = _get(sc, "objects", "")
-    if not isinstance(objs, dict) or not objs:
-        raise _Bad("objects", "expected a non-empty object {name: {obj, base, size}}")
-    ids = set()
-    for name, o in objs.items():
-        w = f"objects.{name}"
-        ids.add(_int(o, "obj", w))
-        _int(o, "base", w)
-        _int(o, "size", w, 1, params["linesPerObject"])
+    ids = set(_objects(sc, params["linesPerObject"]))
     steps = _list(sc, "steps", "")
     if not steps:
         raise _Bad("steps", "a scenario has at least one step")
@@ -211,16 +218,7 @@ def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
     """Check one memory-server scenario; raises VectorError("<field>: <problem>")."""
     params = _header(sc, known_cells, MS_PARAMS)
     n, nl = params["servers"], params["linesPerObject"]
-    objs = _get(sc, "objects", "")
-    if not isinstance(objs, dict) or not objs:
-        raise _Bad("objects", "expected a non-empty object {name: {obj, base, size}}")
-    sizes = {}
-    for name, o in objs.items():
-        w = f"objects.{name}"
-        k = _int(o, "obj", w, 1)
-        if _int(o, "base", w) % LINE_BYTES:
-            raise _Bad(f"{w}.base", f"{o['base']} is not 64-byte aligned")
-        sizes[k] = _int(o, "size", w, 1, nl)
+    sizes = _objects(sc, nl, obj_min=1, align=LINE_BYTES)
 
     def obj(d, w):
         if _int(d, "obj", w) not in sizes:

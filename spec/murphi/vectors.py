@@ -388,22 +388,20 @@ class Translator:
             if h is None or h["mtype"] != "Rejoin" or post.mepoch(c) != pre.mepoch(c) + 1:
                 raise CheckError(f"inconsistent trace: {rule} [c={c}]")
             stimuli.append({"port": "ctrl", "op": "Rejoin", "server": c, "epoch": h["epoch"]})
-            for o in range(self.nobj):
-                pend_own[(o, c)] = 0                         # fenced first (if it was live)
+            self._retire(pend_own, c)                        # fenced first (if it was live)
             ctrl_resp.append({"op": "RejoinAck", "server": c, "epoch": post.mepoch(c)})
         elif rule == "FD fence":
             if pre.fenced(c) or not post.fenced(c):
                 raise CheckError(f"inconsistent trace: {rule} [c={c}]")
             stimuli.append({"port": "ctrl", "op": "Fence", "server": c, "epoch": pre.mepoch(c)})
-            for o in range(self.nobj):
-                pend_own[(o, c)] = 0
+            self._retire(pend_own, c)
             ctrl_resp.append({"op": "Fence", "server": c, "epoch": pre.mepoch(c)})
         elif rule == "OIC ObjBIRsp":
             h = pre.head("birsp", c)
             if h is None:
                 raise CheckError(f"inconsistent trace: {rule} [c={c}] with no ack queued")
             o = h["obj"]
-            applied = (h["epoch"] == pre.mepoch(c) and not pre.fenced(c) and pre.pend(o, c) > 0)
+            applied = self._ack_applies(pre, c, h)
             settled = False
             if applied:
                 pend_own[(o, c)] -= 1
@@ -436,6 +434,16 @@ class Translator:
         return {"rule": self._rule_text(rule, params), "stimuli": stimuli,
                 "expect": {"resp": resp, "snp": snp, "ackResult": ack_results,
                            "ctrlResp": ctrl_resp, "state": post.core()}}
+
+    def _retire(self, pend_own: dict, c: int) -> None:
+        """A fence (or a rejoin's fence) retires every ack c owes."""
+        for o in range(self.nobj):
+            pend_own[(o, c)] = 0
+
+    @staticmethod
+    def _ack_applies(pre: View, c: int, h: dict) -> bool:
+        """An ack decrements a counter only in c's current epoch, unfenced, with an ack owed."""
+        return h["epoch"] == pre.mepoch(c) and not pre.fenced(c) and pre.pend(h["obj"], c) > 0
 
     def _commits(self, pre: View, post: View):
         """The slots a step committed (TryCommits inside the rule): (slot, its post state)."""
@@ -593,18 +601,16 @@ class MsTranslator(Translator):
         elif rule.startswith("MS: Rejoin"):
             m, _ = popped[c]
             stimuli.append(self._req(c, m, 0))
-            for o in range(self.nobj):
-                pend_own[(o, c)] = 0
+            self._retire(pend_own, c)
             rsp.append({"op": "RejoinAck", "server": c, "epoch": post.mepoch(c)})
         elif rule == "FD fence":
             stimuli.append({"port": "ctrl", "op": "Fence", "server": c, "epoch": pre.mepoch(c)})
-            for o in range(self.nobj):
-                pend_own[(o, c)] = 0
+            self._retire(pend_own, c)
             ctrl_resp.append({"op": "Fence", "server": c, "epoch": pre.mepoch(c)})
         elif rule == "OIC ObjBIRsp":
             h = pre.head("birsp", c)
             o = h["obj"]
-            if h["epoch"] == pre.mepoch(c) and not pre.fenced(c) and pre.pend(o, c) > 0:
+            if self._ack_applies(pre, c, h):
                 pend_own[(o, c)] -= 1
             stimuli.append({"port": "birsp", "server": c, "epoch": h["epoch"], "obj": o + 1})
         elif rule.startswith("OPC PutPrepare"):
