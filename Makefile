@@ -95,7 +95,9 @@ vectors: deps-murphi venv
 # The yosys netlists (stress variant + the model's geometries, and the memory server's msv) must pass
 # the same regression: the core's and the memory server's vectors replay on them, and the same
 # 100k-operation stress run (every cell must be hit there too).
-# Then the scheduler plugin: Go unit tests and the e2e on a real etcd + kube-apiserver (test-scheduler).
+# pytest also runs the tracer and the simulator on the tiny traces made first, and the QEMU guests
+# with the daemon (APTA_QEMU=1). Then the scheduler plugin: Go unit tests and the e2e on a real
+# etcd + kube-apiserver (test-scheduler).
 test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon
 	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
 	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 nice -n 10 $(PY) -m pytest tests -q
@@ -154,7 +156,7 @@ daemon: rtl deps-rtl-sim
 	@$(APT) g++ make
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
-test-qemu: venv qemu-image
+test-qemu: venv qemu-image daemon
 	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_guestlib.py
 
 # --- RTL ----------------------------------------------------------------------------------------
@@ -210,9 +212,8 @@ clean:
 	rm -rf build $(VENV) out
 
 # --- kube-scheduler plugin (scheduler-plugin/: a Go module; Go caches stay in $HOME) ------------
-# Go 1.26 from PATH or /usr/local/go/bin. The first build compiles k8s.io/kubernetes (cold:
-# see scheduler-plugin/README.md for measured times); `-p 2` and nice keep it polite on 2 cores.
-# tools/install-go.sh prints a Go >= 1.26 (PATH, /usr/local/go, or one it fetched from the Go module
+# The first build compiles k8s.io/kubernetes (cold: see scheduler-plugin/README.md for measured
+# times); `-p 2` and nice keep it polite on 2 cores. tools/install-go.sh prints a Go >= 1.26 (PATH, /usr/local/go, or one it fetched from the Go module
 # proxy into ~/.cache/apta/go/); evaluated only by the targets that use it.
 GO_SCHED = $(shell tools/install-go.sh)
 .PHONY: scheduler test-scheduler go-check
