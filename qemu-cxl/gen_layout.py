@@ -56,6 +56,19 @@ class Layout:
     def slot(self, ring: int, k: int) -> int:
         return ring + self.raw["ring"]["header_bytes"] + (k % self.slots) * self.slot_bytes
 
+    def job(self, g: int) -> int:
+        """Offset of guest g's job block (JOBS.md)."""
+        j = self.raw["jobs"]
+        return j["offset"] + g * j["stride"]
+
+    def job_field(self, g: int, name: str) -> int:
+        return self.job(g) + next(f["offset"] for f in self.raw["jobs"]["fields"] if f["name"] == name)
+
+    def job_area(self, g: int, name: str) -> tuple[int, int]:
+        """(offset, bytes) of area `name` (args, inputs, log, emits) of guest g's job block."""
+        off, size = self.raw["jobs"]["areas"][name]
+        return self.job(g) + off, size
+
 
 def check(raw: dict, slots: int) -> None:
     r, ga = raw["ring"], raw["guest_area"]
@@ -74,6 +87,16 @@ def check(raw: dict, slots: int) -> None:
         raise ValueError("guest areas overlap the data area")
     if r["tail_offset"] < 8 or r["tail_offset"] + 8 > r["header_bytes"]:
         raise ValueError("ring tail must be a separate word inside the ring header")
+    j = raw["jobs"]
+    if j["offset"] < ga["offset"] + raw["max_guests"] * ga["stride"]:
+        raise ValueError("job blocks overlap the guest areas")
+    if j["offset"] + raw["max_guests"] * j["stride"] > raw["data_offset"]:
+        raise ValueError("job blocks overlap the data area")
+    end = j["header_bytes"]
+    for name, (off, size) in sorted(j["areas"].items(), key=lambda kv: kv[1][0]):
+        if off < end or off + size > j["stride"]:
+            raise ValueError(f"job area {name} at {off} ({size} bytes) overlaps the previous or leaves the block")
+        end = off + size
 
 
 def load(path: Path | str = LAYOUT_PATH, slots: int | None = None) -> Layout:
@@ -126,10 +149,22 @@ def gen_c(raw: dict, src: str) -> str:
     L.append(f"#define {P}SLOT_FLIT_ROOM ({P}SLOT_BYTES - {P}SLOT_FLIT)")
     for k, v in raw["refusals"].items():
         L.append(f"#define {P}REFUSED_{k.upper()} {v}u")
+    j, of = raw["jobs"], raw["object_format"]
+    L += [f"#define {P}JOBS {j['offset']}ull", f"#define {P}JOB_STRIDE {j['stride']}u"]
+    for f in j["fields"]:
+        L.append(f"#define {P}JOBF_{f['name'].upper()} {f['offset']}u  /* field of a job block's header */")
+    for k, (off, size) in j["areas"].items():
+        L += [f"#define {P}JOB_AREA_{k.upper()} {off}u", f"#define {P}JOB_AREA_{k.upper()}_SIZE {size}u"]
+    for k, v in j["runner_states"].items():
+        L.append(f"#define {P}RUNNER_{k.upper()} {v}u")
+    L += [f'#define {P}OBJ_MAGIC "{of["magic"]}"']
+    for f in of["fields"]:
+        L.append(f"#define {P}OBJF_{f['name'].upper()} {f['offset']}u  /* field of an object's header line */")
     L += [f"#define {P}LEASE_MS {raw['lease_ms']}u", f"#define {P}GUEST_HEARTBEAT_MS {raw['guest_heartbeat_ms']}u", "",
           "/* offsets from the start of the region */",
           f"static inline uint64_t apta_guest_off(unsigned g) {{ return {P}GUEST_AREA + (uint64_t)g * {P}GUEST_STRIDE; }}",
           f"static inline uint64_t apta_ring_off(unsigned g, unsigned ring) {{ return apta_guest_off(g) + ring; }}",
+          f"static inline uint64_t apta_job_off(unsigned g) {{ return {P}JOBS + (uint64_t)g * {P}JOB_STRIDE; }}",
           f"static inline uint64_t apta_ring_bytes(uint32_t slots) {{ return {P}RING_HEADER_BYTES + (uint64_t)slots * {P}SLOT_BYTES; }}",
           "/* slot k of the ring at `ring` (S = slots, a power of two); indexes never wrap */",
           f"static inline uint64_t apta_slot_off(uint64_t ring, uint64_t k, uint32_t slots) {{",
