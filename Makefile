@@ -146,7 +146,7 @@ bench-sim: traces sim venv
 
 # --- CXL emulation (qemu-cxl/README.md) ---------------------------------------------------------
 # The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/
-# image/ (cached); the memory-server daemon (the Verilated ms3 top behind the rings of
+# image/ (cached); the memory-server daemon (the Verilated msemu top behind the rings of
 # qemu-cxl/RINGS.md) -> build/qemu-cxl/daemon/. test-qemu boots 3 TCG guests on one shared region.
 .PHONY: qemu-image daemon test-qemu
 qemu-image:

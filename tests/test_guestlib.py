@@ -2,9 +2,10 @@
 (no QEMU): the library and its driver (qemu-cxl/guest/aptadrv.c) are built natively into
 build/qemu-cxl/guestlib/, the daemon runs on a shared region file (the Rack of test_daemon.py),
 and three driver processes play guests 0..2 on the mmap'ed file exactly as QEMU guests would on
-their CXL region. Needs build/rtl/ms3 (`make rtl`); the daemon is built by test_daemon's fixture."""
+their CXL region. Needs build/rtl/msemu (`make rtl`); the daemon is built by test_daemon's fixture."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_daemon import LINE, ROOT, Rack, exe, schema  # noqa: E402,F401  (fixtures reused)
+from test_daemon import LINE, PARAMS_PATH, ROOT, Rack, exe, schema  # noqa: E402,F401  (fixtures reused)
 
 OUT = ROOT / "build" / "qemu-cxl" / "guestlib"
 SRC = ROOT / "qemu-cxl" / "guest"
@@ -156,7 +157,8 @@ def test_get_put_cache_invalidate(world):
     assert not e["ok"] and e["rc"] == -3 and e["code"] == 4
     e = d0.cmd("put 77 8 1")
     assert not e["ok"] and e["rc"] == -3 and e["code"] == 4
-    assert d0.cmd("get 1 9")["rc"] == -4
+    max_lines = json.loads(PARAMS_PATH.read_text())["linesPerObject"]
+    assert d0.cmd(f"get 1 {max_lines + 1}")["rc"] == -4                # ACX_EARG: beyond linesPerObject
     st = d2.ok("stats")
     assert st["acks"] >= 1 and st["refusals"] == 0 and st["timeouts"] == 0
     assert rack.api("GET", "/v1/status")[1]["servers"][2]["schedulable"]

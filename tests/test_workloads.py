@@ -307,7 +307,7 @@ def test_phase_markers_bracket_get_compute_put(tmp_path):
     exe = tmp_path / "probe"
     wl = os.path.join(ROOT, "workloads")
     subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-O2", "-DAPTA_NO_VALGRIND", "-D_POSIX_C_SOURCE=200809L",
-                    "-I", os.path.join(wl, "include"), str(src), os.path.join(wl, "lib", "apta_store_host.c"),
+                    "-I", os.path.join(wl, "include"), str(src), os.path.join(wl, "lib", "apta_store_host.c"), os.path.join(wl, "lib", "apta_store_core.c"),
                     os.path.join(wl, "lib", "apta_util.c"), "-o", str(exe), "-lm"], check=True)
     store = tmp_path / "s"
     store.mkdir()

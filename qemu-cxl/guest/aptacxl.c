@@ -263,7 +263,9 @@ int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached) {
   }
   uint64_t deadline = deadline_of(c);
   unsigned refused, spins = 0;
-  uint32_t seq, have = 0; /* bitmap of lines received */
+  uint32_t seq, have = 0; /* lines received (each line once: the bitmap below) */
+  uint64_t got[(ACX_MAX_LINES + 63) / 64];
+  memset(got, 0, ((nlines + 63) / 64) * sizeof got[0]);
   uint8_t f[APTA_FLIT_BYTES];
   drain_stale(c);
   if (wait_room(c, 1, deadline)) return c->st.timeouts++, ACX_ETIMEOUT;
@@ -288,8 +290,8 @@ int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached) {
         apta_unpack_ObjData(f, &d);
         if (d.obj != obj || d.epoch != c->epoch || d.server != c->g || d.line >= nlines) { c->st.stale_rsp++; continue; }
         memcpy((uint8_t *)buf + (size_t)d.line * ACX_LINE, d.data, ACX_LINE);
-        have |= 1u << d.line;
-        if (have == (1u << nlines) - 1) { rc = ACX_OK; break; }
+        if (!(got[d.line / 64] >> (d.line % 64) & 1)) got[d.line / 64] |= 1ull << (d.line % 64), have++;
+        if (have == nlines) { rc = ACX_OK; break; }
       } else if (op == APTA_OP_ObjErr) {
         if (!objerr_for(c, f, obj)) continue;
         rc = ACX_EOBJ;
@@ -324,11 +326,16 @@ int acx_put(acx *c, uint32_t obj, const void *data, unsigned nlines, unsigned *r
   for (;;) {
     acx_poll(c);
     drain_stale(c);
-    if (wait_room(c, 1 + nlines, deadline)) return c->st.timeouts++, ACX_ETIMEOUT;
+    /* PutPrepare + the lines, as fast as the ring takes them: all at once when they fit (the
+     * common case), streamed when the object has more lines than the ring has room (msemu:
+     * objects of up to 4096 lines, rings of 1024 slots) */
+    unsigned chunk = c->slots < 1 + nlines ? c->slots / 2 : 1 + nlines;
+    if (wait_room(c, chunk, deadline)) return c->st.timeouts++, ACX_ETIMEOUT;
     apta_PutPrepare p = {c->g, c->epoch, obj, txn};
     apta_pack_PutPrepare(f, &p);
     uint32_t first = produce(c, f), last = first;
     for (unsigned l = 0; l < nlines; l++) {
+      if (chunk < 1 + nlines && wait_room(c, 1, deadline)) return c->st.timeouts++, ACX_ETIMEOUT;
       apta_PutLine m = {c->g, c->epoch, obj, txn, l, {0}};
       memcpy(m.data, (const uint8_t *)data + (size_t)l * ACX_LINE, ACX_LINE);
       apta_pack_PutLine(f, &m);

@@ -13,6 +13,10 @@ extern "C" {
 #endif
 
 _Noreturn void apta_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* NULL (default): apta_die prints "apta: <msg>" on stderr and exits with status 3. A process that
+ * runs many functions (qemu-cxl/guest/aptarun.c) sets it to a handler that must not return
+ * (it longjmps out of the failed function). */
+extern void (*apta_die_handler)(const char *msg);
 void *apta_xmalloc(size_t n);  /* zeroed; dies on failure */
 void *apta_xrealloc(void *p, size_t n);
 

@@ -7,9 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+void (*apta_die_handler)(const char *msg);
+
 void apta_die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  if (apta_die_handler) { /* a runner of many functions in one process: ends the job, not the process */
+    static char msg[4096];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    apta_die_handler(msg);
+    va_start(ap, fmt); /* the handler returned: fall back to exiting */
+  }
   fputs("apta: ", stderr);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);

@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""The executor (the paper's Executor Manager) of the CXL emulation: runs a workflow's functions on
+the guests' runners (qemu-cxl/JOBS.md) against the memory-server daemon, and records the history
+that tests/history.py checks. Stdlib only; used by tests/test_executor.py (runner processes on the
+host) and tests/test_qemu_workflows.py (runners in QEMU guests).
+
+    ex = Executor(region_path, api_port, guests=3, out_dir=...)
+    ref = host_reference(wf, "tiny", tmp)          # the same functions on the host: the oracle
+    res = ex.run(wf, ref)                          # outputs compared, history checked
+
+Placement (DESIGN.md, the scheduler rule): a function instance is ready when every instance of the
+functions in its `after` is done; it goes to a guest that is live, whose runner is idle, and that
+the daemon reports schedulable for its inputs (`GET /v1/schedulable?objects=...`: no invalidation
+of an input pending there); among those, the one caching most of its inputs (the daemon's
+directory, `caches`), then the one with the fewest runs so far. A guest whose runner stops
+heartbeating (or that the daemon fences) loses its run: the executor reads what the run's log
+holds (the file survives the guest), records `crash` and later `fence`, and places the function
+again as a new run; a runner's new life (`runner_life` changes) is recorded as `rejoin` and the
+guest is used again.
+
+Allocation policy: the object sizes are not known before a run, so every store object gets a map
+entry sized from the host reference run (its largest version, rounded up to a power of two lines,
+header line included; JOBS.md object format), a fresh object id (no two live ids share a slot of
+the direct-mapped object map) and data-area space after the map table.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "workloads"))
+sys.path.insert(0, str(ROOT / "tests"))
+import jobs  # noqa: E402
+import run as wrun  # noqa: E402
+
+MAP_ENTRY_BYTES = 16                       # rtl/MEMSERVER.md: 16-byte object-map entries
+
+
+class ExecutorError(RuntimeError):
+    pass
+
+
+# ---- the oracle: the same functions on the host ------------------------------------------------
+@dataclass
+class Reference:
+    initial: dict                     # store input -> bytes
+    ext: dict                         # external input -> bytes
+    per: list                         # per instance (execution order): ({written obj: bytes}, {emit: bytes})
+    final: dict                       # object -> bytes after the workflow
+    sizes: dict                       # object -> largest version (bytes)
+
+
+def host_reference(wf, size: str, tmp: Path) -> Reference:
+    """Every instance run on the host (workloads/run.py's commands), in the file's order."""
+    run = wrun.prepare_run(wf, size, run_dir=str(Path(tmp) / f"host-{wf.name}"))
+    st, ext_in, ext_out = (Path(run["dirs"][k]) for k in ("store", "ext_in", "ext_out"))
+    initial = {o: (st / o).read_bytes() for o in wf.inputs}
+    ext = {o: (ext_in / o).read_bytes() for o in wf.external_inputs}
+    per, final = [], dict(initial)
+    sizes = {o: len(b) for o, b in initial.items()}
+    for inst in wf.instances():
+        wrun.run_instance(wf, inst, wrun.instance_command(wf, inst, size, run))
+        writes = {o: (st / o).read_bytes() for o in inst.writes}
+        per.append((writes, {e: (ext_out / e).read_bytes() for e in inst.emits}))
+        final.update(writes)
+        for o, b in writes.items():
+            sizes[o] = max(sizes.get(o, 0), len(b))
+    return Reference(initial, ext, per, final, sizes)
+
+
+def pow2_lines(nbytes: int) -> int:
+    n = jobs.obj_lines(nbytes)
+    return 1 << (n - 1).bit_length()
+
+
+# ---- the daemon's control-plane API ------------------------------------------------------------
+class Api:
+    def __init__(self, port: int, host: str = "127.0.0.1"):
+        self.base = f"http://{host}:{port}"
+
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        req = urllib.request.Request(self.base + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            raise ExecutorError(f"{method} {path}: HTTP {e.code}: {e.read()[:300]!r}") from None
+        except (OSError, ValueError) as e:
+            raise ExecutorError(f"{method} {path}: {e}") from None
+
+    def servers(self, objs: list[int] | None = None) -> list[dict]:
+        q = "?objects=" + ",".join(map(str, objs)) if objs else ""
+        return self.call("GET", "/v1/schedulable" + q)["servers"]
+
+
+# ---- the executor --------------------------------------------------------------------------------
+@dataclass
+class Guest:
+    g: int
+    jb: jobs.JobBlock
+    name: str = ""
+    life: tuple = (0, 0)
+    alive: bool = True                # False from the crash until the runner's next life
+    fenced: bool = False
+    hb: int = 0                       # last runner heartbeat seen, and the host time it changed
+    hb_t: float = 0.0
+    job: int = 0                      # the job it runs (0: none)
+    run: object = None                # the Run it runs
+    log_off: int = 0
+    runs: int = 0
+
+
+@dataclass
+class Run:
+    rid: str
+    inst: object
+    k: int                            # index of the instance in execution order
+    guest: int
+    job: int
+    t0: float
+    recs: list = field(default_factory=list)
+
+
+class Executor:
+    def __init__(self, region_path, api_port: int, guests: int = 3, out_dir: Path | None = None,
+                 dead_after_s: float = 1.0, first_obj: int = 1, log=print):
+        self.region = jobs.Region(region_path)
+        self.api = Api(api_port)
+        self.dead_after_s = dead_after_s
+        self.out_dir = Path(out_dir) if out_dir else None
+        self.log = log
+        self.G = [Guest(g, jobs.JobBlock(self.region, g)) for g in range(guests)]
+        for gs, s in zip(self.G, self.api.servers()):
+            gs.name, gs.fenced = s["name"], s["fenced"]
+            gs.life, gs.hb, gs.hb_t = gs.jb.life, gs.jb.heartbeat, time.monotonic()
+        self.map_entries = int(json.loads((ROOT / "build/rtl/msemu/params.json").read_text())["mapEntries"])
+        self.next_obj = first_obj
+        self.next_base = (self.map_entries * MAP_ENTRY_BYTES + 4095) // 4096 * 4096
+        self.live_ids: set[int] = set()
+        self.hooks: list = []         # callables (executor, event) after every history event
+        self.liveness: list = []      # every crash, fence and rejoin seen in this session
+        self.history, self.t_start = [], time.monotonic()
+
+    def close(self):
+        self.region.close()
+
+    # -- allocation ---------------------------------------------------------------------------
+    def allocate(self, wf, ref: Reference) -> dict:
+        """{object: (id, lines, base)}: entries registered, initial objects loaded (JOBS.md)."""
+        objs = {}
+        for o in sorted(wf.objects()):
+            lines = pow2_lines(ref.sizes.get(o, 0))
+            while (self.next_obj % self.map_entries) in {i % self.map_entries for i in self.live_ids}:
+                self.next_obj += 1
+            oid, base = self.next_obj, self.next_base
+            self.next_obj += 1
+            self.next_base += (lines * jobs.LINE + 4095) // 4096 * 4096
+            if self.next_base > self.region.data_bytes:
+                raise ExecutorError(f"{wf.name}: the data area ({self.region.data_bytes} bytes) is full at object {o}")
+            self.region.data_write(base, jobs.encode_object(ref.initial.get(o, b""), lines))
+            self.api.call("POST", "/v1/objects", {"obj": oid, "base": base, "size": lines})
+            self.live_ids.add(oid)
+            objs[o] = (oid, lines, base)
+        return objs
+
+    def release(self, objs: dict):
+        for oid, lines, base in objs.values():
+            self.api.call("POST", "/v1/objects", {"obj": oid, "base": base, "size": lines, "valid": 0})
+            self.live_ids.discard(oid)
+
+    # -- history ------------------------------------------------------------------------------
+    def emit(self, ev: dict):
+        ev.setdefault("t", round(time.monotonic() - self.t_start, 6))
+        self.history.append(ev)
+        if ev["ev"] in ("crash", "fence", "rejoin"):
+            self.liveness.append({**ev, "workflow": getattr(self, "wf", None) and self.wf.name, "wall": time.time()})
+        for h in self.hooks:
+            h(self, ev)
+
+    def _tail(self, gs: Guest):
+        """New complete log lines of the guest's current run into the history (JOBS.md: `ev` lines).
+        Until the runner has taken the job, the log is the previous job's."""
+        if not gs.jb.started(gs.job):
+            return
+        recs, gs.log_off = gs.jb.read_log(gs.log_off)
+        for r in recs:
+            gs.run.recs.append(r)
+            if "put_us" in r:
+                self.putlat.append({"t": round(time.monotonic() - self.t_start, 6), "server": gs.name,
+                                    "run": gs.run.rid, "obj": r.get("obj"), "us": r["put_us"]})
+            if "ev" in r:
+                if r.get("run", gs.run.rid) != gs.run.rid:
+                    raise ExecutorError(f"guest {gs.g}: log line of run {r.get('run')} in run {gs.run.rid}")
+                self.emit(dict(r))
+
+    # -- liveness -----------------------------------------------------------------------------
+    def _watch(self):
+        now = time.monotonic()
+        status = {s["name"]: s for s in self.api.servers()}
+        for gs in self.G:
+            hb = gs.jb.heartbeat
+            if hb != gs.hb:
+                gs.hb, gs.hb_t = hb, now
+            s = status[gs.name]
+            life = gs.jb.life
+            if gs.alive and (now - gs.hb_t > self.dead_after_s or (s["fenced"] and life == gs.life)):
+                self._crash(gs)
+            if s["fenced"] and not gs.fenced:
+                gs.fenced = True
+                self.emit({"ev": "fence", "server": gs.name, "epoch": gs.life[1]})
+            if life != gs.life and life[1] and now - gs.hb_t < self.dead_after_s and gs.jb.idle():
+                if gs.run is not None:              # the run's runner rejoined mid-job (fenced alive)
+                    self._crash(gs)
+                if not gs.fenced:                   # a rejoin fences first (rtl/CORE.md)
+                    self.emit({"ev": "fence", "server": gs.name, "epoch": gs.life[1]})
+                gs.life, gs.alive, gs.fenced = life, True, False
+                self.emit({"ev": "rejoin", "server": gs.name, "epoch": life[1]})
+
+    def _crash(self, gs: Guest):
+        if gs.run is not None:
+            self._tail(gs)                          # what the dead run did, from the surviving file
+            self.requeue.append(gs.run.k)
+            self.reexec += 1
+            self.log(f"  {gs.name}: lost run {gs.run.rid}; placing it again")
+        gs.run, gs.job, gs.alive = None, 0, False
+        self.emit({"ev": "crash", "server": gs.name})
+
+    # -- placement ----------------------------------------------------------------------------
+    def _place(self, k: int, inst, objs: dict) -> bool:
+        ids = [objs[o][0] for o in inst.reads]
+        cand = []
+        for gs, s in zip(self.G, self.api.servers(ids)):
+            if gs.alive and not gs.fenced and gs.run is None and s["live"] and s["schedulableFor"] \
+                    and gs.jb.idle() and gs.jb.life == gs.life:
+                cand.append((-len(s.get("caches", [])), gs.runs, gs.g))
+        if not cand:
+            return False
+        gs = self.G[min(cand)[2]]
+        self.attempts[k] = self.attempts.get(k, 0) + 1
+        rid = f"{self.wf.name}/{inst.function}#{inst.index}@{gs.name}.{self.attempts[k]}"
+        params = {**self.wf.params, **self.wf.sizes[self.size].get("params", {}), **inst.params}
+        d = [f"run {rid}", f"fn {self.wf.app} {inst.source}", f"label {inst.label}", f"instance {inst.index} {inst.count}"]
+        d += [f"get {o} {objs[o][0]} {objs[o][1]}" for o in inst.reads]
+        d += [f"put {o} {objs[o][0]} {objs[o][1]}" for o in inst.writes]
+        d += [f"emit {e}" for e in inst.emits] + [f"param {k_}={v}" for k_, v in params.items()]
+        after = sorted({f for f in self.wf.function(inst.function).get("after", [])})
+        self.emit({"ev": "place", "run": rid, "fn": inst.function, "server": gs.name, "epoch": gs.life[1],
+                   "after": after, "inputs": list(inst.reads)})
+        job = gs.jb.post(d, {i: self.ref.ext[i] for i in inst.inputs})
+        gs.run, gs.job, gs.log_off = Run(rid, inst, k, gs.g, job, time.monotonic()), job, 0
+        gs.runs += 1
+        return True
+
+    # -- a workflow ---------------------------------------------------------------------------
+    def run(self, wf, ref: Reference, size: str = "tiny", timeout_s: float = 300.0) -> dict:
+        """Runs the workflow to completion; returns its summary. ExecutorError if a run fails, an
+        output differs from the host's, or the history has a violation."""
+        import history
+        self.wf, self.ref, self.size = wf, ref, size
+        self.history, self.t_start = [], time.monotonic()
+        self.requeue, self.reexec, self.attempts, self.putlat = [], 0, {}, []
+        insts = wf.instances()
+        objs = self.allocate(wf, ref)
+        digests = {jobs.digest_hex(ref.initial.get(o, b"")): "initial" for o in objs}
+        self.emit({"ev": "meta", "format": 1, "source": "qemu-cxl", "initial": {o: "initial" for o in objs},
+                   "digests": digests, "floor": "place"})
+        done: dict[int, Run] = {}
+        pending = list(range(len(insts)))
+        deadline = time.monotonic() + timeout_s
+        while len(done) < len(insts):
+            if time.monotonic() > deadline:
+                raise ExecutorError(f"{wf.name}: not finished in {timeout_s}s ({len(done)}/{len(insts)} runs done)")
+            self._watch()
+            pending = sorted(set(pending) | set(self.requeue))
+            self.requeue = []
+            for gs in self.G:
+                if gs.run is None:
+                    continue
+                self._tail(gs)
+                if gs.jb.done(gs.job):
+                    self._tail(gs)
+                    r, rc = gs.run, gs.jb.rc()
+                    if rc != 0:
+                        errs = [x["error"] for x in r.recs if "error" in x]
+                        raise ExecutorError(f"{wf.name}: run {r.rid} on {gs.name} failed (rc {rc}): {errs}")
+                    self.emit({"ev": "done", "run": r.rid})
+                    r.emits = gs.jb.emits(r.recs)
+                    r.wall = time.monotonic() - r.t0
+                    done[r.k] = r
+                    gs.run, gs.job = None, 0
+            for k in list(pending):
+                inst = insts[k]
+                after = set(wf.function(inst.function).get("after", []))
+                if all(j in done for j, other in enumerate(insts) if other.function in after):
+                    if self._place(k, inst, objs):
+                        pending.remove(k)
+            time.sleep(0.002)
+        # the end: every object's final contents in the memory server's DRAM
+        final = {}
+        for o, (oid, lines, base) in objs.items():
+            final[o] = self._final(o, base, lines, ref.final.get(o))
+            self.emit({"ev": "final", "obj": o, "digest": jobs.digest_hex(final[o])})
+        self.emit({"ev": "end"})
+        res = self._judge(wf, ref, insts, done, final)
+        self.release(objs)
+        if self.out_dir:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            hp = self.out_dir / f"history-{wf.name}.jsonl"
+            hp.write_text("".join(json.dumps(e) + "\n" for e in self.history))
+            rep = history.check_file(str(hp))
+            res["history"] = str(hp)
+        else:
+            rep = history.check_lines([json.dumps(e) for e in self.history], f"history-{wf.name}")
+        res["violations"] = [str(v) for v in rep.violations]
+        if rep.violations:
+            raise ExecutorError(f"{wf.name}: history violations: {res['violations'][:5]}")
+        return res
+
+    def _final(self, o, base, lines, want, timeout_s: float = 5.0) -> bytes:
+        """The object's bytes in DRAM; the OPC drains a commit after PutCommit, so wait briefly for it."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                d = jobs.decode_object(self.region.data_read(base, lines * jobs.LINE), f"object {o}")
+            except ValueError:
+                d = None
+            if d == want or time.monotonic() > deadline:
+                if d is None:
+                    raise ExecutorError(f"{self.wf.name}: object {o} in DRAM is not a whole object")
+                return d
+            time.sleep(0.01)
+
+    def _judge(self, wf, ref, insts, done, final) -> dict:
+        bad = [o for o, b in ref.final.items() if final.get(o) != b]
+        for k, r in done.items():
+            if r.emits != ref.per[k][1]:
+                bad.append(f"emits of {r.rid}")
+            puts = {x["obj"]: x["digest"] for x in r.recs if x.get("ev") == "put"}
+            if puts != {o: jobs.digest_hex(b) for o, b in ref.per[k][0].items()}:
+                bad.append(f"puts of {r.rid}")
+        if bad:
+            raise ExecutorError(f"{wf.name}: differs from the host run: {bad}")
+        rets = [e for e in self.history if e["ev"] == "get_ret"]
+        putlat = [x for r in done.values() for x in r.recs if "put_us" in x]
+        return {"workflow": wf.name, "instances": len(insts), "runs": sum(self.attempts.values()),
+                "reexecuted": self.reexec, "gets": len(rets), "hits": sum(bool(e.get("hit")) for e in rets),
+                "puts": len(putlat), "put_latencies": self.putlat,
+                "crashes": [e for e in self.history if e["ev"] in ("crash", "fence", "rejoin")],
+                "wall_s": round(time.monotonic() - self.t_start, 3),
+                "placement": {r.rid: r.inst.server for r in done.values()},
+                "outputs_equal": True}

@@ -1,0 +1,134 @@
+"""The executor (qemu-cxl/executor.py) on the host, no QEMU: the daemon serves a region file (the
+Rack of test_daemon.py), three `aptarun-host` processes are guests 0..2 (test_runner.py's World),
+and the executor runs the six workflows (tiny inputs) by placing every function instance through
+the daemon's control-plane API. Checked: every output object, every put and every external output
+equals the host run's (workloads/run.py), and the recorded history passes tests/history.py. Then a
+runner is SIGKILLed as a function is placed on it, while it holds copies: the workflow completes
+with the right outputs, the function is re-executed elsewhere, the guest is fenced, a new runner
+process rejoins in the next epoch and gets work again. Negative controls: a wrong reference output
+and a history with a stale read are reported."""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_daemon import ROOT, exe, schema  # noqa: E402,F401  (fixtures reused)
+from test_runner import runner_exe, world  # noqa: E402,F401
+
+sys.path.insert(0, str(ROOT / "qemu-cxl"))
+sys.path.insert(0, str(ROOT / "workloads"))
+import executor as exmod  # noqa: E402
+import history  # noqa: E402
+import workflow as wfmod  # noqa: E402
+
+OUT = ROOT / "build" / "qemu-cxl" / "executor"
+
+
+def make(world, out: Path) -> exmod.Executor:
+    return exmod.Executor(world.rack.path, world.rack.port, guests=3, out_dir=out, first_obj=100)
+
+
+def test_six_workflows_on_three_runners(world, tmp_path):
+    ex = make(world, OUT / "host")
+    summary = {}
+    try:
+        for wf in wfmod.load_all():
+            ref = exmod.host_reference(wf, "tiny", tmp_path)
+            res = ex.run(wf, ref)
+            assert res["outputs_equal"] and not res["violations"] and res["reexecuted"] == 0
+            assert res["runs"] == res["instances"] == len(wf.instances())
+            summary[wf.name] = {k: res[k] for k in ("instances", "runs", "gets", "hits", "puts", "wall_s")}
+            print(f"executor: {wf.name}: {json.dumps(summary[wf.name])}")
+    finally:
+        ex.close()
+    assert sum(s["hits"] for s in summary.values()) >= 3        # locality: copies reused on their guest
+    (OUT / "host-summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def test_runner_killed_mid_workflow(world, tmp_path):
+    """SIGKILL of guest g's runner as the 3rd instance is placed on it (it holds copies from the
+    runs before): the instance is re-executed on a live guest, g is fenced, a new runner process
+    rejoins in epoch 2 and runs later functions."""
+    w = world
+    wf = wfmod.load(str(Path(wfmod.WORKFLOW_DIR) / "finra.json"))
+    ref = exmod.host_reference(wf, "tiny", tmp_path)
+    ex = make(w, OUT / "host-kill")
+    killed = {}
+
+    def restart(g):
+        deadline = time.time() + 20
+        while not w.rack.server(g)["fenced"]:
+            assert time.time() < deadline
+            time.sleep(0.02)
+        killed["fenced_after_s"] = time.time() - killed["t"]
+        w.start(g, 1, min_epoch=2)
+
+    def hook(ex_, ev):
+        if ev["ev"] == "place" and not killed and sum(e["ev"] == "place" for e in ex_.history) >= 3:
+            g = next(gs.g for gs in ex_.G if gs.name == ev["server"])
+            if not ex_.G[g].runs:                    # holds no copies yet: wait for a later placement
+                return
+            w.runners[g].kill()
+            killed.update(g=g, t=time.time(), run=ev["run"])
+            threading.Thread(target=restart, args=(g,), daemon=True).start()
+    ex.hooks.append(hook)
+    try:
+        res = ex.run(wf, ref)
+        # a later workflow uses the rejoined guest again
+        deadline = time.time() + 20
+        while ex.G[killed["g"]].life != (1, 2) or not ex.G[killed["g"]].alive:
+            assert time.time() < deadline, "the rejoin was not seen"
+            ex._watch()
+            time.sleep(0.05)
+        res2 = ex.run(wfmod.load(str(Path(wfmod.WORKFLOW_DIR) / "video.json")), exmod.host_reference(
+            wfmod.load(str(Path(wfmod.WORKFLOW_DIR) / "video.json")), "tiny", tmp_path))
+    finally:
+        ex.close()
+    assert killed, "no placement to kill at"
+    assert res["reexecuted"] >= 1 and res["outputs_equal"] and not res["violations"]
+    name = ex.G[killed["g"]].name
+    # the re-execution does not wait for the fence: it may land in the next workflow's history
+    seen = [(e["ev"], e["server"], e.get("epoch")) for e in ex.liveness]
+    assert seen == [("crash", name, None), ("fence", name, 1), ("rejoin", name, 2)], seen
+    used = [rid for rid in res2["placement"] if rid.split("@")[1].startswith(name)]
+    assert used, f"the rejoined guest {name} got no run of the next workflow: {sorted(res2['placement'])}"
+    # no put of a live guest waited for the dead one's acks (the lease is 1.5 s)
+    after = [p["us"] for p in res["put_latencies"] if p["t"] >= 0 and p["server"] != name]
+    assert after and max(after) < 1_000_000, after
+    (OUT / "host-kill-summary.json").write_text(json.dumps({"killed": killed, "finra": res, "video": res2},
+                                                           indent=1, default=str) + "\n")
+
+
+def test_negative_controls(world, tmp_path):
+    """The executor's judgement can fail: a reference with one output byte changed is reported, and
+    the recorded history with one get's digest replaced by the input's older version is a P1
+    violation."""
+    wf = wfmod.load(str(Path(wfmod.WORKFLOW_DIR) / "sentiment.json"))
+    ref = exmod.host_reference(wf, "tiny", tmp_path)
+    ex = make(world, OUT / "host-neg")
+    try:
+        res = ex.run(wf, ref)
+        lines = Path(res["history"]).read_text().splitlines()
+        out = next(o for o in ref.final if o not in ref.initial)
+        ref.final[out] = ref.final[out][:-1] + bytes([ref.final[out][-1] ^ 1])
+        with pytest.raises(exmod.ExecutorError, match="differs from the host run"):
+            ex.run(wf, ref)
+    finally:
+        ex.close()
+    # a get of an object some put acked before its run was placed returns the object's initial
+    # contents instead: a stale read
+    evs = [json.loads(x) for x in lines]
+    acked = {e["id"] for e in evs if e["ev"] == "put_ack"}
+    written = {e["obj"] for e in evs if e["ev"] == "put" and e["id"] in acked}
+    gets = {e["id"]: e["obj"] for e in evs if e["ev"] == "get" and e["obj"] in written}
+    k = next(i for i, e in enumerate(evs) if e["ev"] == "get_ret" and e["id"] in gets)
+    evs[k]["digest"] = exmod.jobs.digest_hex(ref.initial.get(gets[evs[k]["id"]], b""))
+    assert not history.check_lines(lines).violations
+    rep = history.check_lines([json.dumps(e) for e in evs])
+    assert rep.violations and any("P1" in str(v) for v in rep.violations), rep.violations

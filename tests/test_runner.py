@@ -1,0 +1,275 @@
+"""The guest-side function runner (qemu-cxl/guest/aptarun.c, contract qemu-cxl/JOBS.md) against the
+memory-server daemon, on the host (no QEMU): the daemon serves a region file (the Rack of
+test_daemon.py), three `aptarun-host` processes play guests 0..2 on the mmap'ed file, and the test
+plays the executor through qemu-cxl/jobs.py.
+
+- (the six workflows through the runners, compared with the host: tests/test_executor.py)
+- a get of an object the same runner wrote is a cache hit;
+- bad directives, an unknown function, a failing function, an object too small, a wrong-digest
+  object: rc != 0, an {"error"} line naming it, and the runner serves the next job;
+- a garbage job: every malformed slot is answered, another runner's jobs are unaffected;
+- kill -9 of a runner mid-job: a new runner for that guest rejoins in the next epoch and sets
+  start_seq = done_seq = post_seq.
+Needs build/rtl/msemu (`make rtl`); builds the daemon, the workloads and the runner itself."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_daemon  # noqa: E402
+from test_daemon import ROOT, Rack, exe, schema  # noqa: E402,F401  (fixtures reused)
+
+sys.path.insert(0, str(ROOT / "qemu-cxl"))
+sys.path.insert(0, str(ROOT / "workloads"))
+import jobs  # noqa: E402
+import run as wrun  # noqa: E402
+import workflow as wfmod  # noqa: E402
+
+RUNNER = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-host"
+DATA_BYTES = 32 << 20
+SIZE = "tiny"
+OBJ_BASE = 0x40000          # objects above the object map (mapBase 0, 64-byte entries)
+
+
+@pytest.fixture(scope="module")
+def runner_exe(exe):
+    r = subprocess.run(["nice", "-n", "10", "make", "-s", "-C", str(ROOT / "qemu-cxl" / "guest"), "-j2", str(RUNNER)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wrun.build()
+    return RUNNER
+
+
+class Runner:
+    """One aptarun process playing guest g in life `boot`."""
+
+    def __init__(self, exe: Path, region: Path, g: int, boot: int, log: Path):
+        self.g, self.boot = g, boot
+        self.log = log
+        self.p = subprocess.Popen(["nice", "-n", "10", str(exe), "--region", str(region), str(g), str(boot)],
+                                  stdout=subprocess.DEVNULL, stderr=open(log, "a"))
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGKILL)
+            self.p.wait()
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class World:
+    def __init__(self, rack: Rack, exe: Path, tmp: Path):
+        self.rack, self.exe, self.tmp = rack, exe, tmp
+        self.r = jobs.Region(rack.path)
+        self.jb = [jobs.JobBlock(self.r, g) for g in range(3)]
+        self.next_obj, self.next_base = 100, OBJ_BASE
+        self.runners: list[Runner] = []
+
+    def start(self, g: int, boot: int, min_epoch: int = 1) -> Runner:
+        ru = Runner(self.exe, self.rack.path, g, boot, self.tmp / f"runner{g}.log")
+        deadline = time.time() + 15
+        while not (self.jb[g].life[0] == boot and self.jb[g].life[1] >= min_epoch and self.jb[g].idle()):
+            assert ru.p.poll() is None, f"runner {g} exited: {ru.log.read_text()[-2000:]}"
+            assert time.time() < deadline, f"runner {g} not idle: {ru.log.read_text()[-2000:]}"
+            time.sleep(0.01)
+        self.runners.append(ru)
+        return ru
+
+    def place(self, data: bytes, lines: int | None = None, raw: bytes | None = None) -> tuple[int, int]:
+        """A new CXL object holding `data` (object format), registered with the daemon."""
+        lines = lines or jobs.obj_lines(len(data))
+        raw = raw if raw is not None else jobs.encode_object(data, lines)
+        obj, base = self.next_obj, self.next_base
+        self.next_obj += 1
+        self.next_base += (len(raw) + 4095) // 4096 * 4096
+        self.r.data_write(base, raw)
+        self.rack.register(obj, base, lines)
+        self.bases = getattr(self, "bases", {})
+        self.bases[obj] = (base, lines)
+        return obj, lines
+
+    def read_obj(self, obj: int, want: bytes | None = None, timeout: float = 5.0) -> bytes:
+        """The object's data in the memory server's DRAM (the OPC drains a commit asynchronously)."""
+        base, lines = self.bases[obj]
+        deadline = time.time() + timeout
+        while True:
+            try:
+                d = jobs.decode_object(self.r.data_read(base, lines * jobs.LINE), f"object {obj}")
+                if want is None or d == want:
+                    return d
+            except ValueError:
+                if time.time() > deadline:
+                    raise
+            if time.time() > deadline:
+                return d
+            time.sleep(0.01)
+
+    def job(self, g: int, directives: list[str], inputs: dict | None = None, timeout: float = 30.0):
+        jb = self.jb[g]
+        deadline = time.time() + timeout
+        while not jb.idle():
+            assert time.time() < deadline, f"guest {g} runner not idle"
+            time.sleep(0.002)
+        t0 = time.perf_counter()
+        j = jb.post(directives, inputs)
+        rc = jb.wait(j, timeout)
+        wall = time.perf_counter() - t0
+        recs, _ = jb.read_log()
+        return rc, recs, jb.emits(recs), wall
+
+    def close(self):
+        for ru in self.runners:
+            ru.close()
+        self.r.close()
+
+
+@pytest.fixture
+def world(runner_exe, exe, schema, tmp_path, monkeypatch):
+    monkeypatch.setattr(test_daemon, "DATA_BYTES", DATA_BYTES)
+    rack = Rack(exe, schema, tmp_path)
+    w = World(rack, runner_exe, tmp_path)
+    try:
+        for g in rack.guests:
+            g.alive = False                      # the runners heartbeat (library thread)
+        for g in range(3):
+            w.start(g, 0)
+        yield w
+    finally:
+        w.close()
+        log = rack.close()
+        sys.stderr.write(log[-2000:])
+        for g in range(3):
+            p = tmp_path / f"runner{g}.log"
+            if p.exists():
+                sys.stderr.write(p.read_text()[-1500:])
+    assert rack.proc.returncode == 0, log
+
+
+def errors(recs):
+    return [r["error"] for r in recs if "error" in r]
+
+
+def events(recs, ev):
+    return [r for r in recs if r.get("ev") == ev]
+
+
+# ---- errors, cache, garbage, kill ---------------------------------------------------------------
+def phi_records(tmp: Path) -> bytes:
+    wf = wfmod.load(os.path.join(wfmod.WORKFLOW_DIR, "phi.json"))
+    run = wrun.prepare_run(wf, SIZE, run_dir=str(tmp / "phi-gen"))
+    return (Path(run["dirs"]["store"]) / "records").read_bytes()
+
+
+def test_cache_hit_and_errors_keep_the_runner_serving(world, tmp_path):
+    w = world
+    rec = phi_records(tmp_path)
+    records = w.place(rec)
+    tagged = w.place(b"", 2000)
+    g = 2
+    ok = [f"run t/identify#0@{g}", "fn phi identify_phi", "label identifyPHI",
+          f"get records {records[0]} {records[1]}", f"put tagged {tagged[0]} {tagged[1]}"]
+    rc, recs, _, _ = w.job(g, ok)
+    assert rc == 0, errors(recs)
+    assert events(recs, "get_ret")[0]["hit"] is False
+    tag = w.read_obj(tagged[0])
+    # the next job on the same runner reads the object it wrote: served from its copy
+    out = w.place(b"", 2000)
+    deid = [f"run t/deid#0@{g}", "fn phi deidentify", f"get tagged {tagged[0]} {tagged[1]}", f"put deidentified {out[0]} {out[1]}"]
+    rc, recs, _, _ = w.job(g, deid)
+    assert rc == 0, errors(recs)
+    (ret,) = events(recs, "get_ret")
+    assert ret["hit"] is True and ret["digest"] == jobs.digest_hex(tag)
+    # failing jobs: each names its cause; the runner then serves the next job
+    cases = {
+        "unknown directive": (["frobnicate x"], "args line 1"),
+        "missing fn": ([f"run t/x@{g}"], "missing `fn`"),
+        "unknown function": ([f"run t/x@{g}", "fn phi no_such_fn"], "unknown function phi/no_such_fn"),
+        "field out of range": ([f"run t/x@{g}", "fn phi identify_phi", "get records 1 99999"], "lines out of range"),
+        "double space": ([f"run t/x@{g}", "fn  phi identify_phi"], "empty field"),
+        "undeclared get": ([f"run t/x@{g}", "fn phi identify_phi", f"put tagged {tagged[0]} {tagged[1]}"],
+                           "get(records): not a declared input"),
+        "object too small": ([f"run t/x@{g}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+                              f"put tagged {tagged[0]} 2"], "need"),
+        "unknown object": ([f"run t/x@{g}", "fn phi identify_phi", "get records 4000000 8",
+                            f"put tagged {tagged[0]} {tagged[1]}"], "ObjErr code 4"),
+    }
+    bad_raw = bytearray(jobs.encode_object(rec, records[1]))
+    bad_raw[100] ^= 0xFF                                           # one data byte: the digest no longer matches
+    torn = w.place(rec, records[1], raw=bytes(bad_raw))
+    cases["wrong digest"] = ([f"run t/x@{g}", "fn phi identify_phi", f"get records {torn[0]} {torn[1]}",
+                              f"put tagged {tagged[0]} {tagged[1]}"], "digest")
+    garbage_in = w.place(b"this is not a PPM image at all\n")
+    cases["function fails on its input"] = ([f"run t/x@{g}", "fn image resize", f"get image {garbage_in[0]} {garbage_in[1]}",
+                                             f"put resized {out[0]} {out[1]}"], "fn image/resize: image: not a P6 PPM")
+    for name, (d, want) in cases.items():
+        rc, recs, _, _ = w.job(g, d)
+        errs = errors(recs)
+        assert rc != 0 and len(errs) == 1 and want in errs[0], (name, rc, errs)
+        rc, recs, _, _ = w.job(g, deid)                            # still serving, cache intact
+        assert rc == 0 and events(recs, "get_ret")[0]["hit"] is True, (name, errors(recs))
+    assert w.runners[g].p.poll() is None
+
+
+def test_garbage_is_answered_and_others_unaffected(world, tmp_path):
+    w = world
+    rec = phi_records(tmp_path)
+    records = w.place(rec)
+    tagged = [w.place(b"", 2000) for _ in range(2)]
+    j2 = w.jb[2].post(["garbage 3000"])
+    n_ok = 0
+    while not w.jb[2].done(j2):                                     # guest 0 keeps working meanwhile
+        t = tagged[n_ok % 2]
+        rc, recs, _, _ = w.job(0, [f"run t/id#{n_ok}@0", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+                                   f"put tagged {t[0]} {t[1]}"])
+        assert rc == 0, errors(recs)
+        n_ok += 1
+    assert w.jb[2].rc() == 0
+    recs, _ = w.jb[2].read_log()
+    (gb,) = [r["garbage"] for r in recs if "garbage" in r]
+    assert gb["sent"] == 3000 and gb["refused"] + gb["objerr"] == 3000 and gb["timeouts"] == 0, gb
+    assert gb["objerr"] == 1000 and gb["refused"] == 2000 and n_ok >= 1, gb
+    rc, recs, _, _ = w.job(2, [f"run t/after@2", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+                               f"put tagged {tagged[0][0]} {tagged[0][1]}"])
+    assert rc == 0, errors(recs)
+    print(json.dumps({"garbage": gb, "guest0_jobs_meanwhile": n_ok}))
+
+
+def test_killed_runner_is_replaced_in_the_next_epoch(world, tmp_path):
+    w = world
+    g = 1
+    jb = w.jb[g]
+    assert jb.life == (0, 1)
+    j = jb.post(["garbage 200000"])                               # long enough to be killed mid-job
+    deadline = time.time() + 10
+    while not (jb.started(j) and jb.state == jobs.RUNNER_STATES["busy"]):
+        assert time.time() < deadline
+        time.sleep(0.001)
+    w.runners[g].kill()
+    assert not jb.done(j) and jb.post_seq == j
+    hb = jb.heartbeat
+    time.sleep(0.05)
+    assert jb.heartbeat == hb                                    # a dead runner's heartbeat stops
+    w.start(g, 1, min_epoch=2)
+    assert jb.life == (1, 2)
+    assert jb.start_seq == jb.done_seq == jb.post_seq == j        # the killed job is never run again
+    rec = phi_records(tmp_path)
+    records, tagged = w.place(rec), w.place(b"", 2000)
+    rc, recs, _, _ = w.job(g, [f"run t/new@{g}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+                               f"put tagged {tagged[0]} {tagged[1]}"])
+    assert rc == 0, errors(recs)
+    s = w.rack.server(g)
+    assert s["epoch"] == 2 and not s["fenced"] and s["live"]
