@@ -98,7 +98,7 @@ vectors: deps-murphi venv
 # pytest also runs the tracer and the simulator on the tiny traces made first, and the QEMU guests
 # with the daemon (APTA_QEMU=1). Then the scheduler plugin: Go unit tests and the e2e on a real
 # etcd + kube-apiserver (test-scheduler).
-test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon
+test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon runner
 	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
 	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
@@ -148,7 +148,7 @@ bench-sim: traces sim venv
 # The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/
 # image/ (cached); the memory-server daemon (the Verilated msemu top behind the rings of
 # qemu-cxl/RINGS.md) -> build/qemu-cxl/daemon/. test-qemu boots 3 TCG guests on one shared region.
-.PHONY: qemu-image daemon test-qemu
+.PHONY: qemu-image daemon runner test-qemu bench-qemu
 qemu-image:
 	nice -n 10 python3 qemu-cxl/image.py
 
@@ -156,8 +156,20 @@ daemon: rtl deps-rtl-sim
 	@$(APT) g++ make
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
-test-qemu: venv qemu-image daemon
-	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_guestlib.py
+# The guest-side function runner: the 26 workflow functions on the guest library (qemu-cxl/JOBS.md)
+# -> build/qemu-cxl/runner/aptarun-{host,static}.
+runner: daemon workloads
+	nice -n 10 $(MAKE) -s -C qemu-cxl/guest -j2
+
+test-qemu: venv qemu-image daemon runner
+	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py \
+	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py
+	echo "test-qemu: guests, daemon, guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow"
+
+# Functional-emulation figures (not hardware predictions): get/put latency and throughput against
+# object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json.
+bench-qemu: venv daemon
+	nice -n 10 $(PY) qemu-cxl/bench.py --out build/bench/qemu-cxl.json
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl
@@ -181,16 +193,18 @@ synth-netlist: rtl
 test-rtl: rtl deps-rtl-sim
 	$(RTL_PYTEST) tests/rtl
 
-test-long: rtl deps-rtl-sim
+test-long: rtl deps-rtl-sim qemu-image daemon runner
 	APTA_STRESS_OPS=1000000 APTA_STRESS_DEFAULT_OPS=100000 $(RTL_PYTEST) tests/rtl/test_core_stress.py
+	APTA_QEMU=1 APTA_QEMU_KILL_IN=all nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_workflows.py
+	echo "test-long: RTL stress (1M ops) and the six workflows in QEMU guests with a guest killed in every one"
 
 rtl-mutants: rtl deps-rtl-sim
 	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_ms_mutants.py
 
 bench: rtl deps-rtl-sim
 	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py tests/rtl/test_ms_bench.py
-	$(MAKE) --no-print-directory bench-sim bench-scheduler
-	echo "bench: build/bench/{rtl,ms,sim,scheduler}.json"
+	$(MAKE) --no-print-directory bench-sim bench-scheduler bench-qemu
+	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl}.json"
 
 # The store contract end to end (issue 5): tests/history.py (P1-P4 history checker), the workflow
 # scripts (tests/workflows/), the compute-server models and runner on a plumbing fake: plain pytest,

@@ -204,9 +204,12 @@ class Executor:
                 self.emit(dict(r))
 
     # -- liveness -----------------------------------------------------------------------------
-    def _watch(self):
+    def _watch(self, every_s: float = 0.05):
         now = time.monotonic()
-        status = {s["name"]: s for s in self.api.servers()}
+        if now - getattr(self, "_status_t", -1e9) >= every_s:    # the daemon's view, at most 20 times a second
+            self._status = {s["name"]: s for s in self.api.servers()}
+            self._status_t = now
+        status = self._status
         for gs in self.G:
             hb = gs.jb.heartbeat
             if hb != gs.hb:
@@ -298,13 +301,14 @@ class Executor:
                     r.wall = time.monotonic() - r.t0
                     done[r.k] = r
                     gs.run, gs.job = None, 0
-            for k in list(pending):
+            free = any(gs.alive and gs.run is None and gs.jb.idle() for gs in self.G)
+            for k in list(pending) if free else []:
                 inst = insts[k]
                 after = set(wf.function(inst.function).get("after", []))
                 if all(j in done for j, other in enumerate(insts) if other.function in after):
                     if self._place(k, inst, objs):
                         pending.remove(k)
-            time.sleep(0.002)
+            time.sleep(0.005)
         # the end: every object's final contents in the memory server's DRAM
         final = {}
         for o, (oid, lines, base) in objs.items():

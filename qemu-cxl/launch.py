@@ -15,6 +15,8 @@ runs/<run>/initrd.img; no image rebuild is needed to change what the guests run.
 Every QEMU process is started in its own session with PR_SET_PDEATHSIG=SIGKILL (it dies if the
 launcher dies, even by SIGKILL) and is stopped by PID by Cluster.stop_all(), which runs at exit,
 on SIGTERM/SIGHUP/SIGINT (install_signal_handlers) and in the test fixtures' finalizers.
+PDEATHSIG fires when the *thread* that forked the QEMU exits, not only the process: call
+`start`/`restart` from a thread that outlives the guest (a helper thread that returns kills it).
 
 CLI: python3 qemu-cxl/launch.py [--run NAME] [-n 3] [--seconds 20] [--bench BYTES]
 """

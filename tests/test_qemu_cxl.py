@@ -146,27 +146,12 @@ def test_killed_guest_reboots_and_rejoins(cluster):
 
 
 # ---- the guest library in 3 guests, served by the memory-server daemon (issue 8, part 2) ----------
-def test_guestlib_in_guests_with_daemon(request, exe, schema):
-    """qemu-cxl/guest/aptadrv.c (static, over aptacxl.c) in 3 guests; the daemon serves the guests'
-    shared file. Guest g puts object 10+g (versions 1, 2, ...) and gets objects 10..12, checking
-    every reply is one whole version and never older than the last one it saw. Guest 1's QEMU is
-    SIGKILLed mid-run: the others' gets and puts keep completing, it is fenced (lease), reboots and
-    rejoins in epoch 2. The probe is not in these guests (it writes control-block bytes 16..47)."""
-    import re
-    import launch  # noqa: E402
-    from test_daemon import LAY, Rack, Region, free_port, _need_rtl  # noqa: E402
-    from test_guestlib import build_driver, content  # noqa: E402
-    _need_rtl()
-    for pc in _probe_clusters:              # never two clusters at once on 2 cores
-        pc.stop_all()
-    drv = build_driver(static=True)
-    secs = 150
-    c = launch.Cluster(run="pytest-guestlib", n=N, script=f"/apta/aptadrv $APTA_GUEST loop 10 {N} 8 {secs}",
-                       files=[(drv, "aptadrv")], hold=True)
+def serving_daemon_class():
+    from test_daemon import LAY, Rack, Region, free_port  # noqa: E402
 
     class Serving(Rack):
         """the daemon on the guests' cxl.mem (Rack's API helpers, no heartbeats from Python)"""
-        def __init__(self, path, log, lease_ms):
+        def __init__(self, exe, schema, path, log, lease_ms):
             import subprocess
             import threading
             self.path, self.port, self.log = path, free_port(), log
@@ -186,9 +171,30 @@ def test_guestlib_in_guests_with_daemon(request, exe, schema):
                     pass
                 assert time.time() < deadline, log.read_text()
                 time.sleep(0.05)
+    return Serving
 
+
+def test_guestlib_in_guests_with_daemon(request, exe, schema):
+    """qemu-cxl/guest/aptadrv.c (static, over aptacxl.c) in 3 guests; the daemon serves the guests'
+    shared file. Guest g puts object 10+g (versions 1, 2, ...) and gets objects 10..12, checking
+    every reply is one whole version and never older than the last one it saw. Guest 1's QEMU is
+    SIGKILLed mid-run: the others' gets and puts keep completing, it is fenced (lease), reboots and
+    rejoins in epoch 2. The probe is not in these guests (it writes control-block bytes 16..47)."""
+    import re
+    import launch  # noqa: E402
+    from test_daemon import _need_rtl  # noqa: E402
+    from test_guestlib import build_driver, content  # noqa: E402
+    _need_rtl()
+    for pc in _probe_clusters:              # never two clusters at once on 2 cores
+        pc.stop_all()
+    drv = build_driver(static=True)
+    secs = 150
+    c = launch.Cluster(run="pytest-guestlib", n=N, script=f"/apta/aptadrv $APTA_GUEST loop 10 {N} 8 {secs}",
+                       files=[(drv, "aptadrv")], hold=True)
+
+    Serving = serving_daemon_class()
     lease_ms = 2000
-    d = Serving(c.shared, c.dir / "daemon.log", lease_ms)
+    d = Serving(exe, schema, c.shared, c.dir / "daemon.log", lease_ms)
 
     def finalize():
         c.stop_all()

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Functional-emulation figures of the CXL emulation (make bench-qemu -> build/bench/qemu-cxl.json).
+
+The memory-server daemon (the Verilated msemu top) serves a region file; host processes running
+the guest library's driver (qemu-cxl/guest/aptadrv.c `bench`) are the guests. Per object size
+(lines of 64 B): uncached get and put, one guest alone, then three guests at once (each on its own
+object), a fixed time each. Reported: mean and max latency per op, ops/s, and the daemon's request
+rate and RTL cycle rate from its --stats. These are figures of a functional emulation on this
+machine (a software RTL model, ring slots in a shared file), not predictions of hardware; the
+workflow runs in TCG guests (tests/test_qemu_workflows.py) record in-guest put latencies."""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "tests"))
+import test_daemon  # noqa: E402
+from test_guestlib import Driver, build_driver, content  # noqa: E402
+
+SIZES = [1, 8, 64, 512, 4096]
+
+
+def schema():
+    p = json.loads(test_daemon.PARAMS_PATH.read_text())
+    raw = json.loads(test_daemon.messages.SCHEMA_PATH.read_text())
+    return test_daemon.messages.Schema(raw, {k: p[k] for k in raw["parameters"] if k in p})
+
+
+def parse(line: str) -> dict:
+    d = {k: float(v) for k, v in re.findall(r"(\w+)=(-?[\d.]+)", line)}
+    if not line.startswith("OK") or d.get("errs", 1) != 0 or d.get("ops", 0) == 0:
+        raise RuntimeError(f"bench failed: {line}")
+    return {"ops": int(d["ops"]), "ops_per_s": d["ops_per_s"], "mean_us": d["mean_us"], "max_us": d["max_us"],
+            "retries": int(d.get("retries", 0))}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "build/bench/qemu-cxl.json"))
+    ap.add_argument("--seconds", type=float, default=1.0, help="per measurement")
+    a = ap.parse_args(argv)
+    test_daemon._need_rtl()
+    params = json.loads(test_daemon.PARAMS_PATH.read_text())
+    sizes = [n for n in SIZES if n <= params["linesPerObject"]]
+    test_daemon.DATA_BYTES = 3 * max(sizes) * 64 * 2 + (1 << 20)
+    drv = build_driver()
+    res = {"note": "functional emulation: the Verilated RTL memory server behind rings in a shared file, host "
+                   "processes as guests; not a hardware prediction",
+           "machine": {"cpus": __import__("os").cpu_count(), "load_before": open("/proc/loadavg").read().split()[:3],
+                       "python": platform.python_version()},
+           "variant": test_daemon.VARIANT, "seconds_each": a.seconds, "sizes_lines": sizes, "alone": {}, "three_guests": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        rack = test_daemon.Rack(test_daemon.EXE, schema(), Path(tmp))
+        drivers = []
+        try:
+            base = 1 << 16
+            objs = {}
+            for n in sizes:
+                for g in range(3):
+                    o = 10 + 3 * sizes.index(n) + g      # distinct slots of the direct-mapped object map
+                    rack.r.set_data(base, content(o, 0, n))
+                    rack.register(o, base, n)
+                    objs[(n, g)] = o
+                    base += (n * 64 + 4095) // 4096 * 4096
+            drivers = [Driver(drv, rack.path, g) for g in range(3)]
+            for gu in rack.guests:
+                gu.alive = False
+            for d in drivers:
+                d.ok("rejoin")
+            for n in sizes:
+                row = {}
+                for op in ("get", "put"):
+                    row[op] = parse(drivers[0].ok(f"bench {op} {objs[(n, 0)]} {n} {a.seconds}", timeout=60)["line"])
+                res["alone"][n] = row
+                row3 = {}
+                for op in ("get", "put"):
+                    out = [None] * 3
+
+                    def one(g):
+                        out[g] = parse(drivers[g].ok(f"bench {op} {objs[(n, g)]} {n} {a.seconds}", timeout=60)["line"])
+                    th = [threading.Thread(target=one, args=(g,)) for g in range(3)]
+                    for t in th:
+                        t.start()
+                    for t in th:
+                        t.join()
+                    row3[op] = {"per_guest": out, "ops_per_s_total": round(sum(x["ops_per_s"] for x in out), 1),
+                                "mean_us_avg": round(sum(x["mean_us"] for x in out) / 3, 1)}
+                res["three_guests"][n] = row3
+                print(f"bench-qemu: {n:5d} lines: alone get {row['get']['mean_us']:.0f} us ({row['get']['ops_per_s']:.0f}/s), "
+                      f"put {row['put']['mean_us']:.0f} us ({row['put']['ops_per_s']:.0f}/s); 3 guests get "
+                      f"{row3['get']['ops_per_s_total']:.0f}/s, put {row3['put']['ops_per_s_total']:.0f}/s", flush=True)
+        finally:
+            for d in drivers:
+                d.close()
+            log = rack.close()
+        stats = [l for l in log.splitlines() if "stats:" in l]
+        res["daemon_stats"] = stats[:3]
+        m = re.search(r"active \(not idle-waiting\) ([\d.]+) s: (\d+) cycles/s, (\d+) requests/s", log)
+        if m:
+            res["daemon_active"] = {"seconds": float(m.group(1)), "cycles_per_s": int(m.group(2)), "requests_per_s": int(m.group(3))}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
+    act = res.get("daemon_active", {})
+    print(f"bench-qemu: {len(sizes)} object sizes, 1 and 3 host guests; daemon while active {act.get('cycles_per_s')} "
+          f"RTL cycles/s, {act.get('requests_per_s')} requests/s -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
