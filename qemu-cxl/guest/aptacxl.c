@@ -2,7 +2,13 @@
 #define _GNU_SOURCE
 #include "aptacxl.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -384,4 +390,25 @@ int acx_put(acx *c, uint32_t obj, const void *data, unsigned nlines, unsigned *r
       if (acx_now_ns() > deadline) return c->st.timeouts++, ACX_ETIMEOUT;
     }
   }
+}
+
+volatile uint8_t *acx_map_region(const char *file, uint64_t *size_out) {
+  int fd;
+  uint64_t off = 0, size;
+  if (file) {
+    struct stat sb;
+    fd = open(file, O_RDWR);
+    if (fd < 0 || fstat(fd, &sb) < 0) { perror(file); exit(2); }
+    size = (uint64_t)sb.st_size;
+  } else {
+    const char *a = getenv("APTA_REGION_ADDR"), *s = getenv("APTA_REGION_SIZE");
+    if (!a || !s) { fprintf(stderr, "FAIL: no --region and no APTA_REGION_ADDR/SIZE\n"); exit(2); }
+    off = strtoull(a, 0, 0), size = strtoull(s, 0, 0);
+    fd = open("/dev/mem", O_RDWR | O_SYNC); /* iomem=relaxed: the region is claimed by the pmem driver */
+    if (fd < 0) { perror("/dev/mem"); exit(2); }
+  }
+  void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+  if (p == MAP_FAILED) { perror("mmap"); exit(2); }
+  if (size_out) *size_out = size;
+  return p;
 }

@@ -66,6 +66,10 @@ typedef struct acx {
  * wait loop). Call acx_rejoin next. */
 int acx_init(acx *c, volatile void *base, unsigned guest, int heartbeat_thread);
 void acx_close(acx *c); /* stops the heartbeat thread; state "down" */
+/* Maps the region: the file `file` (a host process playing a guest), or, with file NULL, /dev/mem
+   at $APTA_REGION_ADDR for $APTA_REGION_SIZE bytes (in a QEMU guest). Exits with a message on
+   failure; *size_out (optional) gets the size. */
+volatile uint8_t *acx_map_region(const char *file, uint64_t *size_out);
 void acx_heartbeat(acx *c);
 uint64_t acx_now_ns(void);
 

@@ -40,26 +40,6 @@ static long check(const uint8_t *buf, uint32_t o, unsigned n) {
   return memcmp(want, buf, (size_t)n * ACX_LINE) ? -1 : (long)v;
 }
 
-static volatile uint8_t *map_region(const char *file) {
-  int fd;
-  uint64_t off = 0, size;
-  if (file) {
-    struct stat sb;
-    fd = open(file, O_RDWR);
-    if (fd < 0 || fstat(fd, &sb) < 0) { perror(file); exit(2); }
-    size = (uint64_t)sb.st_size;
-  } else {
-    const char *a = getenv("APTA_REGION_ADDR"), *s = getenv("APTA_REGION_SIZE");
-    if (!a || !s) { fprintf(stderr, "DRV FAIL no --region and no APTA_REGION_ADDR/SIZE\n"); exit(2); }
-    off = strtoull(a, 0, 0), size = strtoull(s, 0, 0);
-    fd = open("/dev/mem", O_RDWR | O_SYNC);
-    if (fd < 0) { perror("/dev/mem"); exit(2); }
-  }
-  void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
-  if (p == MAP_FAILED) { perror("mmap"); exit(2); }
-  return p;
-}
-
 static double us_since(uint64_t t0) { return (double)(acx_now_ns() - t0) / 1e3; }
 
 static void bench(acx *c, int put, uint32_t o, unsigned n, double secs) {
@@ -146,7 +126,7 @@ int main(int argc, char **argv) {
   if (argc > 2 && !strcmp(argv[1], "--region")) file = argv[2], argv += 2, argc -= 2;
   if (argc < 3) { fprintf(stderr, "usage: aptadrv [--region FILE] G cmd|loop ...\n"); return 2; }
   unsigned g = (unsigned)atoi(argv[1]);
-  volatile uint8_t *base = map_region(file);
+  volatile uint8_t *base = acx_map_region(file, 0);
   static acx c;
   int rc = acx_init(&c, base, g, 1);
   if (rc) { printf("DRV FAIL init rc=%d\n", rc); return 1; }

@@ -456,26 +456,12 @@ static void run_job(uint64_t post) {
 }
 
 static volatile uint8_t *map_region(const char *file) {
-  int fd;
-  uint64_t off = 0, size;
-  if (file) {
-    struct stat sb;
-    fd = open(file, O_RDWR);
-    if (fd < 0 || fstat(fd, &sb) < 0) { perror(file); exit(2); }
-    size = (uint64_t)sb.st_size;
-  } else {
-    const char *a = getenv("APTA_REGION_ADDR"), *s = getenv("APTA_REGION_SIZE");
-    if (!a || !s) { fprintf(stderr, "aptarun: no --region and no APTA_REGION_ADDR/SIZE\n"); exit(2); }
-    off = strtoull(a, 0, 0), size = strtoull(s, 0, 0);
-    fd = open("/dev/mem", O_RDWR | O_SYNC);
-    if (fd < 0) { perror("/dev/mem"); exit(2); }
-  }
+  uint64_t size;
+  volatile uint8_t *p = acx_map_region(file, &size);
   if (size < APTA_JOBS + (uint64_t)APTA_MAX_GUESTS * APTA_JOB_STRIDE) {
     fprintf(stderr, "aptarun: region of %llu bytes has no room for the job blocks\n", (unsigned long long)size);
     exit(2);
   }
-  void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
-  if (p == MAP_FAILED) { perror("mmap"); exit(2); }
   return p;
 }
 
