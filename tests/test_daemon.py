@@ -297,10 +297,11 @@ def test_get_and_put(rack):
     assert g0.get(1, 8) == lines_of(1, 0, 8)
     assert g1.get(2, 4) == lines_of(2, 0, 4)
     new = lines_of(1, 1, 8)
+    seq0 = rack.api("GET", "/v1/status")[1]["seq"]
     g2.put(1, txn=5, lines=new)
     assert g1.get(1, 8) == new
     code, ans = rack.api("GET", "/v1/objects/1")
-    assert code == 200 and ans["version"] == 1 and ans["seq"] == 1
+    assert code == 200 and ans["version"] == 1 and ans["seq"] > seq0    # the commit advanced seq
     deadline = time.time() + 5                       # the OPC drains the committed put to DRAM
     while rack.r.data(0x1000, 8 * LINE) != b"".join(d.to_bytes(LINE, "little") for d in new):
         assert time.time() < deadline
@@ -340,12 +341,14 @@ def test_lease_fence_and_rejoin(rack):
     setup_objects(rack)
     g0, g1, g2 = rack.guests
     g2.get(2, 4)
+    seq = [rack.api("GET", "/v1/status")[1]["seq"]]
     g2.alive = False                                 # stops heartbeating
     t0 = time.time()
     while not rack.server(2)["fenced"]:
         assert time.time() - t0 < LEASE_MS / 1000 + 3, "not fenced after the lease"
         time.sleep(0.02)
     lease = time.time() - t0
+    seq.append(rack.api("GET", "/v1/status")[1]["seq"])
     s = rack.server(2)
     assert not s["live"] and not s["schedulable"] and s["epoch"] == 0
     g0.put(2, txn=1, lines=lines_of(2, 1, 4))        # no ack owed by a fenced sharer
@@ -360,6 +363,9 @@ def test_lease_fence_and_rejoin(rack):
     g2.epoch = 1
     s = rack.server(2)
     assert (s["fenced"], s["epoch"], s["live"], s["schedulable"]) == (False, 1, True, True)
+    seq.append(rack.api("GET", "/v1/status")[1]["seq"])
+    # a fence and a rejoin are state changes: each advances seq (controlplane.yaml), not only commits
+    assert seq[0] < seq[1] < seq[2], seq
     assert g2.get(2, 4) == lines_of(2, 1, 4)
     log = rack.log.read_text()
     assert "fence: guest 2 epoch 0 (heartbeat lease expired)" in log and "rejoin: guest 2 in epoch 1" in log

@@ -226,6 +226,8 @@ class Daemon {
   std::map<uint32_t, uint64_t> versions_;                       // PutCommits seen per object
   uint64_t commit_hi_ = 0;                                      // commitSeq widened to 64 bits
   uint32_t commit_last_ = 0;
+  uint64_t status_changes_ = 0;                                 // status-port changes since reset (seq)
+  unsigned st_fenced_ = 0, st_pending_ = 0, st_sched_ = 0;
   unsigned fenced_last_ = 0;
   unsigned fence_queued_ = 0;                                   // Fence on io_ctrl not yet echoed
   uint64_t slept_ns_ = 0;
@@ -316,6 +318,7 @@ void Daemon::reset() {
   t.clock = 0; t.eval();
   commit_last_ = t.io_status_commitSeq;
   fenced_last_ = t.io_status_fenced;
+  st_fenced_ = t.io_status_fenced, st_pending_ = t.io_status_pending, st_sched_ = t.io_status_schedulable;
 }
 
 // ---- rings --------------------------------------------------------------------------------------
@@ -579,6 +582,12 @@ void Daemon::cycle() {
   t.clock = 1;
   t.eval();
   cycles++;
+  // every change of what the status port shows (a fence, a rejoin, an ack clearing a server's
+  // pending bit) is a state change of the control-plane API: it advances `seq` (controlplane.yaml)
+  if (t.io_status_fenced != st_fenced_ || t.io_status_pending != st_pending_ || t.io_status_schedulable != st_sched_) {
+    st_fenced_ = t.io_status_fenced, st_pending_ = t.io_status_pending, st_sched_ = t.io_status_schedulable;
+    status_changes_++;
+  }
 
   // 4. retire what fired, deliver what left
   for (unsigned g = 0; g < N; g++)
@@ -736,7 +745,7 @@ bool Daemon::snapshot(const std::vector<uint32_t>& want, Snapshot& s, std::strin
     if (ok) {
       if (t.io_status_commitSeq < commit_last_) commit_hi_ += 1ull << 32;
       commit_last_ = t.io_status_commitSeq;
-      s.seq = commit_hi_ | commit_last_;
+      s.seq = (commit_hi_ | commit_last_) + status_changes_;  // commits + other state changes: monotonic
       s.fenced = f0;
       s.pending = p0;
       s.schedulable = t.io_status_schedulable;
