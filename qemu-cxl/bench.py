@@ -43,10 +43,51 @@ def parse(line: str) -> dict:
             "retries": int(d.get("retries", 0))}
 
 
+def in_guests(n_guests: int, sizes: list, secs: float, schema_) -> dict:
+    """The same uncached gets/puts by the driver in TCG guests (`cmd` mode fed by the guest's
+    /apta/run script), n_guests at once, each on its own objects; parsed from the consoles."""
+    sys.path.insert(0, str(HERE))
+    import launch
+    from test_qemu_cxl import serving_daemon_class
+    drv = build_driver(static=True)
+    cmds = ["rejoin"] + [f"bench {op} $((10 + 3 * {i} + $APTA_GUEST)) {n} {secs}"
+                         for i, n in enumerate(sizes) for op in ("get", "put")]
+    script = 'printf "' + "\\n".join(cmds) + '\\n" | /apta/aptadrv $APTA_GUEST cmd'
+    c = launch.Cluster(run=f"bench-{n_guests}", n=n_guests, script=script, files=[(drv, "aptadrv")], hold=True)
+    d = serving_daemon_class()(test_daemon.EXE, schema_, c.shared, c.dir / "daemon.log", 2000)
+    try:
+        for i, n in enumerate(sizes):
+            for g in range(n_guests):
+                o, base = 10 + 3 * i + g, (1 << 20) * (1 + 3 * i + g)
+                d.r.set_data(base, content(o, 0, n))
+                d.register(o, base, n)
+        for g in range(n_guests):
+            c.start(g)
+        out = {}
+        for g in range(n_guests):
+            c.wait_ready(g, timeout=240)
+        for g in range(n_guests):
+            c.wait_for(g, rb"APTA EXIT", timeout=60 + 4 * secs * len(sizes))
+            text = c.console(g).decode(errors="replace")
+            rows = re.findall(r"OK bench (get|put) obj=\d+ lines=(\d+) .*", text)
+            lines = [l for l in text.splitlines() if l.startswith("OK bench")]
+            if len(lines) != 2 * len(sizes):
+                raise RuntimeError(f"guest {g}: {len(lines)} bench lines of {2 * len(sizes)}:\n{text[-2000:]}")
+            for l, (op, n) in zip(lines, rows):
+                out.setdefault(int(n), {}).setdefault(op, []).append(parse(l))
+        return {n: {op: {"mean_us_avg": round(sum(x["mean_us"] for x in v) / len(v), 1),
+                         "ops_per_s_total": round(sum(x["ops_per_s"] for x in v), 1), "per_guest": v}
+                    for op, v in row.items()} for n, row in out.items()}
+    finally:
+        c.stop_all()
+        d.close()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "build/bench/qemu-cxl.json"))
     ap.add_argument("--seconds", type=float, default=1.0, help="per measurement")
+    ap.add_argument("--no-guests", action="store_true", help="host-process guests only (no QEMU)")
     a = ap.parse_args(argv)
     test_daemon._need_rtl()
     params = json.loads(test_daemon.PARAMS_PATH.read_text())
@@ -107,6 +148,14 @@ def main(argv=None) -> int:
         m = re.search(r"active \(not idle-waiting\) ([\d.]+) s: (\d+) cycles/s, (\d+) requests/s", log)
         if m:
             res["daemon_active"] = {"seconds": float(m.group(1)), "cycles_per_s": int(m.group(2)), "requests_per_s": int(m.group(3))}
+    if not a.no_guests:
+        gs = [n for n in sizes if n <= 512] + [max(sizes)]
+        for k in (1, 3):
+            res[f"tcg_{k}_guests"] = r = in_guests(k, gs, 2 * a.seconds, schema())
+            for n in gs:
+                print(f"bench-qemu: TCG, {k} guest(s), {n:5d} lines: get {r[n]['get']['mean_us_avg']:.0f} us "
+                      f"({r[n]['get']['ops_per_s_total']:.0f}/s in all), put {r[n]['put']['mean_us_avg']:.0f} us "
+                      f"({r[n]['put']['ops_per_s_total']:.0f}/s)", flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
     act = res.get("daemon_active", {})
