@@ -50,6 +50,13 @@ def content(obj: int, ver: int, n: int) -> bytes:
                     for l in range(n))
 
 
+def kill_proc(p: subprocess.Popen):
+    """SIGKILL (a crashed host) and reap, if it still runs."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+
+
 class Driver:
     """One aptadrv process playing guest g: one command line in, one answer line out."""
 
@@ -75,9 +82,7 @@ class Driver:
         return d
 
     def kill(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGKILL)
-            self.p.wait()
+        kill_proc(self.p)
 
     def close(self):
         if self.p.poll() is None:

@@ -25,6 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import test_daemon  # noqa: E402
+from test_guestlib import kill_proc  # noqa: E402
 from test_daemon import ROOT, Rack, exe, schema  # noqa: E402,F401  (fixtures reused)
 
 sys.path.insert(0, str(ROOT / "qemu-cxl"))
@@ -58,9 +59,7 @@ class Runner:
                                   stdout=subprocess.DEVNULL, stderr=open(log, "a"))
 
     def kill(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGKILL)
-            self.p.wait()
+        kill_proc(self.p)
 
     def close(self):
         if self.p.poll() is None:
@@ -242,7 +241,7 @@ def test_garbage_is_answered_and_others_unaffected(world, tmp_path):
     (gb,) = [r["garbage"] for r in recs if "garbage" in r]
     assert gb["sent"] == 3000 and gb["refused"] + gb["objerr"] == 3000 and gb["timeouts"] == 0, gb
     assert gb["objerr"] == 1000 and gb["refused"] == 2000 and n_ok >= 1, gb
-    rc, recs, _, _ = w.job(2, [f"run t/after@2", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+    rc, recs, _, _ = w.job(2, ["run t/after@2", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
                                f"put tagged {tagged[0][0]} {tagged[0][1]}"])
     assert rc == 0, errors(recs)
     print(json.dumps({"garbage": gb, "guest0_jobs_meanwhile": n_ok}))
