@@ -361,5 +361,5 @@ class Executor:
                 "puts": len(putlat), "put_latencies": self.putlat,
                 "crashes": [e for e in self.history if e["ev"] in ("crash", "fence", "rejoin")],
                 "wall_s": round(time.monotonic() - self.t_start, 3),
-                "placement": {r.rid: r.inst.server for r in done.values()},
+                "placement": {r.rid: self.G[r.guest].name for r in done.values()},   # run -> guest
                 "outputs_equal": True}
