@@ -21,7 +21,7 @@ help:
 	@echo "make test         every test (runs verify first)"
 	@echo "make rtl          elaborate the Chisel RTL (./mill, build.sc) into build/rtl/*.sv"
 	@echo "make test-rtl     cocotb + Verilator regression of the RTL: vectors, 100k-op stress, mutants"
-	@echo "make test-long    the RTL stress with 1M operations (stress variant) + 100k (default)"
+	@echo "make test-long    the RTL stress with 1M operations (stress variant) + 100k (default); QEMU workflows with kills, twice (executor / kube-scheduler placement)"
 	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
 	@echo "make bench        OTC throughput / latency (build/bench/rtl.json), memory-server get/put cycles vs object size (build/bench/ms.json),"
 	@echo "                  simulator events/s (sim.json), scheduler throughput/latency with and without the plugin (scheduler.json)"
@@ -105,7 +105,9 @@ test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image
 	RTL_DIR=build/synth $(RTL_PYTEST) -rs tests/rtl
 	echo "--- the kube-scheduler plugin: unit tests, e2e on etcd + kube-apiserver with its negative control ---"
 	$(MAKE) --no-print-directory test-scheduler
-	echo "test: all pytest suites, the RTL regression on the yosys netlists, and the scheduler e2e passed"
+	echo "--- the scheduler e2e with the memory-server daemon as its control plane (runner processes as guests) ---"
+	$(MAKE) --no-print-directory test-sched-daemon
+	echo "test: all pytest suites, the RTL regression on the yosys netlists, and the scheduler e2e (conforming control plane and the daemon) passed"
 
 # --- workloads ----------------------------------------------------------------------------------
 # The FaaS workflow applications (workloads/README.md): C functions and input generators compiled
@@ -196,7 +198,9 @@ test-rtl: rtl deps-rtl-sim
 test-long: rtl deps-rtl-sim qemu-image daemon runner
 	APTA_STRESS_OPS=1000000 APTA_STRESS_DEFAULT_OPS=100000 $(RTL_PYTEST) tests/rtl/test_core_stress.py
 	APTA_QEMU=1 APTA_QEMU_KILL_IN=all nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_workflows.py
-	echo "test-long: RTL stress (1M ops) and the six workflows in QEMU guests with a guest killed in every one"
+	$(MAKE) --no-print-directory e2e-bin
+	APTA_QEMU=1 APTA_QEMU_KILL_IN=all APTA_QEMU_PLACER=kube nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_workflows.py
+	echo "test-long: RTL stress (1M ops); the six workflows in QEMU guests with a guest killed in every one, placed by the executor and by kube-scheduler with the Apta plugin (the daemon as its control plane)"
 
 rtl-mutants: rtl deps-rtl-sim
 	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_ms_mutants.py
@@ -241,6 +245,17 @@ scheduler: go-check
 test-scheduler: scheduler
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 ./pkg/... ./apis/...)
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 -count=1 -timeout 30m -v ./test/e2e/) 2>&1 | tee build/scheduler/e2e.log
+
+# The e2e as a binary, for tests/test_sched_daemon.py: the e2e's cluster against the memory-server
+# daemon, placements by the scheduler, functions run on the guests (qemu-cxl/kube.py).
+.PHONY: e2e-bin test-sched-daemon
+e2e-bin: go-check
+	mkdir -p build/scheduler
+	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 -c -o ../build/scheduler/e2e.test ./test/e2e/)
+
+test-sched-daemon: e2e-bin daemon runner workloads
+	APTA_SCHED_DAEMON=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_sched_daemon.py
+	echo "test-sched-daemon: the six workflows placed by kube-scheduler with the Apta plugin, the daemon as its control plane; a fenced guest avoided, used again after its rejoin; without the plugin it is not"
 
 # The plugin's own time per pod (in process, 100 nodes, local control plane) -> build/bench/
 # scheduler-plugin.json; scheduling throughput and per-pod latency, 100 nodes x 1,000 pods, with

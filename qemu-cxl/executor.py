@@ -133,10 +133,13 @@ class Run:
 
 class Executor:
     def __init__(self, region_path, api_port: int, guests: int = 3, out_dir: Path | None = None,
-                 dead_after_s: float = 1.0, first_obj: int = 1, log=print):
+                 dead_after_s: float = 1.0, first_obj: int = 1, log=print, placer=None):
         self.region = jobs.Region(region_path)
         self.api = Api(api_port)
         self.dead_after_s = dead_after_s
+        # placer(executor, k, instance, input ids) -> a usable Guest or None (not yet): the
+        # executor's own choice, or the kube-scheduler's binding (qemu-cxl/kube.py)
+        self.placer = placer or (lambda ex, k, inst, ids: ex.choose(k, inst, ids))
         self.out_dir = Path(out_dir) if out_dir else None
         self.log = log
         self.G = [Guest(g, jobs.JobBlock(self.region, g)) for g in range(guests)]
@@ -239,16 +242,22 @@ class Executor:
         self.emit({"ev": "crash", "server": gs.name})
 
     # -- placement ----------------------------------------------------------------------------
-    def _place(self, k: int, inst, objs: dict) -> bool:
-        ids = [objs[o][0] for o in inst.reads]
+    def usable(self, gs: Guest) -> bool:
+        """The guest's runner can take a job now."""
+        return gs.alive and not gs.fenced and gs.run is None and gs.jb.idle() and gs.jb.life == gs.life
+
+    def choose(self, k: int, inst, ids: list[int]) -> Guest | None:
+        """The executor's own placement (the default `placer`): see the module's docstring."""
         cand = []
         for gs, s in zip(self.G, self.api.servers(ids)):
-            if gs.alive and not gs.fenced and gs.run is None and s["live"] and s["schedulableFor"] \
-                    and gs.jb.idle() and gs.jb.life == gs.life:
+            if self.usable(gs) and s["live"] and s["schedulableFor"]:
                 cand.append((-len(s.get("caches", [])), gs.runs, gs.g))
-        if not cand:
+        return self.G[min(cand)[2]] if cand else None
+
+    def _place(self, k: int, inst, objs: dict) -> bool:
+        gs = self.placer(self, k, inst, [objs[o][0] for o in inst.reads])
+        if gs is None:
             return False
-        gs = self.G[min(cand)[2]]
         self.attempts[k] = self.attempts.get(k, 0) + 1
         rid = f"{self.wf.name}/{inst.function}#{inst.index}@{gs.name}.{self.attempts[k]}"
         params = {**self.wf.params, **self.wf.sizes[self.size].get("params", {}), **inst.params}
@@ -272,12 +281,15 @@ class Executor:
         self.wf, self.ref, self.size = wf, ref, size
         self.history, self.t_start = [], time.monotonic()
         self.requeue, self.reexec, self.attempts, self.putlat = [], 0, {}, []
-        insts = wf.instances()
+        insts = self.insts = wf.instances()
+        if hasattr(self.placer, "new_workflow"):
+            self.placer.new_workflow()
         objs = self.allocate(wf, ref)
         digests = {jobs.digest_hex(ref.initial.get(o, b"")): "initial" for o in objs}
         self.emit({"ev": "meta", "format": 1, "source": "qemu-cxl", "initial": {o: "initial" for o in objs},
                    "digests": digests, "floor": "place"})
         done: dict[int, Run] = {}
+        self.done = done
         pending = list(range(len(insts)))
         deadline = time.monotonic() + timeout_s
         while len(done) < len(insts):

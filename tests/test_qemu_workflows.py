@@ -12,7 +12,9 @@ with the same functions run on the host.
   dead guest's acks);
 - a guest writes 20 malformed slots into its request ring (`garbage 20`, JOBS.md) while another
   workflow runs on the others: every slot is answered and the workflow is unaffected.
-Needs APTA_QEMU=1 (as make test and make test-qemu set it). Results: build/qemu-cxl/runs/pytest-workflows/."""
+APTA_QEMU_PLACER=kube (make test-long): every instance is placed by kube-scheduler with the Apta plugin,
+the daemon as its control plane (tests/test_sched_daemon.py's e2e cluster, qemu-cxl/kube.py); no
+start may be a violation. Needs APTA_QEMU=1 (as make test and make test-qemu set it). Results: build/qemu-cxl/runs/pytest-workflows/."""
 from __future__ import annotations
 
 import json
@@ -41,6 +43,7 @@ RUNNER = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-static"
 _KILL = os.environ.get("APTA_QEMU_KILL_IN", "video")
 KILL_IN = {"finra", "gemm", "image", "phi", "sentiment", "video"} if _KILL == "all" else set(_KILL.split(","))
 GARBAGE_DURING = "gemm"
+KUBE = os.environ.get("APTA_QEMU_PLACER", "executor") == "kube"
 
 pytestmark = pytest.mark.skipif(os.environ.get("APTA_QEMU") != "1",
                                 reason="QEMU guests: set APTA_QEMU=1 (make test / make test-qemu do)")
@@ -78,8 +81,16 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
         c.start(g)
     for g in range(N):
         c.wait_ready(g, timeout=240)
+    placer = None
+    if KUBE:
+        import kube as kubemod
+        from test_sched_daemon import E2E, build_e2e
+        build_e2e()
+        e2e = E2E(d.port, c.dir / "e2e", True, c.dir)
+        request.addfinalizer(e2e.close)
+        placer = kubemod.KubePlacer(e2e.kube)
     ex = exmod.Executor(c.shared, d.port, guests=N, out_dir=c.dir, dead_after_s=LEASE_MS / 1000,
-                        log=lambda m: print(m, flush=True))
+                        log=lambda m: print(m, flush=True), placer=placer)
     deadline = time.time() + 120
     while not all(gs.jb.idle() and gs.jb.life[1] >= 1 for gs in ex.G):
         assert time.time() < deadline, [c.console(g)[-800:] for g in range(N)]
@@ -169,9 +180,12 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
         # the last killed guest runs an extra workflow alone
         victim = kills[-1]
         wf = wfmod.load(str(Path(wfmod.WORKFLOW_DIR) / "phi.json"))
-        for gs in ex.G:
-            if gs.g != victim["g"]:
-                gs.alive = False
+        if KUBE:
+            placer.pin = victim["server"]
+        else:
+            for gs in ex.G:
+                if gs.g != victim["g"]:
+                    gs.alive = False
         again = ex.run(wf, exmod.host_reference(wf, "tiny", c.dir / "host"), timeout_s=120)
     finally:
         ex.close()
@@ -217,5 +231,15 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
                                 for w, a in around.items()},
         "liveness": ex.liveness,
     }
+    if KUBE:
+        assert not placer.violations(), placer.violations()
+        res = e2e.finish()
+        summary["scheduler"] = {"starts": len(placer.starts), "refusals": placer.refusals, "bound": res["bound"],
+                                "perNode": res["perNode"], "nodes": res["nodes"]}
+        for k in kills:                          # the agent mirrored each kill's fence and rejoin
+            seen = [x for x in res["nodes"] if x["node"] == "node-" + k["server"]]
+            assert any(x["fenced"] == "true" for x in seen), (k, seen)
+        print(f"qemu-workflows: placed by kube-scheduler with the Apta plugin: {len(placer.starts)} starts, "
+              f"{len(placer.refusals)} refused (guest down), 0 violations", flush=True)
     (c.dir / "workflows-summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     print(json.dumps(summary, default=str))

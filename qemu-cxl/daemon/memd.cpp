@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdarg>
@@ -788,6 +789,19 @@ bool json_num(const std::string& body, const char* key, uint64_t& v) {
   return true;
 }
 
+// RFC 3986 percent-decoding of a query value or path segment (Go's client sends "103%2C104" for
+// "103,104"); false on a malformed escape.
+bool pct_decode(const std::string& in, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); i++) {
+    if (in[i] != '%') { out += in[i]; continue; }
+    if (i + 2 >= in.size() || !isxdigit(uint8_t(in[i + 1])) || !isxdigit(uint8_t(in[i + 2]))) return false;
+    out += char(std::stoi(in.substr(i + 1, 2), nullptr, 16));
+    i += 2;
+  }
+  return true;
+}
+
 bool parse_obj(const std::string& name, uint32_t& o) {
   if (name.empty() || name.size() > 10) return false;
   for (char c : name)
@@ -812,7 +826,9 @@ Reply api_schedulable(Daemon& d, const std::string& query) {
   std::vector<std::string> req_names;
   size_t p = query.find("objects=");
   if (p != std::string::npos && (p == 0 || query[p - 1] == '&')) {
-    std::string list = query.substr(p + 8, query.find('&', p) - (p + 8));
+    std::string list;
+    if (!pct_decode(query.substr(p + 8, query.find('&', p) - (p + 8)), list))
+      return error_reply(400, "objects: malformed percent-escape");
     size_t a = 0;
     while (a <= list.size() && !list.empty()) {
       size_t b = list.find(',', a);
@@ -919,7 +935,11 @@ Reply route(Daemon& d, const std::string& method, const std::string& target, con
   if (q != std::string::npos) { path = target.substr(0, q); query = target.substr(q + 1); }
   if (method == "GET" && path == "/v1/schedulable") return api_schedulable(d, query);
   if (method == "GET" && path == "/v1/status") return api_schedulable(d, "");
-  if (method == "GET" && path.rfind("/v1/objects/", 0) == 0) return api_object(d, path.substr(12));
+  if (method == "GET" && path.rfind("/v1/objects/", 0) == 0) {
+    std::string name;
+    if (!pct_decode(path.substr(12), name)) return error_reply(400, "object: malformed percent-escape");
+    return api_object(d, name);
+  }
   if (method == "POST" && path == "/v1/objects") return api_post_object(d, body);
   const std::string sp = "/v1/servers/";
   if (method == "POST" && path.rfind(sp, 0) == 0) {

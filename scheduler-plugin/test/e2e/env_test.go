@@ -81,6 +81,16 @@ func startEtcd(t *testing.T) string {
 
 func startCluster(t *testing.T, nNodes int) *cluster {
 	t.Helper()
+	var nodes [][2]string
+	for i := 1; i <= nNodes; i++ {
+		nodes = append(nodes, [2]string{fmt.Sprintf("n%d", i), fmt.Sprintf("s%d", i)})
+	}
+	return startClusterNodes(t, nodes)
+}
+
+// startClusterNodes starts the control plane with one Node per {node name, compute server}.
+func startClusterNodes(t *testing.T, nodes [][2]string) *cluster {
+	t.Helper()
 	start := time.Now()
 	etcdURL := startEtcd(t)
 	sc := storagebackend.NewDefaultConfig("/apta-e2e", nil)
@@ -96,13 +106,16 @@ func startCluster(t *testing.T, nNodes int) *cluster {
 	cfg := rest.CopyConfig(ts.ClientConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
 	c := &cluster{admin: kubernetes.NewForConfigOrDie(cfg), restCfg: cfg, dir: t.TempDir()}
+	if d := os.Getenv("APTA_E2E_DIR"); d != "" { // logs kept for the driver (tests/test_sched_daemon.py)
+		c.dir = d
+	}
 	t.Logf("control plane (etcd %s, kube-apiserver %s) up in %v", etcdURL, cfg.Host, time.Since(start).Round(time.Millisecond))
 	c.apply(t)
 	ctx := context.Background()
-	for i := 1; i <= nNodes; i++ {
-		name := fmt.Sprintf("n%d", i)
+	for _, ns := range nodes {
+		name := ns[0]
 		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			config.DefaultNodeLabel: fmt.Sprintf("s%d", i), "kubernetes.io/hostname": name}}}
+			config.DefaultNodeLabel: ns[1], "kubernetes.io/hostname": name}}}
 		n, err := c.admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,208 @@
+"""The scheduler plugin's e2e with the memory-server daemon as its control plane (issue 8).
+
+The daemon (qemu-cxl/daemon, the Verilated msemu top) serves a region file; three `aptarun-host`
+processes are guests g0..g2 (tests/test_runner.py's World; in QEMU guests with a guest killed in
+every workflow: tests/test_qemu_workflows.py with APTA_QEMU_PLACER=kube, make test-long); the scheduler plugin's e2e binary (TestDaemonControlPlane) brings up etcd,
+kube-apiserver, kube-scheduler with the Apta plugin and the mirroring agent, all pointed at the
+daemon; the executor places every function instance by creating a pod and starting it on the
+guest of the node the scheduler bound it to (qemu-cxl/kube.py). The daemon's state changes only
+through the guests' ring traffic and the heartbeat lease: no emulation endpoint exists there.
+
+- the six workflows: outputs equal to the host's, histories clean, every start admissible
+  (bound server schedulable for the inputs, in the epoch the plugin chose), no violation;
+- a guest is killed and fenced; the next workflow's pods prefer its node (the default scheduler's
+  choice): none is bound there; the guest's runner restarts, rejoins in epoch 2, and the next
+  workflow uses it again (the agent mirrored fenced=true, then epoch 2);
+- negative control, the scheduler without the plugin (a second cluster): the same preference puts
+  pods on the fenced guest, and the executor refuses those starts as violations.
+Needs APTA_SCHED_DAEMON=1 (make test-sched-daemon, part of make test)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from test_daemon import ROOT, exe, schema  # noqa: E402,F401  (fixtures reused)
+from test_runner import runner_exe, world  # noqa: E402,F401
+
+sys.path.insert(0, str(ROOT / "qemu-cxl"))
+sys.path.insert(0, str(ROOT / "workloads"))
+import executor as exmod  # noqa: E402
+import kube as kubemod  # noqa: E402
+import workflow as wfmod  # noqa: E402
+
+E2E_BIN = ROOT / "build" / "scheduler" / "e2e.test"
+OUT = ROOT / "build" / "qemu-cxl" / "sched-daemon"
+
+pytestmark = pytest.mark.skipif(os.environ.get("APTA_SCHED_DAEMON") != "1",
+                                reason="the scheduler e2e against the daemon: set APTA_SCHED_DAEMON=1 (make test-sched-daemon)")
+
+
+class E2E:
+    """The scheduler plugin's e2e binary in its daemon mode; stopped (and its process group
+    killed) at close, even when the test fails."""
+
+    def __init__(self, port: int, out: Path, plugin: bool, tmp: Path):
+        self.kube_path, self.result_path = tmp / f"kube-{plugin}.json", out / f"e2e-result-{'plugin' if plugin else 'no-plugin'}.json"
+        self.log_path = out / f"e2e-{'plugin' if plugin else 'no-plugin'}.log"
+        (out / ("plugin" if plugin else "no-plugin")).mkdir(parents=True, exist_ok=True)
+        for p in (self.kube_path, self.result_path):
+            p.unlink(missing_ok=True)
+        env = {**os.environ, "APTA_E2E_ENDPOINT": f"http://127.0.0.1:{port}", "APTA_E2E_KUBE": str(self.kube_path),
+               "APTA_E2E_RESULT": str(self.result_path), "APTA_E2E_PLUGIN": "1" if plugin else "0", "APTA_E2E_WAIT": "15m",
+               "APTA_E2E_DIR": str(out / ("plugin" if plugin else "no-plugin"))}
+        self.log = open(self.log_path, "w")
+        # run from the package directory: the e2e reads ../../manifests/apta
+        self.p = subprocess.Popen(["nice", "-n", "5", str(E2E_BIN), "-test.run", "^TestDaemonControlPlane$", "-test.v"],
+                                  cwd=ROOT / "scheduler-plugin" / "test" / "e2e", env=env, stdin=subprocess.PIPE,
+                                  stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.time() + 180
+        while not self.kube_path.exists():
+            if self.p.poll() is not None:
+                raise AssertionError(f"the e2e exited at start:\n{self.tail()}")
+            if time.time() > deadline:
+                raise AssertionError(f"the e2e cluster not up after 180 s:\n{self.tail()}")
+            time.sleep(0.2)
+        self.kube = kubemod.Kube.from_file(self.kube_path)
+
+    def tail(self, n: int = 4000) -> str:
+        self.log.flush()
+        return self.log_path.read_text()[-n:]
+
+    def finish(self, timeout: float = 120) -> dict:
+        """Driver done: the e2e checks the pods it bound and exits; its verdict and observations."""
+        self.p.stdin.close()
+        rc = self.p.wait(timeout=timeout)
+        assert rc == 0, f"the e2e against the daemon failed (rc {rc}):\n{self.tail()}"
+        return json.loads(self.result_path.read_text())
+
+    def close(self):
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.p.pid, signal.SIGTERM)
+                self.p.wait(timeout=15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.p.wait()
+        self.log.close()
+
+
+def build_e2e() -> Path:
+    r = subprocess.run(["make", "-s", "-C", str(ROOT), "e2e-bin"], capture_output=True, text=True)
+    assert r.returncode == 0 and E2E_BIN.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    return E2E_BIN
+
+
+@pytest.fixture(scope="module")
+def e2e_bin():
+    return build_e2e()
+
+
+def wait_for(cond, what: str, timeout: float = 30.0, every: float = 0.05):
+    deadline = time.time() + timeout
+    while not cond():
+        assert time.time() < deadline, f"{what}: not after {timeout} s"
+        time.sleep(every)
+
+
+def run_wf(ex, name: str, tmp: Path, timeout_s: float = 120) -> dict:
+    wf = wfmod.load(str(Path(wfmod.WORKFLOW_DIR) / f"{name}.json"))
+    try:
+        res = ex.run(wf, exmod.host_reference(wf, "tiny", tmp), timeout_s=timeout_s)
+    except exmod.ExecutorError as e:
+        raise AssertionError(f"{e}; pods waiting: {ex.placer.waiting()}") from None
+    assert res["outputs_equal"] and not res["violations"], res
+    return res
+
+
+def on(placer: kubemod.KubePlacer, server: str, since: int) -> list[dict]:
+    return [b for b in placer.bindings[since:] if b["server"] == server]
+
+
+def test_workflows_placed_by_the_scheduler(world, e2e_bin, tmp_path):
+    w = world
+    e2e = E2E(w.rack.port, OUT, True, tmp_path)
+    ex = None
+    try:
+        placer = kubemod.KubePlacer(e2e.kube)
+        ex = exmod.Executor(w.rack.path, w.rack.port, guests=3, out_dir=OUT / "plugin", first_obj=100, placer=placer)
+        summary = {}
+        for wf in wfmod.load_all():
+            t0 = time.time()
+            res = run_wf(ex, wf.name, tmp_path)
+            summary[wf.name] = {k: res[k] for k in ("instances", "runs", "hits", "wall_s")}
+            print(f"sched-daemon: {wf.name}: {len(placer.starts)} starts so far, {res['runs']} runs, {time.time() - t0:.1f}s")
+        assert not placer.violations() and not placer.refusals, placer.refusals
+        assert len(placer.starts) == sum(s["runs"] for s in summary.values())
+        # every start happened in the epoch the plugin chose (the placer refuses others)
+        assert all(b["placedEpoch"] and b["placedSeq"] for b in placer.bindings), placer.bindings
+        used = {s["server"] for s in placer.starts}
+        assert len(used) >= 2, f"the scheduler used only {used}"
+
+        # a guest dies and is fenced: pods preferring its node are bound elsewhere
+        victim = ex.G[0]
+        w.runners[0].kill()
+        wait_for(lambda: w.rack.server(0)["fenced"], "the killed guest fenced", 20)
+        wait_for(lambda: (ex._watch(), not victim.alive)[1], "the executor saw the crash", 10)
+        n0 = len(placer.bindings)
+        placer.prefer = [victim.name]
+        res = run_wf(ex, "finra", tmp_path)
+        assert not on(placer, victim.name, n0), "a pod was bound to the fenced guest"
+        assert not placer.violations(), placer.violations()
+
+        # it reboots, rejoins in epoch 2, and pods preferring it are started there
+        w.start(0, 1, min_epoch=2)
+        wait_for(lambda: (ex._watch(), victim.alive and victim.life == (1, 2))[1], "the rejoin seen", 20)
+        n1 = len(placer.bindings)
+        run_wf(ex, "video", tmp_path)
+        back = on(placer, victim.name, n1)
+        assert back and all(b["placedEpoch"] == "2" for b in back), placer.bindings[n1:]
+        assert not placer.violations(), placer.violations()
+        result = e2e.finish()
+        fenced = [x for x in result["nodes"] if x["node"] == "node-" + victim.name]
+        assert any(x["fenced"] == "true" for x in fenced) and fenced[-1]["epoch"] == "2" \
+            and fenced[-1]["fenced"] == "false", fenced
+        (OUT / "plugin-summary.json").write_text(json.dumps({
+            "workflows": summary, "starts": len(placer.starts), "refusals": placer.refusals,
+            "bindings": len(placer.bindings), "e2e": result}, indent=1) + "\n")
+        print(f"sched-daemon: {len(placer.starts)} starts, {len(placer.refusals)} refused, 0 violations; "
+              f"{result['bound']} pods bound; {victim.name} fenced, avoided, rejoined in epoch 2 and used again")
+    finally:
+        if ex:
+            ex.close()
+        e2e.close()
+
+
+def test_negative_control_without_the_plugin(world, e2e_bin, tmp_path):
+    """The default scheduler follows the preference onto the fenced guest: the executor refuses
+    those starts and counts them as violations (the check has teeth)."""
+    w = world
+    e2e = E2E(w.rack.port, OUT, False, tmp_path)
+    ex = None
+    try:
+        placer = kubemod.KubePlacer(e2e.kube)
+        ex = exmod.Executor(w.rack.path, w.rack.port, guests=3, out_dir=OUT / "no-plugin", first_obj=100, placer=placer)
+        w.runners[0].kill()
+        wait_for(lambda: w.rack.server(0)["fenced"], "the killed guest fenced", 20)
+        wait_for(lambda: (ex._watch(), not ex.G[0].alive)[1], "the executor saw the crash", 10)
+        placer.prefer = [ex.G[0].name]
+        run_wf(ex, "finra", tmp_path)           # completes: a refused pod's next attempt has no preference
+        v = placer.violations()
+        print(f"sched-daemon negative control: {len(v)} violations, {len(placer.refusals)} refusals")
+        assert v and all(x["server"] == ex.G[0].name for x in v), placer.refusals
+        e2e.finish()
+    finally:
+        if ex:
+            ex.close()
+        e2e.close()
