@@ -178,6 +178,16 @@ class KubePlacer:
                         if ex.insts[j].function in after})
         attempt = sum(1 for c in self.created if c["k"] == k and c["wf"] == self.seq) + 1
         name = pod_name(f"w{self.seq}", inst.function, inst.index, f"a{attempt}")
+        p = self.pod(name, ids, ans, preds, prefer=self.prefer if attempt == 1 else [], pin=self.pin)
+        self.k.create_pod(p)
+        self.pods[k] = {"name": name, "bad": bad}
+        self.created.append({"pod": name, "k": k, "wf": self.seq, "seq": ans["seq"], "bad": bad})
+
+    def pod(self, name: str, ids: list[int], ans: dict, preds: list[str] = (), prefer: list[str] = (),
+            pin: str | None = None) -> dict:
+        """A function pod from the e2e's template: inputs, s(f) from the daemon's answer `ans`,
+        predecessor nodes; `prefer` servers by node affinity (steers the default scheduler only:
+        a refused pod's next attempt is not steered); `pin` to one server's node."""
         p = copy.deepcopy(self.k.acc["pod"])
         md = p["metadata"]
         md["name"] = name
@@ -189,15 +199,13 @@ class KubePlacer:
         if preds:
             ann[self.ann["predecessorNodes"]] = ",".join(preds)
         md["annotations"] = ann
-        if self.prefer and attempt == 1:          # a refused pod's next attempt is not steered
+        if prefer:
             p["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
                 "weight": 100, "preference": {"matchExpressions": [{
-                    "key": "kubernetes.io/hostname", "operator": "In", "values": [self.node_of[s] for s in self.prefer]}]}}]}}
-        if self.pin:
-            p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node_of[self.pin]}
-        self.k.create_pod(p)
-        self.pods[k] = {"name": name, "bad": bad}
-        self.created.append({"pod": name, "k": k, "wf": self.seq, "seq": ans["seq"], "bad": bad})
+                    "key": "kubernetes.io/hostname", "operator": "In", "values": [self.node_of[s] for s in prefer]}]}}]}}
+        if pin:
+            p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node_of[pin]}
+        return p
 
     def _refuse(self, ex, k, pod, server, why, s):
         was_bad = s is not None and server in pod["bad"] and pod["bad"][server] == s["epoch"] \

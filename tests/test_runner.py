@@ -137,9 +137,10 @@ class World:
 
 
 @pytest.fixture
-def world(runner_exe, exe, schema, tmp_path, monkeypatch):
+def world(runner_exe, exe, schema, tmp_path, monkeypatch, request):
     monkeypatch.setattr(test_daemon, "DATA_BYTES", DATA_BYTES)
-    rack = Rack(exe, schema, tmp_path)
+    # a module may set WORLD_LEASE_MS (tests/test_sched_daemon.py: a pending ack must outlive a scheduling)
+    rack = Rack(exe, schema, tmp_path, lease_ms=getattr(request.module, "WORLD_LEASE_MS", test_daemon.LEASE_MS))
     w = World(rack, runner_exe, tmp_path)
     try:
         for g in rack.guests:

@@ -13,8 +13,11 @@ through the guests' ring traffic and the heartbeat lease: no emulation endpoint 
 - a guest is killed and fenced; the next workflow's pods prefer its node (the default scheduler's
   choice): none is bound there; the guest's runner restarts, rejoins in epoch 2, and the next
   workflow uses it again (the agent mirrored fenced=true, then epoch 2);
-- negative control, the scheduler without the plugin (a second cluster): the same preference puts
-  pods on the fenced guest, and the executor refuses those starts as violations.
+- a live guest owing an invalidation ack for an object (frozen after caching it, the object then
+  rewritten by another guest) is avoided by a pod reading that object though the pod prefers it;
+- negative control, the scheduler without the plugin (a second cluster): the same preferences put
+  pods on the fenced guest (the executor refuses those starts as violations) and the probe pod on
+  the guest owing the ack.
 Needs APTA_SCHED_DAEMON=1 (make test-sched-daemon, part of make test)."""
 from __future__ import annotations
 
@@ -39,7 +42,9 @@ import executor as exmod  # noqa: E402
 import kube as kubemod  # noqa: E402
 import workflow as wfmod  # noqa: E402
 
+from test_runner import phi_records  # noqa: E402
 E2E_BIN = ROOT / "build" / "scheduler" / "e2e.test"
+WORLD_LEASE_MS = 4000            # the world's heartbeat lease: a frozen guest owes its ack this long
 OUT = ROOT / "build" / "qemu-cxl" / "sched-daemon"
 
 pytestmark = pytest.mark.skipif(os.environ.get("APTA_SCHED_DAEMON") != "1",
@@ -130,6 +135,38 @@ def on(placer: kubemod.KubePlacer, server: str, since: int) -> list[dict]:
     return [b for b in placer.bindings[since:] if b["server"] == server]
 
 
+def pending_probe(w, e2e, placer, tmp_path) -> dict:
+    """cs1 gets and writes `tagged`, then freezes (SIGSTOP: no acks, no heartbeat); cs2 writes
+    `tagged` again: cs1 now owes an invalidation ack for it (real RTL state: the daemon's answer),
+    until the lease fences it. Meanwhile a pod reading `tagged` and preferring cs1's node (the
+    default scheduler's choice) is created; where it is bound, and cs1's state before and after."""
+    records, tagged = w.place(phi_records(tmp_path)), w.place(b"", 2000)
+
+    def identify(g):
+        rc, recs, _, _ = w.job(g, [f"run probe/identify@{g}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+                                   f"put tagged {tagged[0]} {tagged[1]}"])
+        assert rc == 0, recs
+    identify(1)
+    w.runners[1].p.send_signal(signal.SIGSTOP)
+    try:
+        identify(2)
+        api = exmod.Api(w.rack.port)
+        ans = api.call("GET", f"/v1/schedulable?objects={tagged[0]}")
+        before = next(s for s in ans["servers"] if s["name"] == "cs1")
+        assert before["live"] and not before["fenced"] and not before["schedulableFor"] \
+            and before.get("pendingFor", {}).get(str(tagged[0])), before
+        name = kubemod.pod_name("probe", "pending", placer.seq, len(placer.created))
+        e2e.kube.create_pod(placer.pod(name, [tagged[0]], ans, prefer=["cs1"]))
+        wait_for(lambda: e2e.kube.pods()[name]["spec"].get("nodeName"), "the probe pod bound", 20)
+        node = e2e.kube.pods()[name]["spec"]["nodeName"]
+        after = w.rack.server(1)
+        assert not after["fenced"], f"cs1 fenced before the probe was bound: the lease ({WORLD_LEASE_MS} ms) is too short"
+        return {"node": node, "before": before, "after": after}
+    finally:
+        w.runners[1].p.send_signal(signal.SIGCONT)
+        w.runners[1].kill()
+
+
 def test_workflows_placed_by_the_scheduler(world, e2e_bin, tmp_path):
     w = world
     e2e = E2E(w.rack.port, OUT, True, tmp_path)
@@ -169,6 +206,10 @@ def test_workflows_placed_by_the_scheduler(world, e2e_bin, tmp_path):
         back = on(placer, victim.name, n1)
         assert back and all(b["placedEpoch"] == "2" for b in back), placer.bindings[n1:]
         assert not placer.violations(), placer.violations()
+        # a live guest owing an ack for an input is avoided, though preferred
+        probe = pending_probe(w, e2e, placer, tmp_path)
+        assert probe["node"] != "node-cs1", probe
+        print(f"sched-daemon: pod reading an object cs1 owes an ack for, preferring cs1: bound to {probe['node']}")
         result = e2e.finish()
         fenced = [x for x in result["nodes"] if x["node"] == "node-" + victim.name]
         assert any(x["fenced"] == "true" for x in fenced) and fenced[-1]["epoch"] == "2" \
@@ -201,6 +242,9 @@ def test_negative_control_without_the_plugin(world, e2e_bin, tmp_path):
         v = placer.violations()
         print(f"sched-daemon negative control: {len(v)} violations, {len(placer.refusals)} refusals")
         assert v and all(x["server"] == ex.G[0].name for x in v), placer.refusals
+        probe = pending_probe(w, e2e, placer, tmp_path)
+        print(f"sched-daemon negative control: the pending probe bound to {probe['node']}")
+        assert probe["node"] == "node-cs1", probe
         e2e.finish()
     finally:
         if ex:
