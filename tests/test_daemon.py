@@ -311,6 +311,19 @@ def test_get_and_put(rack):
     assert rack.api("GET", "/v1/objects/77")[0] == 404
 
 
+def test_api_decodes_percent_escapes(rack):
+    """The scheduler plugin's Go client sends `objects=1%2C2` (url.Values); the daemon answered 400
+    to that before, so the plugin failed closed and placed nothing."""
+    setup_objects(rack)
+    code, ans = rack.api("GET", "/v1/schedulable?objects=1%2C2")
+    assert code == 200 and ans["objects"] == ["1", "2"] and ans["unknown"] == [], ans
+    assert rack.api("GET", "/v1/schedulable?objects=1%2C77")[1]["unknown"] == ["77"]
+    code, ans = rack.api("GET", "/v1/schedulable?objects=1%2")
+    assert code == 400 and "percent-escape" in ans["error"], ans
+    code, ans = rack.api("GET", "/v1/objects/%31")
+    assert code == 200 and ans["object"] == "1", ans
+
+
 def test_put_invalidates_sharer_and_api_shows_pending(rack):
     setup_objects(rack)
     g0, g1, _ = rack.guests

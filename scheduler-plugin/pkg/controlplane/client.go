@@ -116,6 +116,15 @@ func (c *Client) Ack(ctx context.Context, server, obj string, epoch uint64) (Cha
 func (c *Client) Invoke(ctx context.Context, req InvocationRequest) (ChangeAnswer, error) {
 	return c.change(ctx, "/v1/invocations", req)
 }
+
+// RegisterObject is the Object Manager's POST /v1/objects; valid false removes the entry.
+func (c *Client) RegisterObject(ctx context.Context, obj, base, size uint64, valid bool) (ChangeAnswer, error) {
+	v := uint64(0)
+	if valid {
+		v = 1
+	}
+	return c.change(ctx, "/v1/objects", ObjectRequest{Obj: &obj, Base: &base, Size: &size, Valid: &v})
+}
 func (c *Client) Object(ctx context.Context, obj string) (*ObjectAnswer, error) {
 	var a ObjectAnswer
 	if err := c.do(ctx, http.MethodGet, "/v1/objects/"+url.PathEscape(obj), nil, &a); err != nil {

@@ -171,6 +171,32 @@ func (s *Server) Commit(name, obj string) (ChangeAnswer, error) {
 	return s.answer(s.record(LogEntry{Op: "commit", Server: name, Object: obj})), nil
 }
 
+// RegisterObject makes object obj known with no sharers (valid) or forgets it (!valid), as the
+// memory server's object map does on POST /v1/objects. An object with acks owed cannot be
+// forgotten: its pending invalidations would vanish without being acked (TLA-C5).
+func (s *Server) RegisterObject(obj uint64, valid bool) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := strconv.FormatUint(obj, 10)
+	o := s.objects[name]
+	if valid {
+		if o == nil {
+			s.objects[name] = &object{sharers: map[string]bool{}, pend: map[string]uint64{}, pendSeq: map[string][]uint64{}}
+		}
+		return s.answer(s.record(LogEntry{Op: "register", Object: name})), nil
+	}
+	if o == nil {
+		return ChangeAnswer{}, fmt.Errorf("unknown object %q", name)
+	}
+	for sv, n := range o.pend {
+		if n > 0 {
+			return ChangeAnswer{}, fmt.Errorf("object %q: server %q owes %d acks for it", name, sv, n)
+		}
+	}
+	delete(s.objects, name)
+	return s.answer(s.record(LogEntry{Op: "unregister", Object: name})), nil
+}
+
 // Ack retires acks server owes for obj (count 0: all). An ack from another epoch or from a
 // fenced server is ignored (logged, no change of the counters).
 func (s *Server) Ack(name, obj string, epoch, count uint64) (ChangeAnswer, error) {
@@ -429,6 +455,27 @@ func (s *Server) Handler() http.Handler {
 			return ChangeAnswer{}, err
 		}
 		return s.AddServer(req.Server)
+	})
+	change("/v1/objects", func(r *http.Request) (ChangeAnswer, error) {
+		var req ObjectRequest
+		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		for _, f := range []struct {
+			name string
+			v    *uint64
+		}{{"obj", req.Obj}, {"base", req.Base}, {"size", req.Size}} {
+			if f.v == nil {
+				return ChangeAnswer{}, fmt.Errorf("bad request body: field %s: required", f.name)
+			}
+		}
+		if *req.Size > MaxObjectLines {
+			return ChangeAnswer{}, fmt.Errorf("bad request body: field size: %d lines > %d", *req.Size, MaxObjectLines)
+		}
+		if req.Valid != nil && *req.Valid > 1 {
+			return ChangeAnswer{}, fmt.Errorf("bad request body: field valid: %d is not 0 or 1", *req.Valid)
+		}
+		return s.RegisterObject(*req.Obj, req.Valid == nil || *req.Valid == 1)
 	})
 	change("/v1/servers/{server}/fence", func(r *http.Request) (ChangeAnswer, error) { return s.Fence(r.PathValue("server")) })
 	change("/v1/servers/{server}/rejoin", func(r *http.Request) (ChangeAnswer, error) { return s.Rejoin(r.PathValue("server")) })

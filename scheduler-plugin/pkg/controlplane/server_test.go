@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -134,6 +135,64 @@ func TestServerRejectsBadInput(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRegisterObject: POST /v1/objects makes an object known (GET /v1/objects, not "unknown" in
+// /v1/schedulable) with no sharers, removes it, refuses to forget acks owed, names a bad field.
+func TestRegisterObject(t *testing.T) {
+	s := NewServer(nil)
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c := NewClient(ts.URL, time.Second)
+	ctx := context.Background()
+	a, err := c.RegisterObject(ctx, 17, 4096, 8, true)
+	if err != nil || a.Seq != 1 {
+		t.Fatalf("register: %+v %v", a, err)
+	}
+	if o, err := c.Object(ctx, "17"); err != nil || o.Version != 0 || len(o.Sharers) != 0 {
+		t.Fatalf("registered object: %+v %v", o, err)
+	}
+	if sa, err := c.Schedulable(ctx, []string{"17", "18"}); err != nil || len(sa.Unknown) != 1 || sa.Unknown[0] != "18" {
+		t.Fatalf("schedulable: %+v %v", sa, err)
+	}
+	if _, err := c.RegisterObject(ctx, 17, 4096, 8, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Object(ctx, "17"); err == nil || !strings.Contains(err.Error(), "unknown object") {
+		t.Fatalf("removed object still known: %v", err)
+	}
+	// acks owed: not forgotten
+	for _, step := range []func() (ChangeAnswer, error){
+		func() (ChangeAnswer, error) { return c.AddServer(ctx, "a") },
+		func() (ChangeAnswer, error) { return c.AddServer(ctx, "b") },
+		func() (ChangeAnswer, error) { return c.RegisterObject(ctx, 5, 0, 1, true) },
+		func() (ChangeAnswer, error) { return c.Cache(ctx, "b", "5") },
+		func() (ChangeAnswer, error) { return c.Commit(ctx, "a", "5") },
+	} {
+		if _, err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.RegisterObject(ctx, 5, 0, 1, false); err == nil || !strings.Contains(err.Error(), "owes 1 acks") {
+		t.Fatalf("forgot an object with acks owed: %v", err)
+	}
+	for body, want := range map[string]string{
+		`{"base": 0, "size": 1}`:                       "field obj: required",
+		`{"obj": 1, "base": 0, "size": 70000}`:         "field size",
+		`{"obj": 1, "base": 0, "size": 1, "valid": 2}`: "field valid",
+		`{"obj": 1, "base": 0, "size": 1, "extra": 1}`: "unknown field",
+		`{"obj": -1, "base": 0, "size": 1}`:            "bad request body",
+	} {
+		resp, err := ts.Client().Post(ts.URL+"/v1/objects", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %d %s, want 400 naming %q", body, resp.StatusCode, b, want)
+		}
 	}
 }
 

@@ -88,6 +88,19 @@ type AckRequest struct {
 	Count uint64 `json:"count,omitempty"`
 }
 
+// ObjectRequest registers (valid 1, the default) or removes (valid 0) object obj's map entry:
+// size lines at byte address base of the memory server's data area (the Object Manager's call;
+// rtl/MEMSERVER.md). The object's name in every other call is obj in decimal.
+type ObjectRequest struct {
+	Obj   *uint64 `json:"obj"`
+	Base  *uint64 `json:"base"`
+	Size  *uint64 `json:"size"`
+	Valid *uint64 `json:"valid,omitempty"`
+}
+
+// MaxObjectLines is the largest map entry (lines) the memory server's object map encodes.
+const MaxObjectLines = 0xFFFF
+
 type InvocationRequest struct {
 	Pod    string `json:"pod"`
 	Server string `json:"server"`
