@@ -21,6 +21,7 @@ through the guests' ring traffic and the heartbeat lease: no emulation endpoint 
 Needs APTA_SCHED_DAEMON=1 (make test-sched-daemon, part of make test)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -167,13 +168,32 @@ def pending_probe(w, e2e, placer, tmp_path) -> dict:
         w.runners[1].kill()
 
 
-def test_workflows_placed_by_the_scheduler(world, e2e_bin, tmp_path):
-    w = world
-    e2e = E2E(w.rack.port, OUT, True, tmp_path)
+@contextlib.contextmanager
+def scheduled(w, plugin: bool, tmp_path):
+    """The e2e cluster (with or without the plugin) against the world's daemon, and an executor
+    placing through it; both stopped at the end, even on failure."""
+    e2e = E2E(w.rack.port, OUT, plugin, tmp_path)
     ex = None
     try:
         placer = kubemod.KubePlacer(e2e.kube)
-        ex = exmod.Executor(w.rack.path, w.rack.port, guests=3, out_dir=OUT / "plugin", first_obj=100, placer=placer)
+        ex = exmod.Executor(w.rack.path, w.rack.port, guests=3, out_dir=OUT / ("plugin" if plugin else "no-plugin"),
+                            first_obj=100, placer=placer)
+        yield e2e, placer, ex
+    finally:
+        if ex:
+            ex.close()
+        e2e.close()
+
+
+def kill_and_fence(w, ex, g: int):
+    w.runners[g].kill()
+    wait_for(lambda: w.rack.server(g)["fenced"], "the killed guest fenced", 20)
+    wait_for(lambda: (ex._watch(), not ex.G[g].alive)[1], "the executor saw the crash", 10)
+
+
+def test_workflows_placed_by_the_scheduler(world, e2e_bin, tmp_path):
+    w = world
+    with scheduled(w, True, tmp_path) as (e2e, placer, ex):
         summary = {}
         for wf in wfmod.load_all():
             t0 = time.time()
@@ -189,9 +209,7 @@ def test_workflows_placed_by_the_scheduler(world, e2e_bin, tmp_path):
 
         # a guest dies and is fenced: pods preferring its node are bound elsewhere
         victim = ex.G[0]
-        w.runners[0].kill()
-        wait_for(lambda: w.rack.server(0)["fenced"], "the killed guest fenced", 20)
-        wait_for(lambda: (ex._watch(), not victim.alive)[1], "the executor saw the crash", 10)
+        kill_and_fence(w, ex, 0)
         n0 = len(placer.bindings)
         placer.prefer = [victim.name]
         res = run_wf(ex, "finra", tmp_path)
@@ -219,24 +237,14 @@ def test_workflows_placed_by_the_scheduler(world, e2e_bin, tmp_path):
             "bindings": len(placer.bindings), "e2e": result}, indent=1) + "\n")
         print(f"sched-daemon: {len(placer.starts)} starts, {len(placer.refusals)} refused, 0 violations; "
               f"{result['bound']} pods bound; {victim.name} fenced, avoided, rejoined in epoch 2 and used again")
-    finally:
-        if ex:
-            ex.close()
-        e2e.close()
 
 
 def test_negative_control_without_the_plugin(world, e2e_bin, tmp_path):
     """The default scheduler follows the preference onto the fenced guest: the executor refuses
     those starts and counts them as violations (the check has teeth)."""
     w = world
-    e2e = E2E(w.rack.port, OUT, False, tmp_path)
-    ex = None
-    try:
-        placer = kubemod.KubePlacer(e2e.kube)
-        ex = exmod.Executor(w.rack.path, w.rack.port, guests=3, out_dir=OUT / "no-plugin", first_obj=100, placer=placer)
-        w.runners[0].kill()
-        wait_for(lambda: w.rack.server(0)["fenced"], "the killed guest fenced", 20)
-        wait_for(lambda: (ex._watch(), not ex.G[0].alive)[1], "the executor saw the crash", 10)
+    with scheduled(w, False, tmp_path) as (e2e, placer, ex):
+        kill_and_fence(w, ex, 0)
         placer.prefer = [ex.G[0].name]
         run_wf(ex, "finra", tmp_path)           # completes: a refused pod's next attempt has no preference
         v = placer.violations()
@@ -246,7 +254,3 @@ def test_negative_control_without_the_plugin(world, e2e_bin, tmp_path):
         print(f"sched-daemon negative control: the pending probe bound to {probe['node']}")
         assert probe["node"] == "node-cs1", probe
         e2e.finish()
-    finally:
-        if ex:
-            ex.close()
-        e2e.close()
