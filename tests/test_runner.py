@@ -140,7 +140,9 @@ class World:
 def world(runner_exe, exe, schema, tmp_path, monkeypatch, request):
     monkeypatch.setattr(test_daemon, "DATA_BYTES", DATA_BYTES)
     # a module may set WORLD_LEASE_MS (tests/test_sched_daemon.py: a pending ack must outlive a scheduling)
-    rack = Rack(exe, schema, tmp_path, lease_ms=getattr(request.module, "WORLD_LEASE_MS", test_daemon.LEASE_MS))
+    # indirect parametrization may add daemon arguments ({"extra": [...]}: a mutant)
+    rack = Rack(exe, schema, tmp_path, lease_ms=getattr(request.module, "WORLD_LEASE_MS", test_daemon.LEASE_MS),
+                extra=getattr(request, "param", {}).get("extra"))
     w = World(rack, runner_exe, tmp_path)
     try:
         for g in rack.guests:
@@ -246,6 +248,40 @@ def test_garbage_is_answered_and_others_unaffected(world, tmp_path):
                                f"put tagged {tagged[0][0]} {tagged[0][1]}"])
     assert rc == 0, errors(recs)
     print(json.dumps({"garbage": gb, "guest0_jobs_meanwhile": n_ok}))
+
+
+@pytest.mark.parametrize("world", [{}, {"extra": ["--mutant", "commit-waits-for-acks"]}], indirect=True,
+                         ids=["apta", "mutant-commit-waits-for-acks"])
+def test_live_put_does_not_wait_for_a_dead_sharer(world, tmp_path, request):
+    """cs1 gets and writes `tagged`, then its runner is SIGKILLed (it holds copies); at once cs2
+    rewrites `tagged`: cs1 owes an invalidation ack it will never send. Apta commits without it
+    (section III: acks are awaited by the scheduler, not by the writer): the put returns in
+    milliseconds while cs1 is still unfenced and owing the ack. The mutant daemon holds a
+    PutCommit while another server owes an ack (the CXL-cached baseline): the same put then waits
+    for cs1's fence at the lease, so the bound below fails on it."""
+    w = world
+    mutant = "mutant" in request.node.callspec.id
+    records, tagged = w.place(phi_records(tmp_path)), w.place(b"", 2000)
+
+    def identify(g):
+        rc, recs, _, _ = w.job(g, [f"run t/identify@{g}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+                                   f"put tagged {tagged[0]} {tagged[1]}"])
+        assert rc == 0, errors(recs)
+        return [r for r in recs if "put_us" in r]
+    identify(1)
+    w.runners[1].kill()
+    t_kill = time.time()
+    (put,) = identify(2)
+    owed = w.rack.server(1, str(tagged[0]))
+    lease_us = test_daemon.LEASE_MS * 1000
+    print(f"live put after the sharer's death ({'mutant' if mutant else 'apta'}): {put['put_us'] / 1000:.1f} ms; "
+          f"cs1 then fenced={owed['fenced']} pending={owed['pending']}")
+    if mutant:
+        assert put["put_us"] > lease_us / 3 and owed["fenced"], (put, owed)
+        return
+    assert time.time() - t_kill < test_daemon.LEASE_MS / 1000, "too slow to test before the fence"
+    assert not owed["fenced"] and owed["pendingFor"].get(str(tagged[0])) == 1, owed
+    assert put["put_us"] < lease_us / 10, put
 
 
 def test_killed_runner_is_replaced_in_the_next_epoch(world, tmp_path):

@@ -139,6 +139,10 @@ struct Options {
   uint64_t lease_ms = APTA_LEASE_MS;
   std::vector<std::string> names;      // compute-server names of the API
   std::string pidfile;                 // printf pattern of guest g's QEMU pidfile (%u = g); "" = none
+  // A deliberate bug for the tests' negative control (tests/test_executor.py): a PutCommit is held
+  // back while any other server owes an invalidation ack, as if a put waited for the
+  // invalidations (the CXL-cached baseline), so a dead sharer stalls live writers until its fence.
+  bool mutant_commit_waits = false;
 };
 
 class Daemon {
@@ -231,6 +235,7 @@ class Daemon {
   unsigned st_fenced_ = 0, st_pending_ = 0, st_sched_ = 0;
   unsigned fenced_last_ = 0;
   unsigned fence_queued_ = 0;                                   // Fence on io_ctrl not yet echoed
+  std::deque<Flit> held_commits_;                               // --mutant commit-waits-for-acks
   uint64_t slept_ns_ = 0;
   uint64_t err_logged_ = 0;
 
@@ -430,6 +435,10 @@ void Daemon::on_rsp(const Flit& f) {
     apta_PutCommit m;
     apta_unpack_PutCommit(f.data(), &m);
     versions_[m.obj]++;
+    if (opt_.mutant_commit_waits && (held_commits_.size() || (st_pending_ & ~(1u << g)))) {
+      held_commits_.push_back(f);
+      return;
+    }
   } else if (op == APTA_OP_RejoinAck) {
     apta_RejoinAck m;
     apta_unpack_RejoinAck(f.data(), &m);
@@ -616,6 +625,12 @@ void Daemon::cycle() {
   if (rsp_fire) { trace("rsp", rsp); on_rsp(rsp); }
   if (snp_fire) { trace("snp", snp); on_snp(snp); }
   if (cresp_fire) { trace("ctrlResp", cresp); on_ctrl_resp(cresp); }
+  while (!held_commits_.empty()) {     // the mutant: release once no other server owes an ack
+    unsigned hg = unsigned(apta_bits_get(held_commits_.front().data(), APTA_OPCODE_BITS, APTA_P_serverBits));
+    if (st_pending_ & ~(1u << hg)) break;
+    emit(guests_[hg].rsp, held_commits_.front(), 0, 0, hg, "response");
+    held_commits_.pop_front();
+  }
 }
 
 // ---- liveness, daemon heartbeat, fence/rejoin log ------------------------------------------------
@@ -1048,6 +1063,7 @@ void Daemon::run() {
   apta_st32(R_.base, APTA_HDR_DAEMON_STATE, APTA_DAEMON_SERVING);
   say("serving %s: %u guests, %u ring slots, flit %u bits, lease %" PRIu64 " ms%s", opt_.file.c_str(), N,
        R_.slots, APTA_FLIT_BITS, opt_.lease_ms, listen_fd >= 0 ? "" : ", no API");
+  if (opt_.mutant_commit_waits) say("MUTANT commit-waits-for-acks: PutCommit held while another server owes an ack");
   uint64_t last_hk = 0, quiet_since = 0;
   unsigned quiet = 0;
   while (!g_stop) {
@@ -1090,7 +1106,8 @@ void usage() {
           "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
           "  --stats        print cycles/s and requests/s at exit\n"
           "  --trace        one stderr line per flit in and out (debugging)\n"
-          "  --qemu-pidfile PATTERN  guest g's QEMU -pidfile (PATTERN with %%u = g): fence at once when it exits\n",
+          "  --qemu-pidfile PATTERN  guest g's QEMU -pidfile (PATTERN with %%u = g): fence at once when it exits\n"
+          "  --mutant commit-waits-for-acks  a deliberate bug for negative controls: PutCommit held while others owe acks\n",
           APTA_DEFAULT_SLOTS, APTA_MAX_SLOTS, APTA_LEASE_MS);
 }
 
@@ -1116,6 +1133,11 @@ int main(int argc, char** argv) {
         fprintf(stderr, "--qemu-pidfile: the pattern needs exactly one %%u (the guest index)\n");
         return 2;
       }
+    }
+    else if (a == "--mutant") {
+      std::string m = val("a mutant name");
+      if (m != "commit-waits-for-acks") { fprintf(stderr, "--mutant: unknown mutant %s\n", m.c_str()); return 2; }
+      o.mutant_commit_waits = true;
     }
     else if (a == "--slots") o.slots = uint32_t(strtoul(val("a count"), nullptr, 0));
     else if (a == "--port") o.port = atoi(val("a port"));
