@@ -35,6 +35,7 @@ help:
 	@echo "make eval         the paper's evaluation on the simulator -> build/eval/REPORT.md (+ results.json, plots)"
 	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
 	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (part of make test)"
+	@echo "make test-sched-daemon  the e2e cluster against the memory-server daemon: workflows placed by kube-scheduler (part of make test)"
 	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
 	@echo "make clean        remove build/ and the venv"
 
