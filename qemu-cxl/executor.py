@@ -158,21 +158,27 @@ class Executor:
         self.region.close()
 
     # -- allocation ---------------------------------------------------------------------------
+    def reserve(self, lines: int, data: bytes = b"", what: str = "object") -> tuple[int, int]:
+        """A new CXL object of `lines` lines holding `data` (object format): a fresh id in a free
+        slot of the direct-mapped map, data-area space, registered with the daemon; (id, base)."""
+        while (self.next_obj % self.map_entries) in {i % self.map_entries for i in self.live_ids}:
+            self.next_obj += 1
+        oid, base = self.next_obj, self.next_base
+        self.next_obj += 1
+        self.next_base += (lines * jobs.LINE + 4095) // 4096 * 4096
+        if self.next_base > self.region.data_bytes:
+            raise ExecutorError(f"the data area ({self.region.data_bytes} bytes) is full at {what}")
+        self.region.data_write(base, jobs.encode_object(data, lines))
+        self.api.call("POST", "/v1/objects", {"obj": oid, "base": base, "size": lines})
+        self.live_ids.add(oid)
+        return oid, base
+
     def allocate(self, wf, ref: Reference) -> dict:
         """{object: (id, lines, base)}: entries registered, initial objects loaded (JOBS.md)."""
         objs = {}
         for o in sorted(wf.objects()):
             lines = pow2_lines(ref.sizes.get(o, 0))
-            while (self.next_obj % self.map_entries) in {i % self.map_entries for i in self.live_ids}:
-                self.next_obj += 1
-            oid, base = self.next_obj, self.next_base
-            self.next_obj += 1
-            self.next_base += (lines * jobs.LINE + 4095) // 4096 * 4096
-            if self.next_base > self.region.data_bytes:
-                raise ExecutorError(f"{wf.name}: the data area ({self.region.data_bytes} bytes) is full at object {o}")
-            self.region.data_write(base, jobs.encode_object(ref.initial.get(o, b""), lines))
-            self.api.call("POST", "/v1/objects", {"obj": oid, "base": base, "size": lines})
-            self.live_ids.add(oid)
+            oid, base = self.reserve(lines, ref.initial.get(o, b""), f"{wf.name}: object {o}")
             objs[o] = (oid, lines, base)
         return objs
 

@@ -151,12 +151,12 @@ def serving_daemon_class():
 
     class Serving(Rack):
         """the daemon on the guests' cxl.mem (Rack's API helpers, no heartbeats from Python)"""
-        def __init__(self, exe, schema, path, log, lease_ms):
+        def __init__(self, exe, schema, path, log, lease_ms, extra=()):
             import subprocess
             import threading
             self.path, self.port, self.log = path, free_port(), log
             self.proc = subprocess.Popen(["nice", "-n", "10", str(exe), "--file", str(path), "--init",
-                                          "--port", str(self.port), "--lease-ms", str(lease_ms), "--stats"],
+                                          "--port", str(self.port), "--lease-ms", str(lease_ms), "--stats", *extra],
                                          stdout=subprocess.DEVNULL, stderr=open(log, "w"))
             self.r, self.guests, self.stop = Region(path, schema), [], threading.Event()
             self.hb = threading.Thread(target=lambda: None)

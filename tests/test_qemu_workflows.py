@@ -10,6 +10,11 @@ with the same functions run on the host.
   guest is fenced at the lease, reboots, rejoins in epoch 2 and runs functions of later workflows;
   the live guests' put latencies after the kill stay far below the lease (no put waited for the
   dead guest's acks);
+- the dead guest owes an ack: every guest first caches `records` and writes its own `tagged` (objects
+  outside the workflows); right after the kill a live guest rewrites the victim's `tagged`: the
+  daemon shows the unfenced victim owing that ack, and the put returns in milliseconds (with the
+  daemon's `--mutant commit-waits-for-acks`, APTA_QEMU_DAEMON_MUTANT, it waits ~2 s for the fence
+  and this test fails);
 - a guest writes 20 malformed slots into its request ring (`garbage 20`, JOBS.md) while another
   workflow runs on the others: every slot is answered and the workflow is unaffected.
 APTA_QEMU_PLACER=kube (make test-long): every instance is placed by kube-scheduler with the Apta plugin,
@@ -66,7 +71,10 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
     wrun.build()
     c = launch.Cluster(run="pytest-workflows" + ("-all-killed" if len(KILL_IN) > 1 else ""), n=N, script="/apta/aptarun $APTA_GUEST $APTA_BOOT",
                        files=[(RUNNER, "aptarun")], hold=True)
-    d = serving_daemon_class()(exe, schema, c.shared, c.dir / "daemon.log", LEASE_MS)
+    # APTA_QEMU_DAEMON_MUTANT=commit-waits-for-acks: the negative control of the probe below (it must fail)
+    mutant = os.environ.get("APTA_QEMU_DAEMON_MUTANT")
+    d = serving_daemon_class()(exe, schema, c.shared, c.dir / "daemon.log", LEASE_MS,
+                               extra=["--mutant", mutant] if mutant else [])
     ex = None
 
     def finalize():
@@ -100,6 +108,22 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
     boot_s = time.time() - t_boot
     print(f"qemu-workflows: {N} guests booted, runners joined in {boot_s:.1f} s", flush=True)
 
+    # The probe objects, outside the workflows: every guest gets `records` and writes its own
+    # `tagged` (phi's identify function). At a kill, a live guest rewrites the victim's `tagged`:
+    # the dead guest then owes an invalidation ack it will never send, and that put must not wait.
+    phi = wfmod.load(str(Path(wfmod.WORKFLOW_DIR) / "phi.json"))
+    pref = exmod.host_reference(phi, "tiny", c.dir / "host")
+    rl, tl = exmod.pow2_lines(len(pref.initial["records"])), exmod.pow2_lines(pref.sizes["tagged"])
+    records = (ex.reserve(rl, pref.initial["records"], "probe records")[0], rl)
+    tagged = {g: (ex.reserve(tl, b"", "probe tagged")[0], tl) for g in range(N)}
+
+    def identify(g: int, writes: int, rid: str) -> list[str]:
+        return [f"run {rid}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+                f"put tagged {tagged[writes][0]} {tagged[writes][1]}"]
+    for gs in ex.G:
+        j = gs.jb.post(identify(gs.g, gs.g, f"probe/warm@{gs.name}"))
+        assert gs.jb.wait(j, 60) == 0, gs.jb.read_log()[0]
+
     kills = []                                  # one per workflow in KILL_IN
     done = threading.Event()
     request.addfinalizer(done.set)
@@ -117,6 +141,30 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
         k["rebooted_after_s"] = round(time.time() - t0, 2)
         done.wait()                  # PR_SET_PDEATHSIG: the QEMU this thread forked dies with the thread
 
+    probe = {}                                  # the live put while the first victim owes its ack
+
+    def watch_owed(victim: int, obj: int):
+        """The daemon's view of the victim until its fence: the most acks it owed for obj."""
+        while not probe.get("fenced"):
+            st = d.server(victim, str(obj))
+            if st["fenced"]:
+                probe["fenced"] = True
+            else:
+                probe["owed"] = max(probe.get("owed", 0), st.get("pendingFor", {}).get(str(obj), 0))
+            time.sleep(0.02)
+
+    def probe_hook(ex_, ev):
+        # after the first kill, the first live idle guest rewrites the victim's `tagged` (unless the
+        # victim is fenced by then); its log is read before the executor posts that guest again
+        if kills and "job" not in probe and "fenced_after_s" not in kills[0]:
+            lg = next((x for x in ex_.G if x.g != kills[0]["g"] and ex_.usable(x)), None)
+            if lg is not None:
+                probe.update(gs=lg, job=lg.jb.post(identify(lg.g, kills[0]["g"], f"probe/rewrite@{lg.name}")))
+                threading.Thread(target=watch_owed, args=(kills[0]["g"], tagged[kills[0]["g"]][0]), daemon=True).start()
+        if "job" in probe and "log" not in probe and probe["gs"].jb.done(probe["job"]):
+            probe["log"] = probe["gs"].jb.read_log()[0]
+            probe["rc"] = probe["gs"].jb.rc()
+
     def kill_hook(ex_, ev):
         # a get returned in a run on a guest that has run something before (it holds copies):
         # its function is now computing or putting
@@ -130,6 +178,7 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
         kills.append(k)
         threading.Thread(target=reboot, args=(k,), daemon=True).start()
     ex.hooks.append(kill_hook)
+    ex.hooks.append(probe_hook)
 
     def wait_rejoined(k):
         deadline = time.time() + 240
@@ -203,6 +252,18 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
     assert all(rid.split("@")[1].startswith(victim["server"]) for rid in again["placement"])
     s = d.server(victim["g"])
     assert (s["fenced"], s["epoch"], s["live"]) == (False, victim["rejoined_epoch"], True), s
+    # the live put while the dead guest owed its ack: it did not wait (the lease is 2 s)
+    probe_hook(ex, {})
+    assert probe.get("log") is not None and probe["rc"] == 0, probe
+    (put,) = [x for x in probe["log"] if "put_us" in x]
+    wait_for_fence = time.time() + 10
+    while not probe.get("fenced") and time.time() < wait_for_fence:
+        time.sleep(0.05)
+    assert probe.get("owed", 0) >= 1, ("the victim never owed the ack", probe)
+    assert put["put_us"] < LEASE_MS * 1000 / 4, put
+    probe_summary = {"guest": probe["gs"].name, "victim": kills[0]["server"], "put_us": put["put_us"], "owed": probe["owed"]}
+    print(f"qemu-workflows: {probe_summary['guest']} rewrote an object {probe_summary['victim']} held, "
+          f"while it was dead and owed the ack: put {put['put_us'] / 1000:.1f} ms", flush=True)
     # puts of live guests around each kill: none waited for the dead guest (the lease is 2 s)
     around = {}
     for k in kills:
@@ -225,6 +286,7 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
     summary = {
         "note": "functional emulation: TCG guests, region via /dev/mem (uncached MMIO), 2 shared cores; not a hardware prediction",
         "boot_s": round(boot_s, 1), "lease_ms": LEASE_MS, "kills": kills, "garbage": garbage,
+        "put_while_dead_guest_owed_ack": probe_summary,
         "workflows": {n: {k: r[k] for k in ("instances", "runs", "reexecuted", "gets", "hits", "puts", "wall_s")}
                       for n, r in results.items()},
         "put_us_around_kills": {w: {side: {"n": len(v), "p50": pct(v, .5), "max": max(v, default=None)} for side, v in a.items()}
