@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 import signal
 import socket
 import struct
@@ -35,6 +36,7 @@ LAY = gen_layout.load()
 LINE = 64
 DATA_BYTES = 1 << 20       # the data area of the test's region
 REFUSED = LAY.raw["refusals"]
+SPEC = ROOT / "scheduler-plugin" / "api" / "controlplane.yaml"
 # Longer than the daemon's default (500 ms): the heartbeat thread runs in this (niced) Python
 # process, which a loaded CI machine may starve for a while; a spurious fence would fail a test.
 LEASE_MS = 1500
@@ -65,6 +67,34 @@ def schema():
     s = messages.Schema(raw, {k: p[k] for k in raw["parameters"] if k in p})
     assert s.flit_bits == p["flitBits"]
     return s
+
+
+def spec_check(name: str, ans: dict):
+    """`ans` conforms to components.schemas.<name> of controlplane.yaml (the one definition of the
+    API): the required fields present, no others, each of its JSON type (integers >= 0), nested
+    schemas ($ref, arrays, maps) checked the same way."""
+    import yaml
+    schemas = yaml.safe_load(SPEC.read_text())["components"]["schemas"]
+
+    def check(sch: dict, v, where: str):
+        if "$ref" in sch:
+            sch = schemas[sch["$ref"].rsplit("/", 1)[1]]
+        t = sch.get("type")
+        py = {"string": str, "integer": int, "boolean": bool, "array": list, "object": dict}.get(t)
+        assert py is None or (isinstance(v, py) and not (py is int and isinstance(v, bool))), (where, v, t)
+        if t == "integer":
+            assert v >= 0, (where, v)
+        if t == "array":
+            for i, x in enumerate(v):
+                check(sch.get("items", {}), x, f"{where}[{i}]")
+        if t == "object" and "properties" in sch:
+            assert set(sch.get("required", [])) <= set(v) <= set(sch["properties"]), (where, sorted(v), sch)
+            for k, x in v.items():
+                check(sch["properties"][k], x, f"{where}.{k}")
+        elif t == "object" and isinstance(sch.get("additionalProperties"), dict):
+            for k, x in v.items():
+                check(sch["additionalProperties"], x, f"{where}.{k}")
+    check(schemas[name], ans, name)
 
 
 def free_port() -> int:
@@ -220,9 +250,14 @@ class Rack:
                                      headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, json.loads(r.read())
+                code, ans = r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read())
+            code, ans = e.code, json.loads(e.read())
+        # every answer conforms to the spec: the API's one definition
+        p = path.split("?")[0]
+        spec_check("Error" if code != 200 else "ChangeAnswer" if method == "POST" else
+                   "ObjectAnswer" if p.startswith("/v1/objects/") else "SchedulableAnswer", ans)
+        return code, ans
 
     def register(self, obj: int, base: int, size: int):
         code, ans = self.api("POST", "/v1/objects", {"obj": obj, "base": base, "size": size})
@@ -322,6 +357,26 @@ def test_api_decodes_percent_escapes(rack):
     assert code == 400 and "percent-escape" in ans["error"], ans
     code, ans = rack.api("GET", "/v1/objects/%31")
     assert code == 200 and ans["object"] == "1", ans
+
+
+def test_post_objects_answers_match_the_spec(rack):
+    """POST /v1/objects (controlplane.yaml, registerObject): 400 on a body missing a field or out
+    of range, 200 otherwise (Rack.api checks each answer against the spec); registering and
+    removing are state changes, so each advances seq; valid 0 removes the object."""
+    for body in ({"base": 0, "size": 1}, {"obj": 9, "base": 0}, {"obj": 9, "base": 0, "size": 0x10000},
+                 {"obj": 1 << 32, "base": 0, "size": 1}, {"obj": 9, "base": 1 << 46, "size": 1}):
+        code, ans = rack.api("POST", "/v1/objects", body)
+        assert code == 400, (body, ans)
+    assert rack.api("GET", "/v1/objects/9")[0] == 404
+    seq0 = rack.api("GET", "/v1/status")[1]["seq"]
+    rack.register(9, 0x3000, 2)
+    assert rack.api("GET", "/v1/objects/9")[0] == 200
+    code, ans = rack.api("GET", "/v1/schedulable?objects=9")
+    assert ans["unknown"] == [] and ans["seq"] > seq0, ans      # a state change advances seq
+    code, ans = rack.api("POST", "/v1/objects", {"obj": 9, "base": 0x3000, "size": 2, "valid": 0})
+    assert code == 200 and ans["seq"] > seq0 + 1, ans
+    assert rack.api("GET", "/v1/objects/9")[0] == 404
+    assert rack.api("GET", "/v1/schedulable?objects=9")[1]["unknown"] == ["9"]
 
 
 def test_put_invalidates_sharer_and_api_shows_pending(rack):

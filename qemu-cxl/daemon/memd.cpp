@@ -231,7 +231,7 @@ class Daemon {
   std::map<uint32_t, uint64_t> versions_;                       // PutCommits seen per object
   uint64_t commit_hi_ = 0;                                      // commitSeq widened to 64 bits
   uint32_t commit_last_ = 0;
-  uint64_t status_changes_ = 0;                                 // status-port changes since reset (seq)
+  uint64_t status_changes_ = 0;                                 // status-port changes and map updates since reset (seq)
   unsigned st_fenced_ = 0, st_pending_ = 0, st_sched_ = 0;
   unsigned fenced_last_ = 0;
   unsigned fence_queued_ = 0;                                   // Fence on io_ctrl not yet echoed
@@ -704,6 +704,7 @@ bool Daemon::map_update(uint32_t obj, uint64_t base, unsigned size, bool valid, 
       if (d == obj) {
         if (valid) objects_[obj] = {base, size};
         else objects_.erase(obj);
+        status_changes_++;             // a state change of the API (unknown <-> known): seq advances
         say("object %u %s (base %" PRIu64 ", %u lines)", obj, valid ? "registered" : "deleted", base, size);
         return true;
       }
