@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -43,8 +44,8 @@ from test_qemu_cxl import _probe_clusters, serving_daemon_class  # noqa: E402
 N = 3
 LEASE_MS = 2000
 RUNNER = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-static"
-# a guest is killed in each of these workflows (make test-long: APTA_QEMU_KILL_IN=all), while a run of
-# a guest that ran something before (it holds copies) has its inputs
+# a guest is killed in each of these workflows (make test-long: APTA_QEMU_KILL_IN=all), while one of its
+# runs has its inputs and has not finished (the guest holds copies: the probe objects, earlier runs)
 _KILL = os.environ.get("APTA_QEMU_KILL_IN", "video")
 KILL_IN = {"finra", "gemm", "image", "phi", "sentiment", "video"} if _KILL == "all" else set(_KILL.split(","))
 GARBAGE_DURING = "gemm"
@@ -165,13 +166,33 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
             probe["log"] = probe["gs"].jb.read_log()[0]
             probe["rc"] = probe["gs"].jb.rc()
 
+    def frozen(pid: int, timeout: float = 2.0) -> bool:
+        """Every thread of the process is stopped (SIGSTOP takes effect asynchronously)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                states = [Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                          for t in os.listdir(f"/proc/{pid}/task")]
+            except OSError:
+                return False
+            if all(st in "tT" for st in states):
+                return True
+            time.sleep(0.001)
+        return False
+
     def kill_hook(ex_, ev):
-        # a get returned in a run on a guest that has run something before (it holds copies):
-        # its function is now computing or putting
+        # a get returned in a run (every guest holds the probe copies, and those of its earlier
+        # runs): its function is now computing or putting. The guest is frozen first; if its run
+        # has finished meanwhile it is let go and a later get is taken, so the kill is mid-run.
         if ex_.wf.name not in KILL_IN or ev["ev"] != "get_ret" or any(k["workflow"] == ex_.wf.name for k in kills):
             return
         gs = next((x for x in ex_.G if x.run is not None and ev["id"].startswith(x.run.rid + "/")), None)
-        if gs is None or gs.runs < 2:
+        if gs is None:
+            return
+        pid = c.guests[gs.g].proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        if not frozen(pid) or gs.jb.done(gs.job):
+            os.kill(pid, signal.SIGCONT)
             return
         c.kill(gs.g)
         k = dict(workflow=ex_.wf.name, g=gs.g, server=gs.name, run=gs.run.rid, t=time.monotonic() - ex_.t_start)
