@@ -98,9 +98,13 @@ class Api:
         except (OSError, ValueError) as e:
             raise ExecutorError(f"{method} {path}: {e}") from None
 
-    def servers(self, objs: list[int] | None = None) -> list[dict]:
+    def schedulable(self, objs: list[int] | None = None) -> dict:
+        """The daemon's answer (seq, instance, servers) overall or for the objects."""
         q = "?objects=" + ",".join(map(str, objs)) if objs else ""
-        return self.call("GET", "/v1/schedulable" + q)["servers"]
+        return self.call("GET", "/v1/schedulable" + q)
+
+    def servers(self, objs: list[int] | None = None) -> list[dict]:
+        return self.schedulable(objs)["servers"]
 
 
 # ---- the executor --------------------------------------------------------------------------------

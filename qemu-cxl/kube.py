@@ -171,7 +171,7 @@ class KubePlacer:
         return gs
 
     def _create(self, ex, k: int, inst, ids: list[int]):
-        ans = ex.api.call("GET", "/v1/schedulable" + ("?objects=" + ",".join(map(str, ids)) if ids else ""))
+        ans = ex.api.schedulable(ids)
         bad = {s["name"]: s["epoch"] for s in ans["servers"] if not (s["live"] and s["schedulableFor"])}
         after = set(ex.wf.function(inst.function).get("after", []))
         preds = sorted({self.node_of[ex.G[r.guest].name] for j, r in ex.done.items()

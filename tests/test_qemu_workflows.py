@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "qemu-cxl"))
 sys.path.insert(0, str(ROOT / "workloads"))
 from test_daemon import exe, schema  # noqa: E402,F401  (fixtures)
 from test_qemu_cxl import _probe_clusters, serving_daemon_class  # noqa: E402
+from test_runner import identify_job  # noqa: E402
 
 N = 3
 LEASE_MS = 2000
@@ -118,11 +119,8 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
     records = (ex.reserve(rl, pref.initial["records"], "probe records")[0], rl)
     tagged = {g: (ex.reserve(tl, b"", "probe tagged")[0], tl) for g in range(N)}
 
-    def identify(g: int, writes: int, rid: str) -> list[str]:
-        return [f"run {rid}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
-                f"put tagged {tagged[writes][0]} {tagged[writes][1]}"]
     for gs in ex.G:
-        j = gs.jb.post(identify(gs.g, gs.g, f"probe/warm@{gs.name}"))
+        j = gs.jb.post(identify_job(f"probe/warm@{gs.name}", records, tagged[gs.g]))
         assert gs.jb.wait(j, 60) == 0, gs.jb.read_log()[0]
 
     kills = []                                  # one per workflow in KILL_IN
@@ -160,7 +158,7 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
         if kills and "job" not in probe and "fenced_after_s" not in kills[0]:
             lg = next((x for x in ex_.G if x.g != kills[0]["g"] and ex_.usable(x)), None)
             if lg is not None:
-                probe.update(gs=lg, job=lg.jb.post(identify(lg.g, kills[0]["g"], f"probe/rewrite@{lg.name}")))
+                probe.update(gs=lg, job=lg.jb.post(identify_job(f"probe/rewrite@{lg.name}", records, tagged[kills[0]["g"]])))
                 threading.Thread(target=watch_owed, args=(kills[0]["g"], tagged[kills[0]["g"]][0]), daemon=True).start()
         if "job" in probe and "log" not in probe and probe["gs"].jb.done(probe["job"]):
             probe["log"] = probe["gs"].jb.read_log()[0]

@@ -176,6 +176,12 @@ def phi_records(tmp: Path) -> bytes:
     return (Path(run["dirs"]["store"]) / "records").read_bytes()
 
 
+def identify_job(rid: str, records: tuple[int, int], tagged: tuple[int, int]) -> list[str]:
+    """phi's identify function as a job: gets `records`, puts `tagged` ((object id, lines) each)."""
+    return [f"run {rid}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
+            f"put tagged {tagged[0]} {tagged[1]}"]
+
+
 def test_cache_hit_and_errors_keep_the_runner_serving(world, tmp_path):
     w = world
     rec = phi_records(tmp_path)
@@ -264,8 +270,7 @@ def test_live_put_does_not_wait_for_a_dead_sharer(world, tmp_path, request):
     records, tagged = w.place(phi_records(tmp_path)), w.place(b"", 2000)
 
     def identify(g):
-        rc, recs, _, _ = w.job(g, [f"run t/identify@{g}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
-                                   f"put tagged {tagged[0]} {tagged[1]}"])
+        rc, recs, _, _ = w.job(g, identify_job(f"t/identify@{g}", records, tagged))
         assert rc == 0, errors(recs)
         return [r for r in recs if "put_us" in r]
     identify(1)

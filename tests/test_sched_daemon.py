@@ -43,7 +43,7 @@ import executor as exmod  # noqa: E402
 import kube as kubemod  # noqa: E402
 import workflow as wfmod  # noqa: E402
 
-from test_runner import phi_records  # noqa: E402
+from test_runner import identify_job, phi_records  # noqa: E402
 E2E_BIN = ROOT / "build" / "scheduler" / "e2e.test"
 WORLD_LEASE_MS = 4000            # the world's heartbeat lease: a frozen guest owes its ack this long
 OUT = ROOT / "build" / "qemu-cxl" / "sched-daemon"
@@ -144,15 +144,13 @@ def pending_probe(w, e2e, placer, tmp_path) -> dict:
     records, tagged = w.place(phi_records(tmp_path)), w.place(b"", 2000)
 
     def identify(g):
-        rc, recs, _, _ = w.job(g, [f"run probe/identify@{g}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
-                                   f"put tagged {tagged[0]} {tagged[1]}"])
+        rc, recs, _, _ = w.job(g, identify_job(f"probe/identify@{g}", records, tagged))
         assert rc == 0, recs
     identify(1)
     w.runners[1].p.send_signal(signal.SIGSTOP)
     try:
         identify(2)
-        api = exmod.Api(w.rack.port)
-        ans = api.call("GET", f"/v1/schedulable?objects={tagged[0]}")
+        ans = exmod.Api(w.rack.port).schedulable([tagged[0]])
         before = next(s for s in ans["servers"] if s["name"] == "cs1")
         assert before["live"] and not before["fenced"] and not before["schedulableFor"] \
             and before.get("pendingFor", {}).get(str(tagged[0])), before

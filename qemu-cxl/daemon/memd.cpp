@@ -139,7 +139,7 @@ struct Options {
   uint64_t lease_ms = APTA_LEASE_MS;
   std::vector<std::string> names;      // compute-server names of the API
   std::string pidfile;                 // printf pattern of guest g's QEMU pidfile (%u = g); "" = none
-  // A deliberate bug for the tests' negative control (tests/test_executor.py): a PutCommit is held
+  // A deliberate bug for the tests' negative control (tests/test_runner.py, test_qemu_workflows.py): a PutCommit is held
   // back while any other server owes an invalidation ack, as if a put waited for the
   // invalidations (the CXL-cached baseline), so a dead sharer stalls live writers until its fence.
   bool mutant_commit_waits = false;
@@ -426,8 +426,11 @@ void Daemon::trace(const char* port, const Flit& f) {
 }
 
 // ---- RTL outputs --------------------------------------------------------------------------------
+// The server field every M->C flit carries after its opcode.
+unsigned server_of(const Flit& f) { return unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits)); }
+
 void Daemon::on_rsp(const Flit& f) {
-  unsigned g = unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits));
+  unsigned g = server_of(f);
   unsigned op = apta_opcode(f.data());
   if (g >= N) { say("error: rsp flit for server %u", g); return; }
   rsp_out++;
@@ -449,7 +452,7 @@ void Daemon::on_rsp(const Flit& f) {
 }
 
 void Daemon::on_snp(const Flit& f) {
-  unsigned g = unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits));
+  unsigned g = server_of(f);
   if (g >= N) { say("error: snp flit for server %u", g); return; }
   snp_out++;
   emit(guests_[g].inv, f, 0, 0, g, "invalidation");
@@ -457,7 +460,7 @@ void Daemon::on_snp(const Flit& f) {
 
 void Daemon::on_ctrl_resp(const Flit& f) {
   unsigned op = apta_opcode(f.data());
-  unsigned g = unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits));
+  unsigned g = server_of(f);
   unsigned e = unsigned(apta_bits_get(f.data(), APTA_OPCODE_BITS + APTA_P_serverBits, APTA_P_epochBits));
   if (op == APTA_OP_Fence && g < N) fence_queued_ &= ~(1u << g);
   if (op == APTA_OP_RejoinAck) {
@@ -626,7 +629,7 @@ void Daemon::cycle() {
   if (snp_fire) { trace("snp", snp); on_snp(snp); }
   if (cresp_fire) { trace("ctrlResp", cresp); on_ctrl_resp(cresp); }
   while (!held_commits_.empty()) {     // the mutant: release once no other server owes an ack
-    unsigned hg = unsigned(apta_bits_get(held_commits_.front().data(), APTA_OPCODE_BITS, APTA_P_serverBits));
+    unsigned hg = server_of(held_commits_.front());
     if (st_pending_ & ~(1u << hg)) break;
     emit(guests_[hg].rsp, held_commits_.front(), 0, 0, hg, "response");
     held_commits_.pop_front();

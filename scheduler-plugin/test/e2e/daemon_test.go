@@ -32,7 +32,6 @@ import (
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,12 +130,6 @@ func TestDaemonControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exp := int64(3600)
-	tr, err := c.admin.CoreV1().ServiceAccounts(daemonNS).CreateToken(ctx, "executor",
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	bg, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -176,14 +169,8 @@ func TestDaemonControlPlane(t *testing.T) {
 		}
 	}()
 
-	ca := c.restCfg.TLSClientConfig.CAData
-	if len(ca) == 0 && c.restCfg.TLSClientConfig.CAFile != "" {
-		if ca, err = os.ReadFile(c.restCfg.TLSClientConfig.CAFile); err != nil {
-			t.Fatal(err)
-		}
-	}
-	acc := kubeAccess{Server: c.restCfg.Host, CA: string(ca), ServerName: c.restCfg.TLSClientConfig.ServerName,
-		Token: tr.Status.Token, Namespace: daemonNS, Plugin: plugin, Nodes: nodeOf,
+	acc := kubeAccess{Server: c.restCfg.Host, CA: string(c.caData(t)), ServerName: c.restCfg.TLSClientConfig.ServerName,
+		Token: c.token(t, daemonNS, "executor"), Namespace: daemonNS, Plugin: plugin, Nodes: nodeOf,
 		Pod: workflow.FunctionPod(daemonNS, "template", schedulerName, map[string]string{}), Label: apta.LabelFunction,
 		Annotations: map[string]string{"inputs": apta.AnnotationInputs, "predecessorNodes": apta.AnnotationPredecessorNodes,
 			"minSeq": apta.AnnotationMinSeq, "minSeqInstance": apta.AnnotationMinSeqInstance,

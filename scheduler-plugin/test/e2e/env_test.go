@@ -173,25 +173,38 @@ func create(ctx context.Context, k kubernetes.Interface, obj runtime.Object) err
 	return err
 }
 
-// token returns a kubeconfig for a ServiceAccount of kube-system, by the TokenRequest API.
-func (c *cluster) kubeconfig(t *testing.T, sa string) string {
+// token of ServiceAccount sa in namespace ns, by the TokenRequest API (valid for an hour).
+func (c *cluster) token(t *testing.T, ns, sa string) string {
 	t.Helper()
 	exp := int64(3600)
-	tr, err := c.admin.CoreV1().ServiceAccounts("kube-system").CreateToken(context.Background(), sa,
+	tr, err := c.admin.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("token for %s: %v", sa, err)
+		t.Fatalf("token for %s/%s: %v", ns, sa, err)
 	}
+	return tr.Status.Token
+}
+
+// caData is the apiserver's serving CA (PEM).
+func (c *cluster) caData(t *testing.T) []byte {
+	t.Helper()
 	ca := c.restCfg.TLSClientConfig.CAData
 	if len(ca) == 0 && c.restCfg.TLSClientConfig.CAFile != "" {
+		var err error
 		if ca, err = os.ReadFile(c.restCfg.TLSClientConfig.CAFile); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return ca
+}
+
+// kubeconfig returns a kubeconfig for a ServiceAccount of kube-system.
+func (c *cluster) kubeconfig(t *testing.T, sa string) string {
+	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	// The loopback certificate is served for the name in ServerName (SNI), not for 127.0.0.1.
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: c.restCfg.Host, CertificateAuthorityData: ca, TLSServerName: c.restCfg.TLSClientConfig.ServerName}
-	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: c.restCfg.Host, CertificateAuthorityData: c.caData(t), TLSServerName: c.restCfg.TLSClientConfig.ServerName}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: c.token(t, "kube-system", sa)}
 	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: sa}
 	kc.CurrentContext = "e2e"
 	path := filepath.Join(c.dir, sa+".kubeconfig")
