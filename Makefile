@@ -48,11 +48,14 @@ deps-murphi:
 deps-tla:
 	@command -v java >/dev/null || $(APT) default-jre-headless
 
+# the venv holds the pinned tools and the apta package (python/apta), installed editable: every
+# component and test imports it by name
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: requirements.txt
+$(VENV)/.stamp: requirements.txt pyproject.toml
 	@$(APT) python3 python3-venv
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 	touch $@
 
 # RTL: every variant of rtl/variants.json into build/rtl/<variant>/ (CoherenceCore.sv, MsgDecoder.sv,
@@ -72,7 +75,7 @@ $(VENV)/.stamp-rtl: requirements-rtl.txt $(VENV)/.stamp
 
 # --- model checking -----------------------------------------------------------------------------
 verify: verify-murphi verify-tla vectors
-	@$(PY) spec/summary.py build/verify/summary.json
+	@$(PY) -m apta.summary build/verify/summary.json
 
 verify-murphi: deps-murphi venv
 	$(PY) spec/murphi/check.py --suite default
@@ -112,7 +115,7 @@ test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image
 
 # --- workloads ----------------------------------------------------------------------------------
 # The FaaS workflow applications (workloads/README.md): C functions and input generators compiled
-# into build/workloads/bin/<app>/; `python3 workloads/run.py all --size paper` runs them.
+# into build/workloads/bin/<app>/; `.venv/bin/python workloads/run.py all --size paper` runs them.
 workloads:
 	@command -v $${CC:-cc} >/dev/null && command -v make >/dev/null || $(APT) gcc make libc6-dev
 	@command -v $${CC:-cc} >/dev/null || { echo "make workloads: no C compiler ($${CC:-cc}) on the PATH"; exit 1; }
@@ -127,8 +130,8 @@ TRACE_SIZE ?= paper
 deps-traces:
 	@$(APT) valgrind gcc make libc6-dev
 
-traces: deps-traces workloads
-	nice -n 10 python3 workloads/trace.py all --size $(TRACE_SIZE)
+traces: deps-traces workloads venv
+	nice -n 10 $(PY) workloads/trace.py all --size $(TRACE_SIZE)
 
 # --- simulator and evaluation (sim/README.md) ---------------------------------------------------
 # The trace-replay simulator (C++17, CMake, zlib) -> build/simulator/apta-sim.
@@ -211,7 +214,7 @@ bench: rtl deps-rtl-sim
 	$(MAKE) --no-print-directory bench-sim bench-scheduler bench-qemu
 	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl}.json"
 
-# The store contract end to end (issue 5): tests/history.py (P1-P4 history checker), the workflow
+# The store contract end to end (issue 5): python/apta/history.py (P1-P4 history checker), the workflow
 # scripts (tests/workflows/), the compute-server models and runner on a plumbing fake: plain pytest,
 # seconds, also part of `make test` (pytest tests). test-ms: the same models on the RTL memory
 # server (variant ms3) with crash injection; histories in build/ms/histories/.

@@ -1,6 +1,7 @@
 // Mill build of the Chisel RTL (rtl/). `./mill rtl.run` elaborates and writes build/rtl/*.sv.
 // Versions: Scala 2.13.15 + Chisel 6.7.0 (+ its compiler plugin); Chisel fetches firtool 1.62.1
-// itself (org.chipsalliance:llvm-firtool). Message bundles are generated from rtl/messages.json.
+// itself (org.chipsalliance:llvm-firtool). Message bundles, error codes and core enums are generated from schema/ by the apta
+// Python package (python/apta, stdlib only, run from its source directory).
 import mill._
 import mill.scalalib._
 
@@ -16,12 +17,14 @@ object rtl extends ScalaModule {
   // hand-written sources: every .scala under rtl/ (shared parts at the top, otc/ oic/ osc/ opc/)
   def sources = T.sources(millSourcePath)
 
-  // message bundles and opcodes, generated from the language-neutral schema (never checked in)
-  def schema = T.source(millSourcePath / "messages.json")
-  def generator = T.source(millSourcePath / "messages.py")
+  // message bundles, opcodes, error codes and core enums, generated from the language-neutral
+  // schema/ (never checked in) by `python3 -m apta.messages scala`
+  def schema = T.source(T.workspace / "schema")
+  def generator = T.source(T.workspace / "python" / "apta")
   def generatedSources = T {
-    os.proc("python3", generator().path, "scala", "--schema", schema().path,
-      "--out", T.dest / "Messages.scala").call(stdout = os.Inherit)
+    os.proc("python3", "-m", "apta.messages", "scala", "--schema", schema().path / "messages.json",
+      "--out", T.dest / "Messages.scala")
+      .call(stdout = os.Inherit, env = Map("PYTHONPATH" -> (T.workspace / "python").toString))
     Seq(PathRef(T.dest))
   }
 

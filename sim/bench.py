@@ -3,7 +3,7 @@
     python3 sim/bench.py [--size paper] [--out build/bench/sim.json]
 
 For every workflow with traces under build/traces/<size>/ (else synthetic traces made by
-tests/sim_synth.py under build/bench/sim-traces/): the Apta configuration three times in one
+python/apta/sim_synth.py under build/bench/sim-traces/): the Apta configuration three times in one
 process; reports the trace parse rate, the replay rate (events through L1/L2/DRAM per second of
 replay loop, the figure the target of >= 5 M events/s refers to), the end-to-end rate (all of a
 run: replay + the event-driven network/memory-server part), and the last `make eval` wall time.
@@ -20,9 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-import plan as planlib  # noqa: E402
+import plan as planlib
 
 APPS = ["phi", "sentiment", "finra", "video", "image", "gemm"]
 
@@ -36,7 +34,7 @@ def main():
     traces = os.path.join(ROOT, "build", "traces", a.size)
     synthetic = not all(os.path.exists(os.path.join(traces, x, "index.json")) for x in APPS)
     if synthetic:
-        import sim_synth
+        from apta import sim_synth
         traces = os.path.join(ROOT, "build", "bench", "sim-traces", "tiny")
         for x in APPS:
             sim_synth.make_traces(os.path.join(planlib.workflow.WORKFLOW_DIR, f"{x}.json"),

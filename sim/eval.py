@@ -24,8 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-import plan as planlib  # noqa: E402
+import plan as planlib
 
 workflow = planlib.workflow
 PARAMS = os.path.join(HERE, "params.json")

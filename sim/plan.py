@@ -1,6 +1,6 @@
 """Turn a workflow file plus its trace directory into the simulator's plan (stdlib only).
 
-The workflow is loaded and validated by workloads/workflow.py (unknown objects, cycles, schedule
+The workflow is loaded and validated by python/apta/workflow.py (unknown objects, cycles, schedule
 order: one definition of those rules); this module only expands it to instances with their
 compute server, the instances each one waits for (every instance of every function in `after`),
 the objects it gets and puts, and its trace directory (workloads/TRACES.md). A missing trace is an
@@ -17,8 +17,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "workloads"))
-import workflow  # noqa: E402
+from apta import workflow
 
 WorkflowError = workflow.WorkflowError
 

@@ -12,13 +12,11 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-for p in (HERE, HERE / "rtl", HERE.parent / "rtl"):
-    sys.path.insert(0, str(p))
-import messages  # noqa: E402
-import workflow_scripts as ws  # noqa: E402
-from compute_server import (FAULT_KINDS, IS_D_I, JOINING, LIVE, P_A, P_A_I, ComputeServer,  # noqa: E402
+from apta import messages
+import workflow_scripts as ws
+from compute_server import (FAULT_KINDS, IS_D_I, JOINING, LIVE, P_A, P_A_I, ComputeServer,
                             FaultPlan, ProtocolError, Transport, decode_line, line_data)
-from fake_memserver import run_workflow  # noqa: E402
+from fake_memserver import run_workflow
 
 S = messages.load()
 PATTERNS = ["pipeline", "broadcast", "broadcast-gather", "scatter-gather", "map-reduce"]
@@ -254,7 +252,7 @@ def test_plumbing_bugs_are_caught():
 
 
 def test_history_file_roundtrip(tmp_path):
-    import history
+    from apta import history
     _, rec = run_workflow(SCRIPTS["pipeline"], seed=3, faults=FaultPlan(faults=2, p=0.2))
     p = tmp_path / "h.jsonl"
     rec.write(p)

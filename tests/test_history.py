@@ -1,4 +1,4 @@
-"""tests/history.py on hand-made histories: one valid history per workflow pattern, one history per
+"""python/apta/history.py on hand-made histories: one valid history per workflow pattern, one history per
 property that violates it (the checker's mutants: each must be rejected on that property and no
 other), and malformed lines rejected with file, line and field."""
 import json
@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import history  # noqa: E402
-from history import HistoryError, check_file, check_lines  # noqa: E402
+from apta import history
+from apta.history import HistoryError, check_file, check_lines
 
 
 def H(*events):

@@ -1,4 +1,4 @@
-"""rtl/messages.json and its Python codec (rtl/messages.py): every message round-trips, malformed
+"""schema/messages.json and its Python codec (python/apta/messages.py): every message round-trips, malformed
 encodings are refused with an error naming the message and field. The RTL decoder is checked
 against the same codec in tests/rtl/ (`make test-rtl`)."""
 from __future__ import annotations
@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "rtl"))
-import messages  # noqa: E402
-from messages import MessageError  # noqa: E402
+from apta import messages
+from apta.messages import MessageError
 
 S = messages.load()
 MODEL_TYPES = {"ObjGet", "PutPrepare", "PutLine", "Rejoin", "ObjData", "PutCommit", "PutRetry",
@@ -128,7 +127,7 @@ def test_generated_scala_mentions_every_message(tmp_path):
         assert f"val {m.name} = {m.opcode} " in text
 
 
-# ---- the generated C codec (rtl/messages.py c -> build/qemu-cxl/apta_msg.h) ------------------------
+# ---- the generated C codec (python/apta/messages.py c -> build/qemu-cxl/apta_msg.h) ------------------------
 def _c_driver(s) -> str:
     """A C program: per input line `<hex flit>`, prints `check <err> <field>`, and for a legal flit
     the unpacked fields (hex, wide ones as little-endian byte arrays read back as numbers) and the
@@ -165,7 +164,7 @@ def test_c_codec_round_trips_the_python_vectors(tmp_path, params):
     if not shutil.which("gcc"):
         pytest.skip("no gcc")
     s = messages.Schema(messages.json.loads(messages.SCHEMA_PATH.read_text()), params)
-    (tmp_path / "apta_msg.h").write_text(messages.gen_c(s, "rtl/messages.json"))
+    (tmp_path / "apta_msg.h").write_text(messages.gen_c(s, "schema/messages.json"))
     (tmp_path / "drv.c").write_text(_c_driver(s))
     exe = tmp_path / "drv"
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", "-I", str(tmp_path),

@@ -16,21 +16,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK = ROOT / "spec" / "murphi" / "check.py"
 CHECKS = json.loads((ROOT / "spec" / "murphi" / "checks.json").read_text())
 SUMMARY = ROOT / "build" / "verify" / "summary.json"
-sys.path.insert(0, str(ROOT / "spec"))
-import summary  # noqa: E402
+from apta import summary
+from apta.paths import load_script
 
 
-def _load(name: str, path: Path):
-    """Import a runner by path under its own name (spec/murphi and spec/tla both have check.py)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-check = _load("murphi_check", CHECK)
+check = load_script("murphi_check", CHECK)   # spec/murphi and spec/tla both have a check.py
 
 DEFAULT = CHECKS["suites"]["default"]
 

@@ -18,10 +18,8 @@ SIMDIR = ROOT / "sim"
 BUILD = ROOT / "build" / "simulator"
 BIN = BUILD / "apta-sim"
 VECTORS = ROOT / "build" / "vectors"
-sys.path.insert(0, str(SIMDIR))
-sys.path.insert(0, str(ROOT / "tests"))
-import plan as planlib  # noqa: E402
-import sim_synth  # noqa: E402
+import plan as planlib
+from apta import sim_synth
 
 workflow = planlib.workflow
 PARAMS = json.loads((SIMDIR / "params.json").read_text())

@@ -21,10 +21,10 @@ SPEC = ROOT / "spec" / "tla"
 CHECK = SPEC / "check.py"
 SUMMARY = ROOT / "build" / "verify" / "summary.json"
 
-sys.path.insert(0, str(SPEC))
-sys.path.insert(0, str(ROOT / "spec"))
-import check  # noqa: E402
-import summary  # noqa: E402
+from apta import summary
+from apta.paths import load_script
+
+check = load_script("tla_check", CHECK)   # spec/murphi and spec/tla both have a check.py
 
 DEFAULT = {r.name: r for r in check.SUITES["default"]}
 

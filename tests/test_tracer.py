@@ -15,10 +15,9 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "workloads"))
-import run as runmod  # noqa: E402
-import sigil  # noqa: E402
-import workflow as wfmod  # noqa: E402
+from apta import hostrun as runmod
+import sigil
+from apta import workflow as wfmod
 
 
 def _load_trace_module():

@@ -17,9 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "build" / "vectors"
 GEN = ROOT / "spec" / "murphi" / "vectors.py"
 CHECKS = json.loads((ROOT / "spec" / "murphi" / "checks.json").read_text())
-sys.path.insert(0, str(ROOT / "rtl"))
-import cells  # noqa: E402
-import vectors_io  # noqa: E402
+from apta import cells
+from apta import vectors_io
 
 CELLS = cells.ids()
 SUITE = CHECKS["vectors"]["suites"]["vectors"]

@@ -14,9 +14,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "workloads"))
-import run as runner  # noqa: E402
-import workflow as wfmod  # noqa: E402
+from apta import hostrun as runner
+from apta import workflow as wfmod
 
 WORKFLOWS = sorted(f[:-5] for f in os.listdir(wfmod.WORKFLOW_DIR) if f.endswith(".json"))
 PAPER_APPS = {"phi", "sentiment", "finra", "video", "image", "gemm"}

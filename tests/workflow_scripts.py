@@ -16,7 +16,7 @@ Two kinds of file, one shape once loaded (`Script`):
 
 * **Applications** (Table III) reuse the real workload's file, so the schedule lives in one place:
   `{"name": "video", "workload": "video", "objects": {"video": 63, ...}, "lines_note": "..."}` loads
-  `workloads/workflows/video.json` with `workloads/workflow.py` (its validation: DAG, cycles, races,
+  `workloads/workflows/video.json` with `python/apta/workflow.py` (its validation: DAG, cycles, races,
   topological order, unknown objects) and adds only what the C workloads do not have: the size of
   every object in lines. Objects the workload file uses but `objects` does not size (or the
   reverse) are errors.
@@ -39,11 +39,7 @@ ROOT = HERE.parent
 SCRIPT_DIR = HERE / "workflows"
 WORKLOADS = ROOT / "workloads"
 
-sys.path.insert(0, str(WORKLOADS))
-try:
-    import workflow as wl    # workloads/workflow.py: the workflow format's checks, shared
-finally:
-    sys.path.remove(str(WORKLOADS))
+from apta import workflow as wl    # the workflow format's checks, shared
 
 TOP_REQUIRED = {"name": str, "objects": dict}
 TOP_OPTIONAL = {"doc": str, "servers": list, "inputs": list, "functions": list, "workload": str,

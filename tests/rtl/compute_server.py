@@ -3,7 +3,7 @@
 Everything here is plain, synchronous Python driven by one `step()` per clock, so the same code runs
 against the RTL memory server under cocotb (tests/rtl/test_ms_workflows.py: one step per cycle)
 and against the plumbing fake of tests/rtl/fake_memserver.py (the unit tests). Every flit is built
-and read with rtl/messages.py.
+and read with python/apta/messages.py.
 
 * `ComputeServer`: one compute server's GET controller, PUT controller and object cache, as the
   compute side of spec/murphi/apta.m. Cache states per object: I, S, IS_D (ObjGet sent, awaiting
@@ -30,7 +30,7 @@ and read with rtl/messages.py.
   chosen points (mid-get, mid-put, owing acks, holding copies) and false suspicions, each followed
   by a fence after `fence_delay` steps and a rejoin after `rejoin_delay` more; the instances
   abandoned are re-executed, on their server once it rejoined or on any other schedulable one.
-  Everything is recorded as a tests/history.py history.
+  Everything is recorded as a python/apta/history.py history.
 """
 from __future__ import annotations
 
@@ -43,11 +43,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-for p in (ROOT / "rtl", ROOT / "tests"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-import messages  # noqa: E402
-from history import Recorder  # noqa: E402
+from apta import messages
+from apta.history import Recorder
 
 I, S, IS_D, IS_D_I, P_A, P_A_I = "I", "S", "IS_D", "IS_D_I", "P_A", "P_A_I"
 LIVE, DEAD, JOINING, FENCED = "live", "dead", "joining", "fenced"

@@ -14,8 +14,6 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "rtl"))
 
 # module -> RTL variant directories it simulates ("" = the build root's MsgDecoder.sv)
 NEEDS = {

@@ -6,7 +6,7 @@ coroutine each: `Core.cycle()` is the one clock step every test awaits. In it th
 current beat on the pins just after the rising edge, then, after `ReadOnly()`, every monitor samples
 its port (a Decoupled beat counts when valid && ready, a Valid beat when valid) and hands the
 decoded message to the listeners. Flits (ack, ctrl, snp, ctrlResp) are built and read only with
-rtl/messages.py.
+python/apta/messages.py.
 """
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "rtl"))
-import messages  # noqa: E402
+from apta import messages
 
 OPS = ["Get", "Commit"]
 RESULTS = ["Served", "Committed", "Stall", "Drop"]

@@ -5,7 +5,7 @@ the runner, the history recording and the checker in plain pytest (tests/test_co
 without Verilator. It is *not* a model of rtl/MEMSERVER.md or of spec/murphi/apta.m: no directory
 capacity, no SI, no staging limits, no OSC/OPC timing, no object map, commits at the last line.
 Nothing is ever checked against it; the RTL is checked against the history checker
-(tests/history.py) and the model checkers' vectors.
+(python/apta/history.py) and the model checkers' vectors.
 
 It implements the `Transport` and `ControlPlane` of compute_server.py: flits are delivered after a
 random delay (FIFO per server and channel; rsp and snp are separate channels, so a BISnp can
@@ -149,7 +149,7 @@ class FakeMemoryServer(Transport, ControlPlane):
 def run_workflow(script, n_servers=None, seed=1, rule="declared", faults=None, bug=None, max_steps=20000,
                  max_delay=4, ack_delay=8, schema=None):
     """Run one script on models + the plumbing fake; returns (runner, recorder)."""
-    import messages
+    from apta import messages
     from compute_server import ComputeServer, WorkflowRunner, object_table
     rng = random.Random(seed)
     S = schema or messages.load()

@@ -5,7 +5,7 @@
 `mapUpd`, `query`; every output (`rsp`, `snp`, `ctrlResp`, `err`, `mapUpdDone`, `queryResp`)
 recorded as decoded messages. One coroutine per clock (`_run`): drivers put their beat on the pins
 just after the rising edge, monitors sample after `ReadOnly()` (the pattern of core_bfm.py). Flits
-are built and read only with rtl/messages.py. Reusable by the end-to-end testbench.
+are built and read only with python/apta/messages.py. Reusable by the end-to-end testbench.
 """
 from __future__ import annotations
 

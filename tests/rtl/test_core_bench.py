@@ -13,8 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from core_bfm import ROOT, Core, Req, load_params  # noqa: E402
+from core_bfm import ROOT, Core, Req, load_params
 
 OUT = ROOT / "build" / "bench" / "rtl.json"
 

@@ -15,8 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from core_bfm import ROOT, variant_dir  # noqa: E402
+from core_bfm import ROOT, variant_dir
 
 OPS = int(os.environ.get("APTA_MUTANT_OPS", "15000"))
 

@@ -27,11 +27,9 @@ from collections import Counter
 from pathlib import Path
 
 
-sys.path.insert(0, str(Path(__file__).parent))
-from core_bfm import ROOT, Core, Req, load_params, set_of  # noqa: E402
+from core_bfm import ROOT, Core, Req, load_params, set_of
 
-sys.path.insert(0, str(ROOT / "rtl"))
-import cells  # noqa: E402
+from apta import cells
 
 RETRY_MAX = 100
 FD_PATIENCE = 25            # batches a silent server may owe an ack before it is fenced
@@ -372,7 +370,7 @@ def test_stress_default_variant():
 
 
 def test_stress_and_coverage():
-    """>= 100k operations on the stress variant; every cell of rtl/cells.py hit (build/coverage/rtl.json)."""
+    """>= 100k operations on the stress variant; every cell of python/apta/cells.py hit (build/coverage/rtl.json)."""
     res = _run_stress("stress", STRESS_OPS, int(os.environ.get("APTA_SEED", "1")), "stress")
     assert res["ops"] >= STRESS_OPS
     counts = {c: res["cells"].get(c, 0) for c in cells.ids()}

@@ -16,10 +16,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from core_bfm import ROOT, Core, Req, load_params, rtl_dir_overridden, rtl_root  # noqa: E402
+from core_bfm import ROOT, Core, Req, load_params, rtl_dir_overridden, rtl_root
 
-sys.path.insert(0, str(ROOT / "rtl"))
 
 VECTORS = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors"))
 GEOMETRY = ("servers", "dirSets", "dirWays")
@@ -159,7 +157,7 @@ def match_variant(params: dict, vs: dict) -> str | None:
 
 
 def load_all(vdir: Path = VECTORS) -> list[dict]:
-    import vectors_io
+    from apta import vectors_io
     files = sorted(vdir.glob("*.jsonl"))
     assert files, f"no vectors in {vdir}: run `make vectors` first"
     out = []

@@ -17,8 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from core_bfm import ROOT  # noqa: E402
+from core_bfm import ROOT
 
 OUT = ROOT / "build" / "bench" / "ms.json"
 VARIANT = os.environ.get("APTA_MS_BENCH_VARIANT", "ms_bench")

@@ -20,8 +20,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from core_bfm import ROOT, variant_dir  # noqa: E402
+from core_bfm import ROOT, variant_dir
 
 VARIANT = "ms3_mutants"
 SEEDS = os.environ.get("APTA_MS_MUTANT_SEEDS", "2")

@@ -21,11 +21,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from core_bfm import ROOT  # noqa: E402
+from core_bfm import ROOT
 
-sys.path.insert(0, str(ROOT / "rtl"))
-import vectors_io  # noqa: E402
+from apta import vectors_io
 
 VECTORS = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors")) / "ms"
 VARIANT, MUTANTS_VARIANT = "msv", "msv_mutants"

@@ -2,7 +2,7 @@
 variant ms3): the compute-server models of compute_server.py run every workflow script of
 tests/workflows/ (the five patterns and the six Table III applications) against the Verilated RTL,
 with crashes at random points (mid-get, mid-put, owing acks, holding copies), false suspicions,
-fencing and rejoin; every history is checked with tests/history.py (P1-P4) and written to
+fencing and rejoin; every history is checked with python/apta/history.py (P1-P4) and written to
 build/ms/histories/<variant>/<workflow>-s<seed>.jsonl (the rule-off mutant run: <variant>-rule-off/).
 
 The environment (`MsEnv`) is the compute servers' side of the links and the control plane:
@@ -39,11 +39,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-for p in (HERE, ROOT / "tests", ROOT / "rtl"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
 
-from compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,  # noqa: E402
+from compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
                             WorkflowRunner, object_table)
 
 VARIANTS = ["ms3"]

@@ -1,5 +1,5 @@
 """MsgDecoder (rtl/MsgDecoder.scala) under Verilator, checked against the Python codec of the same
-schema (rtl/messages.py): legal flits pass unchanged, every illegal one (unknown opcode, field out
+schema (python/apta/messages.py): legal flits pass unchanged, every illegal one (unknown opcode, field out
 of range, reserved bits) is consumed and reported with the code and field the codec gives, under
 random backpressure. Run by `make test` and `make test-rtl`; RTL_DIR=... points it at another build.
 """
@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "rtl"))
-import messages  # noqa: E402
+from apta import messages
 
 RTL_DIR = Path(os.environ.get("RTL_DIR", ROOT / "build" / "rtl"))
 SIM_BUILD = ROOT / "build" / "sim" / "msg_decoder"

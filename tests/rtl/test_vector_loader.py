@@ -1,4 +1,4 @@
-"""The vector loader (rtl/vectors_io.py) rejects malformed vectors with file, line and field, and
+"""The vector loader (python/apta/vectors_io.py) rejects malformed vectors with file, line and field, and
 never skips one. Plain Python: runs in `make test` without the simulator."""
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "rtl"))
-import vectors_io  # noqa: E402
+from apta import vectors_io
 
 GOOD = {"id": "smoke/get.S", "config": "smoke", "cell": "get.S",
         "params": {"servers": 2, "dirSets": 1, "dirWays": 1, "maxPendPerServer": 2, "linesPerObject": 2},
@@ -103,7 +102,6 @@ def test_duplicate_id(tmp_path):
 
 def test_replay_refuses_unmatched_geometry():
     """A scenario whose servers/dirSets/dirWays match no RTL variant is an error, not a skip."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from test_core_vectors import match_variant
     vs = {"default": {"servers": 16, "dirSets": 64, "dirWays": 4},
           "m2s1w1": {"servers": 2, "dirSets": 1, "dirWays": 1},

@@ -414,7 +414,7 @@ func ParseObjects(list string) ([]string, error) {
 	return out, nil
 }
 
-// Handler serves the API of api/controlplane.yaml.
+// Handler serves the API of schema/controlplane.yaml.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {

@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestSpecMatchesTypes checks that api/controlplane.yaml and the Go wire types name the same fields.
+// TestSpecMatchesTypes checks that schema/controlplane.yaml and the Go wire types name the same fields.
 func TestSpecMatchesTypes(t *testing.T) {
-	b, err := os.ReadFile("../../api/controlplane.yaml")
+	b, err := os.ReadFile("../../../schema/controlplane.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package controlplane is the memory server's control-plane API (api/controlplane.yaml):
+// Package controlplane is the memory server's control-plane API (schema/controlplane.yaml):
 // the wire types, a client (Client) used by the scheduler plugin and the mirroring agent,
 // and a conforming in-memory server (Server) that the tests drive.
 package controlplane

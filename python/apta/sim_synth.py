@@ -9,11 +9,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "workloads"))
-import workflow  # noqa: E402
+from . import workflow
 
 LINE = 64
 

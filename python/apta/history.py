@@ -6,8 +6,8 @@ cocotb testbench of the RTL memory server (tests/rtl/test_ms_workflows.py), the 
 simulator and the CXL emulation. Each records a *history*: what the scheduler and the compute
 servers did and saw, one JSON object per line (JSON Lines), in the order the events happened.
 
-    python3 tests/history.py run.jsonl [more.jsonl ...]     # exit 0 clean, 1 violations, 2 malformed
-    from history import check_file, check_events            # -> Report (violations, stats)
+    python -m apta.history run.jsonl [more.jsonl ...]     # exit 0 clean, 1 violations, 2 malformed
+    from apta.history import check_file, check_events            # -> Report (violations, stats)
 
 History format (version 1)
 --------------------------

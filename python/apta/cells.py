@@ -2,7 +2,7 @@
 of rtl/CORE.md (OTC/OIC, the coherence core) and of rtl/MEMSERVER.md (OSC/OPC, the memory-server
 top); rows whose first column is a backquoted id.
 
-    import cells; cells.load() -> [Cell(id, situation, outcome), ...]   # the core's
+    from apta import cells; cells.load() -> [Cell(id, situation, outcome), ...]   # the core's
     cells.ids("ms") -> ["osc.get.mem", ...]                             # the memory server's
 """
 from __future__ import annotations
@@ -11,8 +11,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-CORE_MD = Path(__file__).resolve().parent / "CORE.md"
-MEMSERVER_MD = Path(__file__).resolve().parent / "MEMSERVER.md"
+from .paths import ROOT
+
+CORE_MD = ROOT / "rtl" / "CORE.md"
+MEMSERVER_MD = ROOT / "rtl" / "MEMSERVER.md"
 TABLES = {"core": CORE_MD, "ms": MEMSERVER_MD}
 _ROW = re.compile(r"^\|\s*`([a-z][A-Za-z0-9_.]*)`\s*\|([^|]*)\|([^|]*)\|\s*$")
 

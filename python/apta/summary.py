@@ -88,7 +88,7 @@ def table(records: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """`python spec/summary.py FILE`: the one-line verdict of `make verify` over every checker."""
+    """`python python/apta/summary.py FILE`: the one-line verdict of `make verify` over every checker."""
     path = Path(argv[1] if len(argv) > 1 else "build/verify/summary.json")
     try:
         records = json.loads(path.read_text())

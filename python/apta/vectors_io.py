@@ -3,7 +3,7 @@
 Written by spec/murphi/vectors.py into build/vectors/<config>.jsonl (one scenario per line),
 replayed by the cocotb testbench (tests/rtl/). Both import this module; stdlib only.
 
-    import vectors_io
+    from apta import vectors_io
     scenarios = vectors_io.load_vectors("build/vectors/smoke.jsonl")   # validated dicts
     cov = vectors_io.load_coverage("build/vectors/coverage.json")
 
@@ -79,14 +79,7 @@ def _list(d: dict, key: str, where: str) -> list:
 
 
 def _cells(ms: bool = False) -> tuple[str, ...] | None:
-    try:
-        import cells                                  # rtl/cells.py, beside this file
-    except ImportError:                               # pragma: no cover
-        import importlib.util
-        p = Path(__file__).resolve().parent / "cells.py"
-        spec = importlib.util.spec_from_file_location("cells", p)
-        cells = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(cells)
+    from . import cells
     return tuple(cells.ids() + (cells.ids("ms") if ms else []))
 
 
@@ -120,7 +113,7 @@ def _objects(sc: dict, max_lines: int, obj_min: int = 0, align: int = 1) -> dict
 
 def validate(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
     """Check one scenario against the schema; raises VectorError("<field>: <problem>").
-    known_cells None: any cell id is accepted (load_vectors passes rtl/cells.py's)."""
+    known_cells None: any cell id is accepted (load_vectors passes python/apta/cells.py's)."""
     params = _header(sc, known_cells, PARAMS)
     n = params["servers"]
     maxpend = params["maxPendPerServer"]
@@ -293,7 +286,7 @@ def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
 def load_vectors(path, known_cells: tuple[str, ...] | None = None, ms: bool = False) -> list[dict]:
     """Read and validate a JSON Lines vector file (blank lines are skipped).
 
-    known_cells: the cell ids a scenario may name (default: rtl/cells.py's table; for ms, both).
+    known_cells: the cell ids a scenario may name (default: python/apta/cells.py's table; for ms, both).
     ms: memory-server scenarios (validate_ms) instead of the core's (validate)."""
     path = Path(path)
     if known_cells is None:

@@ -33,7 +33,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from .paths import ROOT
+
+HERE = os.path.join(str(ROOT), "workloads")
 WORKFLOW_DIR = os.path.join(HERE, "workflows")
 APPS_DIR = os.path.join(HERE, "apps")
 
