@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 import plan as planlib
+from apta import schema
 
 workflow = planlib.workflow
 PARAMS = os.path.join(HERE, "params.json")
@@ -476,8 +477,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     args.traces = os.path.abspath(args.traces or os.path.join(ROOT, "build", "traces", args.size))
     args.out = os.path.abspath(args.out)
-    with open(args.params) as fh:
-        params = json.load(fh)
+    params = schema.load_sim_params(args.params)
     if args.jitter_runs is None:
         args.jitter_runs = pval(params, "links", "jitter_runs")
     if not os.path.exists(args.sim):

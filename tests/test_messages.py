@@ -7,6 +7,8 @@ import random
 import sys
 from pathlib import Path
 
+import re
+
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,8 +16,16 @@ from apta import messages
 from apta.messages import MessageError
 
 S = messages.load()
-MODEL_TYPES = {"ObjGet", "PutPrepare", "PutLine", "Rejoin", "ObjData", "PutCommit", "PutRetry",
-               "RejoinAck", "ObjBISnp", "ObjBIRsp"}   # MsgType of spec/murphi/apta.m
+
+
+def _model_types() -> set:
+    """MsgType of spec/murphi/apta.m, read from the model itself (not a copy)."""
+    m = re.search(r"MsgType\s*:\s*enum\s*\{(.*?)\}", (ROOT / "spec" / "murphi" / "apta.m").read_text(), re.S)
+    assert m, "spec/murphi/apta.m: no `MsgType: enum { ... }`"
+    return {w for w in re.findall(r"[A-Za-z]\w*", re.sub(r"--[^\n]*", "", m.group(1)))}
+
+
+MODEL_TYPES = _model_types()
 
 
 def _values(msg, pick):

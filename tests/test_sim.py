@@ -19,10 +19,10 @@ BUILD = ROOT / "build" / "simulator"
 BIN = BUILD / "apta-sim"
 VECTORS = ROOT / "build" / "vectors"
 import plan as planlib
-from apta import sim_synth
+from apta import schema, sim_synth
 
 workflow = planlib.workflow
-PARAMS = json.loads((SIMDIR / "params.json").read_text())
+PARAMS = schema.load_sim_params(SIMDIR / "params.json")
 APPS = ["phi", "sentiment", "finra", "video", "image", "gemm"]
 
 

@@ -28,7 +28,8 @@ class SchemaError(ValueError):
 
 
 @lru_cache(maxsize=None)
-def _core(path: Path = CORE_PATH) -> dict:
+def _core(path: Path | None = None) -> dict:
+    path = path or CORE_PATH
     raw = json.loads(path.read_text())
     for name, e in raw.get("enums", {}).items():
         vals = [v[0] for v in e.get("values", [])]
@@ -38,7 +39,8 @@ def _core(path: Path = CORE_PATH) -> dict:
 
 
 @lru_cache(maxsize=None)
-def _ms_errors(path: Path = MESSAGES_PATH) -> tuple:
+def _ms_errors(path: Path | None = None) -> tuple:
+    path = path or MESSAGES_PATH
     raw = json.loads(path.read_text())
     codes = raw["msErrors"]["codes"]
     width = raw["fields"]["code"]["width"]
@@ -83,6 +85,31 @@ def ms_error_code(name: str) -> int:
     raise SchemaError(f"{MESSAGES_PATH}: no msErrors code named {name!r}")
 
 
+def params() -> dict[str, int]:
+    """The RTL's default geometry and limits (schema/params.json) and message-field parameters
+    (schema/messages.json "parameters"), name -> value."""
+    raw = json.loads((SCHEMA / "params.json").read_text())
+    out = {k: v["default"] for k, v in json.loads(MESSAGES_PATH.read_text())["parameters"].items()}
+    out.update({k: v["default"] for k, v in raw["parameters"].items()})
+    return out
+
+
+def load_sim_params(path) -> dict:
+    """sim/params.json with every {"schema": NAME} entry given its "value" from params() (the same
+    resolution as apta-sim's Params::load)."""
+    raw = json.loads(Path(path).read_text())
+    ps = params()
+    for sec, entries in raw.items():
+        if not isinstance(entries, dict):
+            continue
+        for key, e in entries.items():
+            if isinstance(e, dict) and "schema" in e:
+                if e["schema"] not in ps:
+                    raise SchemaError(f"{path}: {sec}.{key}: schema parameter {e['schema']!r} is not in schema/")
+                e["value"] = ps[e["schema"]]
+    return raw
+
+
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
@@ -97,6 +124,11 @@ def gen_scala() -> str:
             L.append(f"  val {v} = Value({i}.U)  // {doc}")
         L.append("}")
         L.append("")
+    L += ["// ---- schema/params.json + schema/messages.json parameters: AptaParams' defaults ----", "",
+          "object ParamDefaults {"]
+    for k, v in params().items():
+        L.append(f"  val {k} = {v}")
+    L += ["}", ""]
     codes, width = _ms_errors()
     L += ["// ---- schema/messages.json msErrors: the memory server's error port (rtl/MEMSERVER.md) ----", "",
           "object MsErrCode {", f"  val width = {width}"]

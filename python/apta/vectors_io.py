@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import schema
+
 PORTS = ("req", "ack", "ctrl")                       # stimulus ports
-REQ_OPS = ("Get", "Commit")                          # req.op (0, 1)
-CTRL_OPS = ("Fence", "Rejoin")
-RESULTS = ("Served", "Committed", "Stall", "Drop")   # resp.result (0..3)
+REQ_OPS = schema.enum("ReqOp")                       # req.op (schema/core.json)
+CTRL_OPS = ("Fence", "Rejoin")                       # message names (schema/messages.json)
+RESULTS = schema.enum("ReqResult")                   # resp.result
 CTRL_RESP_OPS = ("Fence", "RejoinAck")
-STATES = ("I", "S", "SA", "SI")                      # queryResp.state (0..3)
+STATES = schema.enum("DirState")                     # queryResp.state
 PARAMS = ("servers", "dirSets", "dirWays", "maxPendPerServer", "linesPerObject")
 EXPECT_PORTS = ("resp", "snp", "ackResult", "ctrlResp")
 

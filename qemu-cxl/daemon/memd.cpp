@@ -45,6 +45,7 @@
 extern "C" {
 #include "apta_layout.h"
 #include "apta_msg.h"
+#include "apta_enums.h"  // error codes (schema/messages.json msErrors)
 }
 
 namespace {
@@ -88,9 +89,6 @@ void from_wide(uint8_t* bytes, const W& w, size_t n) {
   memcpy(bytes, &w[0], n);
 }
 
-const char* const ERR_NAME[16] = {"none", "badFlit", "wrongPort", "zombie", "unknownObj", "badMapEntry",
-                                  "overLong", "noTxn", "txnMismatch", "lineRange", "timeout", "fenceAbort",
-                                  "axiError", "?", "?", "?"};
 
 // ---- the shared region --------------------------------------------------------------------------
 struct Region {
@@ -335,7 +333,7 @@ void Daemon::refuse(unsigned g, const uint8_t* slot, uint16_t code, const char* 
   memcpy(f.data(), slot + APTA_SLOT_FLIT, APTA_FLIT_BYTES);  // the refused flit, echoed verbatim
   uint32_t seq = apta_ld32(slot, APTA_SLOT_SEQ);
   if (G.refusals <= 20 || G.refusals % 1000 == 0)
-    say("error: guest %u slot seq %u refused (%s, %s)%s", g, seq, ERR_NAME[code], why,
+    say("error: guest %u slot seq %u refused (%s, %s)%s", g, seq, APTA_ERR_NAME[code], why,
          G.refusals == 20 ? " [further refusals of this guest logged every 1000th]" : "");
   emit(G.rsp, f, code, seq, g, "refusal");
 }
@@ -477,7 +475,7 @@ void Daemon::on_err() {
   // fenceAbort and zombie are the expected consequences of a fence: logged like the others, but a
   // flood (a zombie guest streaming requests) is thinned out
   if (++err_logged_ <= 200 || err_logged_ % 1000 == 0)
-    say("error: rtl err %s server %u obj %u txn %u opcode %u msgCode %u field %u", ERR_NAME[code],
+    say("error: rtl err %s server %u obj %u txn %u opcode %u msgCode %u field %u", APTA_ERR_NAME[code],
          unsigned(t.io_err_bits_server), unsigned(t.io_err_bits_obj), unsigned(t.io_err_bits_txn),
          unsigned(t.io_err_bits_opcode), unsigned(t.io_err_bits_msgCode), unsigned(t.io_err_bits_field));
 }

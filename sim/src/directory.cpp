@@ -1,17 +1,21 @@
 #include "directory.hpp"
 
+#include "apta_enums.h"  // generated from schema/core.json (CMakeLists.txt)
+
 #include <stdexcept>
 
 namespace apta {
 
-const char* state_name(DirState s) {
-  static const char* n[] = {"I", "S", "SA", "SI"};
-  return n[int(s)];
-}
-const char* result_name(Result r) {
-  static const char* n[] = {"Served", "Committed", "Stall", "Drop"};
-  return n[int(r)];
-}
+// the enums' order is the ports' encoding, defined once in schema/core.json
+static_assert(int(DirState::I) == APTA_DIR_STATE_I && int(DirState::S) == APTA_DIR_STATE_S &&
+              int(DirState::SA) == APTA_DIR_STATE_SA && int(DirState::SI) == APTA_DIR_STATE_SI &&
+              APTA_DIR_STATE_COUNT == 4, "DirState differs from schema/core.json");
+static_assert(int(Result::Served) == APTA_REQ_RESULT_SERVED && int(Result::Committed) == APTA_REQ_RESULT_COMMITTED &&
+              int(Result::Stall) == APTA_REQ_RESULT_STALL && int(Result::Drop) == APTA_REQ_RESULT_DROP &&
+              APTA_REQ_RESULT_COUNT == 4, "Result differs from schema/core.json");
+
+const char* state_name(DirState s) { return APTA_DIR_STATE_NAME[int(s)]; }
+const char* result_name(Result r) { return APTA_REQ_RESULT_NAME[int(r)]; }
 
 Mutant parse_mutant(const std::string& s) {
   if (s.empty() || s == "none") return Mutant::None;

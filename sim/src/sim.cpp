@@ -15,8 +15,31 @@ static double pval(const json::Value& root, const std::string& sec, const std::s
   return root.at(sec).at(key, sec).at("value", sec + "." + key).num(sec + "." + key + ".value");
 }
 
+// An entry {"schema": NAME} takes its value from schema/params.json, the RTL's defaults: the
+// protocol engine's geometry and limits are the hardware's, defined once.
+static void resolve_schema_refs(json::Value& root, const std::string& path) {
+  json::Value schema;
+  bool loaded = false;
+  std::vector<std::string> secs;
+  for (auto& [sec, v] : root.obj(path)) if (v.is_obj()) secs.push_back(sec);
+  for (auto& sec : secs) {
+    std::vector<std::string> keys;
+    for (auto& [key, v] : root.at(sec).obj(sec)) if (v.has("schema")) keys.push_back(key);
+    for (auto& key : keys) {
+      if (!loaded) { schema = json::parse_file(APTA_SCHEMA_PARAMS); loaded = true; }
+      const std::string& name = root.at(sec).at(key).at("schema").str(path + ": " + sec + "." + key + ".schema");
+      const auto& ps = schema.at("parameters", APTA_SCHEMA_PARAMS);
+      if (!ps.has(name))
+        throw std::runtime_error(path + ": " + sec + "." + key + ": schema parameter '" + name + "' is not in " +
+                                 APTA_SCHEMA_PARAMS);
+      root[sec][key]["value"] = ps.at(name).at("default", name).num(name + ".default");
+    }
+  }
+}
+
 Params Params::load(const std::string& path, const json::Value& overrides) {
   json::Value root = json::parse_file(path);
+  resolve_schema_refs(root, path);
   for (auto& [k, v] : overrides.obj("overrides")) {
     auto dot = k.find('.');
     if (dot == std::string::npos) throw std::runtime_error("overrides: key '" + k + "' must be section.parameter");

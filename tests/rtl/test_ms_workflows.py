@@ -36,19 +36,19 @@ from collections import deque
 from pathlib import Path
 
 import pytest
+from apta import schema
+from compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
+                            WorkflowRunner, object_table)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-
-from compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
-                            WorkflowRunner, object_table)
 
 VARIANTS = ["ms3"]
 TOP = "MemoryServer"
 # err codes a correct run produces: zombie flits of a crashed or fenced server, open puts freed by a
 # fence, and the line writes that follow a PutPrepare answered PutRetry (staging full: the writer
 # only learns it after it sent the lines; it then resends the whole put)
-EXPECTED_ERR = {3: "zombie", 7: "noTxn", 11: "fenceAbort"}
+EXPECTED_ERR = {schema.ms_error_code(n): n for n in ("zombie", "noTxn", "fenceAbort")}
 OBJ_BASE = 0x10000
 
 
