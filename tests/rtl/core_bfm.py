@@ -450,16 +450,24 @@ def build(variant: str, top: str = "CoherenceCore"):
     return runner, bdir
 
 
+def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = None,
+             testcase: str | None = None, results_name: str = "results.xml") -> tuple[int, int]:
+    """Run the cocotb module `test_module` (in tests/rtl) on a built simulator and record its
+    results in bdir/results_name; returns (tests, failures). The one run-and-record tail of every
+    RTL test: a runner that exits because a test failed counts as a failure, never as a pass."""
+    from cocotb_tools.runner import get_results
+    env = {k: str(v) for k, v in (env or {}).items()}
+    try:
+        results = runner.test(hdl_toplevel=top, test_module=test_module, test_dir=Path(__file__).parent,
+                              build_dir=bdir, extra_env=env, testcase=testcase,
+                              results_xml=str(bdir / results_name))
+        return get_results(results)
+    except SystemExit:
+        return 1, 1
+
+
 def run(variant: str, test_module: str, env: dict, testcase: str | None = None,
         results_name: str = "results.xml"):
-    from cocotb_tools.runner import get_results
     runner, bdir = build(variant)
-    env = {k: str(v) for k, v in env.items()}
-    env.setdefault("APTA_VARIANT", variant)
-    try:
-        results = runner.test(hdl_toplevel="CoherenceCore", test_module=test_module,
-                              test_dir=Path(__file__).parent, build_dir=bdir, extra_env=env,
-                              testcase=testcase, results_xml=str(bdir / results_name))
-    except SystemExit:          # the runner exits when a test failed: report it as a failure
-        return 1, 1
-    return get_results(results)
+    return simulate(runner, bdir, "CoherenceCore", test_module, dict(env, APTA_VARIANT=env.get("APTA_VARIANT", variant)),
+                    testcase, results_name)

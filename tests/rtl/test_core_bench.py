@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from core_bfm import ROOT, Core, Req, load_params
 
 OUT = ROOT / "build" / "bench" / "rtl.json"
@@ -69,6 +71,8 @@ if cocotb is not None:
         dut._log.info("bench: %s", res)
 
 
+@pytest.mark.bench
+@pytest.mark.rtl_variants("default")
 def test_bench():
     from core_bfm import run
     if OUT.exists():

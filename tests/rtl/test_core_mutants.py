@@ -15,6 +15,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from core_bfm import ROOT, variant_dir
 
 OPS = int(os.environ.get("APTA_MUTANT_OPS", "15000"))
@@ -58,6 +60,7 @@ def _scenario_file() -> tuple[Path, int]:
     return f, len(scen)
 
 
+@pytest.mark.rtl_variants("mutants", "mutants_m2s1w1")
 def test_mutants_caught():
     ms = json.loads((variant_dir("mutants") / "mutants.json").read_text())
     if isinstance(ms, dict):

@@ -26,6 +26,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 
 from core_bfm import ROOT, Core, Req, load_params, set_of
 
@@ -364,11 +366,13 @@ def _run_stress(variant, ops, seed, tag):
     return res
 
 
+@pytest.mark.rtl_variants("default")
 def test_stress_default_variant():
     res = _run_stress("default", DEFAULT_OPS, int(os.environ.get("APTA_SEED", "2")), "default")
     assert res["ops"] >= DEFAULT_OPS
 
 
+@pytest.mark.rtl_variants("stress")
 def test_stress_and_coverage():
     """>= 100k operations on the stress variant; every cell of python/apta/cells.py hit (build/coverage/rtl.json)."""
     res = _run_stress("stress", STRESS_OPS, int(os.environ.get("APTA_SEED", "1")), "stress")

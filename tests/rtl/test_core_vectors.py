@@ -16,6 +16,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from core_bfm import ROOT, Core, Req, load_params, rtl_dir_overridden, rtl_root
 
 
@@ -170,6 +172,7 @@ def load_all(vdir: Path = VECTORS) -> list[dict]:
     return out
 
 
+@pytest.mark.rtl_variants()
 def test_vectors_replay():
     from core_bfm import run
     scen = load_all()

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from core_bfm import ROOT
 
 OUT = ROOT / "build" / "bench" / "ms.json"
@@ -93,6 +95,7 @@ if cocotb is not None:
         OUT.write_text(json.dumps(res, indent=1))
 
 
+@pytest.mark.bench
 def test_ms_bench():
     from ms_bfm import run_ms
     from test_ms_workflows import _need

@@ -21,6 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from core_bfm import ROOT
 
 from apta import vectors_io
@@ -271,6 +273,7 @@ def _run(variant: str, scen: list[dict], mutants: list[int]) -> dict:
     return json.loads(rf.read_text())
 
 
+@pytest.mark.rtl_variants("msv")
 def test_ms_vectors_replay():
     scen = load_all()
     res = _run(VARIANT, scen, [0])
@@ -281,6 +284,7 @@ def test_ms_vectors_replay():
     assert not fails, f"{len(fails)} of {len(scen)} scenarios differ:\n" + "\n".join(fails[:10])
 
 
+@pytest.mark.rtl_variants("msv_mutants", "mutants")
 def test_ms_vectors_catch_mutants():
     """Every OSC/OPC mutant the model's steps can show must fail some vector; the ones whose bug
     needs concurrency a settled step never has are listed (tests/rtl/test_ms_mutants.py catches

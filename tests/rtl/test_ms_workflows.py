@@ -369,7 +369,7 @@ def _need(variant):
 
 def _run_ms(variant, tag, extra=None):
     """One simulation over the workflows; returns (cocotb failures, results dict)."""
-    from cocotb_tools.runner import get_results
+    from core_bfm import simulate
     from ms_bfm import build_ms          # the RTL helper's build (shared Verilator cache)
     runner, bdir = build_ms(variant)
     out = ROOT / "build" / "ms" / f"workflows-{variant}{tag}.json"
@@ -380,12 +380,7 @@ def _run_ms(variant, tag, extra=None):
         if k in os.environ:
             env[k] = os.environ[k]
     env.update(extra or {})
-    try:
-        results = runner.test(hdl_toplevel=TOP, test_module="test_ms_workflows", test_dir=HERE, build_dir=bdir,
-                              extra_env=env, results_xml=str(bdir / f"ms_workflows{tag}.xml"))
-        n, failed = get_results(results)
-    except SystemExit:
-        n, failed = 1, 1
+    n, failed = simulate(runner, bdir, TOP, "test_ms_workflows", env, results_name=f"ms_workflows{tag}.xml")
     res = json.loads(out.read_text()) if out.exists() else {}
     return failed if n == 1 else 1, res
 

