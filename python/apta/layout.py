@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import SCHEMA
+from .paths import SCHEMA, emit
 
 LAYOUT_PATH = SCHEMA / "layout.json"
 _CTYPE = {"u8[8]": None, "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t"}
@@ -188,11 +188,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="output header (default stdout)")
     a = ap.parse_args(argv)
     text = gen_c(json.loads(Path(a.layout).read_text()), "schema/layout.json")
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(text)
-    else:
-        sys.stdout.write(text)
+    emit(text, a.out)
     return 0
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import schema
-from .paths import SCHEMA
+from .paths import SCHEMA, emit
 
 SCHEMA_PATH = SCHEMA / "messages.json"
 
@@ -414,18 +414,10 @@ def main(argv=None) -> int:
             if "flitBits" in vp and vp["flitBits"] != s.flit_bits:
                 raise SystemExit(f"{a.variant_params}: flitBits {vp['flitBits']} != schema's {s.flit_bits}")
         text = gen_c(s, "schema/messages.json", variant)
-        if a.out:
-            Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(a.out).write_text(text)
-        else:
-            sys.stdout.write(text)
+        emit(text, a.out)
     elif a.what == "scala":
         text = gen_scala(raw, "schema/messages.json") + schema.gen_scala()
-        if a.out:
-            Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(a.out).write_text(text)
-        else:
-            sys.stdout.write(text)
+        emit(text, a.out)
     else:
         print(f"flit {s.flit_bits} bits, opcode bits 0..{s.opcode_bits - 1}; params {s.params}")
         for m in s.messages.values():

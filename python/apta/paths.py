@@ -19,3 +19,13 @@ def load_script(name: str, path: Path):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def emit(text: str, out: str | None) -> None:
+    """A generator's output: into `out` (its directory created), or stdout without one."""
+    import sys
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text)
+    else:
+        sys.stdout.write(text)

@@ -16,7 +16,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from .paths import ROOT, SCHEMA
+from .paths import ROOT, SCHEMA, emit
 
 CORE_PATH = SCHEMA / "core.json"
 MESSAGES_PATH = SCHEMA / "messages.json"
@@ -211,11 +211,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.what == "c":
         text = gen_c()
-        if a.out:
-            Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(a.out).write_text(text)
-        else:
-            sys.stdout.write(text)
+        emit(text, a.out)
     elif a.what == "docs":
         stale = sync_docs(a.check)
         if stale and a.check:
