@@ -12,27 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests"))
-import test_daemon  # noqa: E402
-from test_guestlib import Driver, build_driver, content  # noqa: E402
+import harness
+from harness import Driver, build_driver, content
 
+ROOT = harness.ROOT
 SIZES = [1, 8, 64, 512, 4096]
-
-
-def schema():
-    p = json.loads(test_daemon.PARAMS_PATH.read_text())
-    raw = json.loads(test_daemon.messages.SCHEMA_PATH.read_text())
-    return test_daemon.messages.Schema(raw, {k: p[k] for k in raw["parameters"] if k in p})
 
 
 def parse(line: str) -> dict:
@@ -46,15 +38,13 @@ def parse(line: str) -> dict:
 def in_guests(n_guests: int, sizes: list, secs: float, schema_) -> dict:
     """The same uncached gets/puts by the driver in TCG guests (`cmd` mode fed by the guest's
     /apta/run script), n_guests at once, each on its own objects; parsed from the consoles."""
-    sys.path.insert(0, str(HERE))
     import launch
-    from test_qemu_cxl import serving_daemon_class
     drv = build_driver(static=True)
     cmds = ["rejoin"] + [f"bench {op} $((10 + 3 * {i} + $APTA_GUEST)) {n} {secs}"
                          for i, n in enumerate(sizes) for op in ("get", "put")]
     script = 'printf "' + "\\n".join(cmds) + '\\n" | /apta/aptadrv $APTA_GUEST cmd'
     c = launch.Cluster(run=f"bench-{n_guests}", n=n_guests, script=script, files=[(drv, "aptadrv")], hold=True)
-    d = serving_daemon_class()(test_daemon.EXE, schema_, c.shared, c.dir / "daemon.log", 2000)
+    d = harness.Serving(harness.EXE, schema_, c.shared, c.dir / "daemon.log", 2000)
     try:
         for i, n in enumerate(sizes):
             for g in range(n_guests):
@@ -89,18 +79,21 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=1.0, help="per measurement")
     ap.add_argument("--no-guests", action="store_true", help="host-process guests only (no QEMU)")
     a = ap.parse_args(argv)
-    test_daemon._need_rtl()
-    params = json.loads(test_daemon.PARAMS_PATH.read_text())
+    missing = harness.rtl_missing()
+    if missing:
+        print(f"bench-qemu: {missing}", file=sys.stderr)
+        return 2
+    params = json.loads(harness.PARAMS_PATH.read_text())
     sizes = [n for n in SIZES if n <= params["linesPerObject"]]
-    test_daemon.DATA_BYTES = 3 * max(sizes) * 64 * 2 + (1 << 20)
+    data_bytes = 3 * max(sizes) * 64 * 2 + (1 << 20)
     drv = build_driver()
     res = {"note": "functional emulation: the Verilated RTL memory server behind rings in a shared file, host "
                    "processes as guests; not a hardware prediction",
-           "machine": {"cpus": __import__("os").cpu_count(), "load_before": open("/proc/loadavg").read().split()[:3],
+           "machine": {"cpus": os.cpu_count(), "load_before": open("/proc/loadavg").read().split()[:3],
                        "python": platform.python_version()},
-           "variant": test_daemon.VARIANT, "seconds_each": a.seconds, "sizes_lines": sizes, "alone": {}, "three_guests": {}}
+           "variant": harness.VARIANT, "seconds_each": a.seconds, "sizes_lines": sizes, "alone": {}, "three_guests": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        rack = test_daemon.Rack(test_daemon.EXE, schema(), Path(tmp))
+        rack = harness.Rack(harness.EXE, harness.load_schema(), Path(tmp), data_bytes=data_bytes)
         drivers = []
         try:
             base = 1 << 16
@@ -151,7 +144,7 @@ def main(argv=None) -> int:
     if not a.no_guests:
         gs = [n for n in sizes if n <= 512] + [max(sizes)]
         for k in (1, 3):
-            res[f"tcg_{k}_guests"] = r = in_guests(k, gs, 2 * a.seconds, schema())
+            res[f"tcg_{k}_guests"] = r = in_guests(k, gs, 2 * a.seconds, harness.load_schema())
             for n in gs:
                 print(f"bench-qemu: TCG, {k} guest(s), {n:5d} lines: get {r[n]['get']['mean_us_avg']:.0f} us "
                       f"({r[n]['get']['ops_per_s_total']:.0f}/s in all), put {r[n]['put']['mean_us_avg']:.0f} us "

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The executor (the paper's Executor Manager) of the CXL emulation: runs a workflow's functions on
 the guests' runners (qemu-cxl/JOBS.md) against the memory-server daemon, and records the history
-that tests/history.py checks. Stdlib only; used by tests/test_executor.py (runner processes on the
-host) and tests/test_qemu_workflows.py (runners in QEMU guests).
+that apta.history checks. Stdlib and the apta package only; used by tests/test_executor.py (runner
+processes on the host) and tests/test_qemu_workflows.py (runners in QEMU guests).
 
     ex = Executor(region_path, api_port, guests=3, out_dir=...)
     ref = host_reference(wf, "tiny", tmp)          # the same functions on the host: the oracle
@@ -26,20 +26,17 @@ the direct-mapped object map) and data-area space after the map table.
 from __future__ import annotations
 
 import json
-import sys
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "workloads"))
-sys.path.insert(0, str(ROOT / "tests"))
-import jobs  # noqa: E402
-import run as wrun  # noqa: E402
+from apta import history
+from apta import hostrun as wrun
+from apta.paths import ROOT
+
+import jobs
 
 MAP_ENTRY_BYTES = 16                       # rtl/MEMSERVER.md: 16-byte object-map entries
 
@@ -287,7 +284,6 @@ class Executor:
     def run(self, wf, ref: Reference, size: str = "tiny", timeout_s: float = 300.0) -> dict:
         """Runs the workflow to completion; returns its summary. ExecutorError if a run fails, an
         output differs from the host's, or the history has a violation."""
-        import history
         self.wf, self.ref, self.size = wf, ref, size
         self.history, self.t_start = [], time.monotonic()
         self.requeue, self.reexec, self.attempts, self.putlat = [], 0, {}, []

@@ -2,7 +2,7 @@
 """The executor's side of the job blocks of qemu-cxl/JOBS.md, and the object format, in stdlib
 Python (the executor, the runner tests and tools use it; the runner itself is C, guest/aptarun.c).
 
-Numbers come from qemu-cxl/layout.json through gen_layout.py; nothing here is a second copy of
+Numbers come from schema/layout.json through apta.layout; nothing here is a second copy of
 an offset. Object format (JOBS.md): line 0 = magic `APTAOBJ1`, u64 length, u64 FNV-1a 64 of the
 data, rest 0; the data from line 1, zero-padded to the map entry's lines.
 
@@ -24,8 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gen_layout  # noqa: E402  (same directory)
+from apta import layout as gen_layout
 
 LINE = 64
 _LAY = gen_layout.load()

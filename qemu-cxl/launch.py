@@ -33,12 +33,12 @@ import sys
 import time
 from pathlib import Path
 
+import image  # qemu-cxl/image.py
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BUILD = REPO / "build" / "qemu-cxl"
 RUNS = BUILD / "runs"
-sys.path.insert(0, str(HERE))
-import image  # noqa: E402
 
 QEMU = "qemu-system-x86_64"
 REGION_BYTES = 256 << 20  # RINGS.md: header + guest areas below 64 MiB, object data above

@@ -1,31 +1,26 @@
-"""The executor (qemu-cxl/executor.py) on the host, no QEMU: the daemon serves a region file (the
-Rack of test_daemon.py), three `aptarun-host` processes are guests 0..2 (test_runner.py's World),
-and the executor runs the six workflows (tiny inputs) by placing every function instance through
-the daemon's control-plane API. Checked: every output object, every put and every external output
-equals the host run's (workloads/run.py), and the recorded history passes tests/history.py. Then a
-runner is SIGKILLed as a function is placed on it, while it holds copies: the workflow completes
-with the right outputs, the function is re-executed elsewhere, the guest is fenced, a new runner
-process rejoins in the next epoch and gets work again. Negative controls: a wrong reference output
-and a history with a stale read are reported."""
+"""The executor (qemu-cxl/executor.py) on the host, no QEMU: the daemon serves a region file
+(qemu-cxl/harness.py's Rack), three `aptarun-host` processes are guests 0..2 (harness.World, the
+`world` fixture of tests/conftest.py), and the executor runs the six workflows (tiny inputs) by
+placing every function instance through the daemon's control-plane API. Checked: every output
+object, every put and every external output equals the host run's (apta.hostrun), and the recorded
+history passes apta.history. Then a runner is SIGKILLed as a function is placed on it, while it
+holds copies: the workflow completes with the right outputs, the function is re-executed
+elsewhere, the guest is fenced, a new runner process rejoins in the next epoch and gets work again.
+Negative controls: a wrong reference output and a history with a stale read are reported."""
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_daemon import ROOT, exe, schema  # noqa: E402,F401  (fixtures reused)
-from test_runner import runner_exe, world  # noqa: E402,F401
+from apta import history
+from apta import workflow as wfmod
 
-sys.path.insert(0, str(ROOT / "qemu-cxl"))
-sys.path.insert(0, str(ROOT / "workloads"))
-import executor as exmod  # noqa: E402
-import history  # noqa: E402
-import workflow as wfmod  # noqa: E402
+import executor as exmod
+from harness import ROOT
 
 OUT = ROOT / "build" / "qemu-cxl" / "executor"
 

@@ -1,99 +1,26 @@
 """The guest library (qemu-cxl/guest/aptacxl.c) against the memory-server daemon, on the host
 (no QEMU): the library and its driver (qemu-cxl/guest/aptadrv.c) are built natively into
-build/qemu-cxl/guestlib/, the daemon runs on a shared region file (the Rack of test_daemon.py),
-and three driver processes play guests 0..2 on the mmap'ed file exactly as QEMU guests would on
-their CXL region. Needs build/rtl/msemu (`make rtl`); the daemon is built by test_daemon's fixture."""
+build/qemu-cxl/guestlib/, the daemon runs on a shared region file (qemu-cxl/harness.py's Rack),
+and three driver processes (harness.Driver) play guests 0..2 on the mmap'ed file exactly as QEMU
+guests would on their CXL region. Needs build/rtl/msemu (`make rtl`); the daemon is built by the
+`exe` fixture (tests/conftest.py)."""
 from __future__ import annotations
 
 import json
 import os
-import re
 import select
-import signal
-import struct
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_daemon import LINE, PARAMS_PATH, ROOT, Rack, exe, schema  # noqa: E402,F401  (fixtures reused)
+from harness import GUESTLIB_OUT as OUT
+from harness import PARAMS_PATH, Driver, Rack, build_driver, content
 
-OUT = ROOT / "build" / "qemu-cxl" / "guestlib"
-SRC = ROOT / "qemu-cxl" / "guest"
 OBJS = {1: (0x1000, 8), 2: (0x2000, 4), 3: (0x3000, 8)}     # obj -> (base, size in lines)
 
 
-def build_driver(static: bool = False) -> Path:
-    """cc the library + driver (host build, or -static for the QEMU guests) against the generated
-    headers (made by the daemon's Makefile, which the `exe` fixture ran)."""
-    out = OUT / ("aptadrv-static" if static else "aptadrv-host")
-    OUT.mkdir(parents=True, exist_ok=True)
-    srcs = [SRC / "aptacxl.c", SRC / "aptadrv.c"]
-    deps = srcs + [SRC / "aptacxl.h", ROOT / "build/qemu-cxl/apta_layout.h", ROOT / "build/qemu-cxl/apta_msg.h"]
-    if out.exists() and all(out.stat().st_mtime >= d.stat().st_mtime for d in deps):
-        return out
-    cmd = ["nice", "-n", "10", "gcc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread",
-           f"-I{ROOT / 'build/qemu-cxl'}", f"-I{SRC}", "-o", str(out)] + [str(s) for s in srcs]
-    if static:
-        cmd.insert(4, "-static")
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return out
-
-
-def content(obj: int, ver: int, n: int) -> bytes:
-    """aptadrv.c's fill(): line l of obj at version ver."""
-    return b"".join(struct.pack("<III", obj, ver, l) + bytes((obj * 7 + ver * 13 + l * 3 + k) & 0xFF for k in range(12, LINE))
-                    for l in range(n))
-
-
-def kill_proc(p: subprocess.Popen):
-    """SIGKILL (a crashed host) and reap, if it still runs."""
-    if p.poll() is None:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-
-
-class Driver:
-    """One aptadrv process playing guest g: one command line in, one answer line out."""
-
-    def __init__(self, drv: Path, region: Path, g: int):
-        self.g = g
-        self.p = subprocess.Popen(["nice", "-n", "10", str(drv), "--region", str(region), str(g), "cmd"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-
-    def cmd(self, line: str, timeout: float = 15.0) -> dict:
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-        r, _, _ = select.select([self.p.stdout], [], [], timeout)
-        assert r, f"guest {self.g}: no answer to {line!r} in {timeout}s"
-        ans = self.p.stdout.readline().strip()
-        assert ans, f"guest {self.g}: driver exited on {line!r} (rc {self.p.poll()})"
-        d = {"ok": ans.startswith("OK"), "line": ans}
-        d.update({k: float(v) if "." in v else int(v) for k, v in re.findall(r"(\w+)=(-?[\d.]+)", ans)})
-        return d
-
-    def ok(self, line: str, **kw) -> dict:
-        d = self.cmd(line, **kw)
-        assert d["ok"], (self.g, line, d["line"])
-        return d
-
-    def kill(self):
-        kill_proc(self.p)
-
-    def close(self):
-        if self.p.poll() is None:
-            try:
-                self.p.stdin.write("quit\n")
-                self.p.stdin.flush()
-                self.p.wait(timeout=3)
-            except (OSError, subprocess.TimeoutExpired):
-                self.kill()
-
-
+# this module's own `world` (driver processes as guests), not conftest's runner world
 @pytest.fixture
 def world(exe, schema, tmp_path):
     drv = build_driver()

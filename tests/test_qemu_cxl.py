@@ -19,17 +19,16 @@ cluster first); about 1.5 min wall for the module on 2 cores.
 """
 import json
 import os
+import re
 import struct
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "qemu-cxl"))
-sys.path.insert(0, str(REPO / "tests"))
-from test_daemon import exe, schema  # noqa: E402,F401  (fixtures of the daemon test, for the guest-library test)
+from apta import layout
+
+import launch
+from harness import Serving, build_driver, content
 
 N = 3
 AREA0, AREA = 4096, 1 << 20
@@ -40,11 +39,8 @@ pytestmark = pytest.mark.skipif(os.environ.get("APTA_QEMU") != "1",
 
 
 def test_probe_offsets_match_layout():
-    """probe.c and this test hard-code the RINGS.md guest-area offsets; layout.json is the source."""
-    lj = REPO / "qemu-cxl" / "layout.json"
-    if not lj.exists():
-        pytest.skip("qemu-cxl/layout.json not present")
-    ga = json.loads(lj.read_text())["guest_area"]
+    """probe.c and this test hard-code the RINGS.md guest-area offsets; schema/layout.json is the source."""
+    ga = json.loads(layout.LAYOUT_PATH.read_text())["guest_area"]
     assert (ga["offset"], ga["stride"], ga["control"]["offset"], ga["control"]["bytes"]) == (AREA0, AREA, 0, 64)
     fields = {f["name"]: f["offset"] for f in ga["control"]["fields"]}
     assert fields["heartbeat"] == 0 and fields["epoch"] == 8 and fields["state"] == 12
@@ -59,17 +55,13 @@ def ctl(path, g):
     return dict(heartbeat=hb, epoch=epoch, state=state, magic=magic, index=index, boot=boot, counter=counter)
 
 
-_probe_clusters = []
-
-
 @pytest.fixture(scope="module")
-def cluster(request):
-    import launch  # noqa: E402  (qemu-cxl/launch.py)
+def cluster(request, qemu_clusters):
     try:
         c = launch.Cluster(run="pytest", n=N, script="/apta/probe run $APTA_GUEST {n}", hold=True)
     except SystemExit as e:  # image.py exits with a message when a Debian package is missing
         pytest.fail(f"QEMU guest image could not be built: {e}")
-    _probe_clusters.append(c)
+    qemu_clusters.append(c)
 
     def finalize():
         c.stop_all()
@@ -118,8 +110,7 @@ def test_killed_guest_reboots_and_rejoins(cluster):
     victim = 1
     c.wait_for(victim, rb"PROBE ALL g=%d n=%d boot=0" % (victim, N), timeout=120)
     pid = c.kill(victim)
-    from launch import pid_alive
-    assert not pid_alive(pid)
+    assert not launch.pid_alive(pid)
     frozen = ctl(c.shared, victim)
     time.sleep(1.0)
     assert ctl(c.shared, victim)["counter"] == frozen["counter"], "a killed guest's counter still moves"
@@ -146,53 +137,19 @@ def test_killed_guest_reboots_and_rejoins(cluster):
 
 
 # ---- the guest library in 3 guests, served by the memory-server daemon (issue 8, part 2) ----------
-def serving_daemon_class():
-    from test_daemon import LAY, Rack, Region, free_port  # noqa: E402
-
-    class Serving(Rack):
-        """the daemon on the guests' cxl.mem (Rack's API helpers, no heartbeats from Python)"""
-        def __init__(self, exe, schema, path, log, lease_ms, extra=()):
-            import subprocess
-            import threading
-            self.path, self.port, self.log = path, free_port(), log
-            self.proc = subprocess.Popen(["nice", "-n", "10", str(exe), "--file", str(path), "--init",
-                                          "--port", str(self.port), "--lease-ms", str(lease_ms), "--stats", *extra],
-                                         stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-            self.r, self.guests, self.stop = Region(path, schema), [], threading.Event()
-            self.hb = threading.Thread(target=lambda: None)
-            self.hb.start()
-            deadline = time.time() + 20
-            while True:
-                assert self.proc.poll() is None, log.read_text()
-                try:
-                    if self.r.m[0:8] == LAY.raw["magic"].encode() and self.api("GET", "/v1/status")[0] == 200:
-                        break
-                except OSError:
-                    pass
-                assert time.time() < deadline, log.read_text()
-                time.sleep(0.05)
-    return Serving
-
-
-def test_guestlib_in_guests_with_daemon(request, exe, schema):
+def test_guestlib_in_guests_with_daemon(request, exe, schema, qemu_clusters):
     """qemu-cxl/guest/aptadrv.c (static, over aptacxl.c) in 3 guests; the daemon serves the guests'
     shared file. Guest g puts object 10+g (versions 1, 2, ...) and gets objects 10..12, checking
     every reply is one whole version and never older than the last one it saw. Guest 1's QEMU is
     SIGKILLed mid-run: the others' gets and puts keep completing, it is fenced (lease), reboots and
     rejoins in epoch 2. The probe is not in these guests (it writes control-block bytes 16..47)."""
-    import re
-    import launch  # noqa: E402
-    from test_daemon import _need_rtl  # noqa: E402
-    from test_guestlib import build_driver, content  # noqa: E402
-    _need_rtl()
-    for pc in _probe_clusters:              # never two clusters at once on 2 cores
+    for pc in qemu_clusters:                # never two clusters at once on 2 cores
         pc.stop_all()
     drv = build_driver(static=True)
     secs = 150
     c = launch.Cluster(run="pytest-guestlib", n=N, script=f"/apta/aptadrv $APTA_GUEST loop 10 {N} 8 {secs}",
                        files=[(drv, "aptadrv")], hold=True)
 
-    Serving = serving_daemon_class()
     lease_ms = 2000
     d = Serving(exe, schema, c.shared, c.dir / "daemon.log", lease_ms)
 

@@ -4,7 +4,7 @@ the static function runner (qemu-cxl/guest/aptarun.c) on its CXL region; the mem
 places every function instance through the daemon's control-plane API and compares every output
 with the same functions run on the host.
 
-- all six workflows, tiny inputs: outputs equal to the host's, every history passes tests/history.py;
+- all six workflows, tiny inputs: outputs equal to the host's, every history passes apta.history;
 - during one workflow a guest's QEMU is SIGKILLed while its run is under way and it holds copies:
   the workflow completes with the right outputs (the lost run is re-executed on a live guest), the
   guest is fenced at the lease, reboots, rejoins in epoch 2 and runs functions of later workflows;
@@ -18,33 +18,30 @@ with the same functions run on the host.
 - a guest writes 20 malformed slots into its request ring (`garbage 20`, JOBS.md) while another
   workflow runs on the others: every slot is answered and the workflow is unaffected.
 APTA_QEMU_PLACER=kube (make test-long): every instance is placed by kube-scheduler with the Apta plugin,
-the daemon as its control plane (tests/test_sched_daemon.py's e2e cluster, qemu-cxl/kube.py); no
+the daemon as its control plane (tests/test_sched_daemon.py's e2e cluster, harness.E2E; qemu-cxl/kube.py); no
 start may be a violation. Needs APTA_QEMU=1 (as make test and make test-qemu set it). Results: build/qemu-cxl/runs/pytest-workflows/."""
 from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "qemu-cxl"))
-sys.path.insert(0, str(ROOT / "workloads"))
-from test_daemon import exe, schema  # noqa: E402,F401  (fixtures)
-from test_qemu_cxl import _probe_clusters, serving_daemon_class  # noqa: E402
-from test_runner import identify_job  # noqa: E402
+from apta import history
+from apta import workflow as wfmod
+
+import executor as exmod
+import kube as kubemod
+import launch
+from harness import RUNNER_STATIC as RUNNER
+from harness import E2E, Serving, build_e2e, build_runner, identify_job
 
 N = 3
 LEASE_MS = 2000
-RUNNER = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-static"
 # a guest is killed in each of these workflows (make test-long: APTA_QEMU_KILL_IN=all), while one of its
 # runs has its inputs and has not finished (the guest holds copies: the probe objects, earlier runs)
 _KILL = os.environ.get("APTA_QEMU_KILL_IN", "video")
@@ -56,27 +53,15 @@ pytestmark = pytest.mark.skipif(os.environ.get("APTA_QEMU") != "1",
                                 reason="QEMU guests: set APTA_QEMU=1 (make test / make test-qemu do)")
 
 
-def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
-    import executor as exmod
-    import history
-    import jobs
-    import launch
-    import run as wrun
-    import workflow as wfmod
-    from test_daemon import _need_rtl
-    _need_rtl()
-    for pc in _probe_clusters:                  # never two clusters at once on 2 cores
+def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clusters):
+    for pc in qemu_clusters:                    # never two clusters at once on 2 cores
         pc.stop_all()
-    r = subprocess.run(["nice", "-n", "10", "make", "-s", "-C", str(ROOT / "qemu-cxl" / "guest"), "-j2", str(RUNNER)],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    wrun.build()
+    build_runner(RUNNER)
     c = launch.Cluster(run="pytest-workflows" + ("-all-killed" if len(KILL_IN) > 1 else ""), n=N, script="/apta/aptarun $APTA_GUEST $APTA_BOOT",
                        files=[(RUNNER, "aptarun")], hold=True)
     # APTA_QEMU_DAEMON_MUTANT=commit-waits-for-acks: the negative control of the probe below (it must fail)
     mutant = os.environ.get("APTA_QEMU_DAEMON_MUTANT")
-    d = serving_daemon_class()(exe, schema, c.shared, c.dir / "daemon.log", LEASE_MS,
-                               extra=["--mutant", mutant] if mutant else [])
+    d = Serving(exe, schema, c.shared, c.dir / "daemon.log", LEASE_MS, extra=["--mutant", mutant] if mutant else [])
     ex = None
 
     def finalize():
@@ -93,8 +78,6 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path):
         c.wait_ready(g, timeout=240)
     placer = None
     if KUBE:
-        import kube as kubemod
-        from test_sched_daemon import E2E, build_e2e
         build_e2e()
         e2e = E2E(d.port, c.dir / "e2e", True, c.dir)
         request.addfinalizer(e2e.close)

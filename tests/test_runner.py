@@ -1,7 +1,7 @@
 """The guest-side function runner (qemu-cxl/guest/aptarun.c, contract qemu-cxl/JOBS.md) against the
-memory-server daemon, on the host (no QEMU): the daemon serves a region file (the Rack of
-test_daemon.py), three `aptarun-host` processes play guests 0..2 on the mmap'ed file, and the test
-plays the executor through qemu-cxl/jobs.py.
+memory-server daemon, on the host (no QEMU): the daemon serves a region file (qemu-cxl/harness.py's
+Rack), three `aptarun-host` processes play guests 0..2 on the mmap'ed file (harness.World, the `world`
+fixture of tests/conftest.py), and the test plays the executor through qemu-cxl/jobs.py.
 
 - (the six workflows through the runners, compared with the host: tests/test_executor.py)
 - a get of an object the same runner wrote is a cache hit;
@@ -14,151 +14,12 @@ Needs build/rtl/msemu (`make rtl`); builds the daemon, the workloads and the run
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import test_daemon  # noqa: E402
-from test_guestlib import kill_proc  # noqa: E402
-from test_daemon import ROOT, Rack, exe, schema  # noqa: E402,F401  (fixtures reused)
-
-sys.path.insert(0, str(ROOT / "qemu-cxl"))
-sys.path.insert(0, str(ROOT / "workloads"))
-import jobs  # noqa: E402
-import run as wrun  # noqa: E402
-import workflow as wfmod  # noqa: E402
-
-RUNNER = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-host"
-DATA_BYTES = 32 << 20
-SIZE = "tiny"
-OBJ_BASE = 0x40000          # objects above the object map (mapBase 0, 64-byte entries)
-
-
-@pytest.fixture(scope="module")
-def runner_exe(exe):
-    r = subprocess.run(["nice", "-n", "10", "make", "-s", "-C", str(ROOT / "qemu-cxl" / "guest"), "-j2", str(RUNNER)],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    wrun.build()
-    return RUNNER
-
-
-class Runner:
-    """One aptarun process playing guest g in life `boot`."""
-
-    def __init__(self, exe: Path, region: Path, g: int, boot: int, log: Path):
-        self.g, self.boot = g, boot
-        self.log = log
-        self.p = subprocess.Popen(["nice", "-n", "10", str(exe), "--region", str(region), str(g), str(boot)],
-                                  stdout=subprocess.DEVNULL, stderr=open(log, "a"))
-
-    def kill(self):
-        kill_proc(self.p)
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-class World:
-    def __init__(self, rack: Rack, exe: Path, tmp: Path):
-        self.rack, self.exe, self.tmp = rack, exe, tmp
-        self.r = jobs.Region(rack.path)
-        self.jb = [jobs.JobBlock(self.r, g) for g in range(3)]
-        self.next_obj, self.next_base = 100, OBJ_BASE
-        self.runners: list[Runner] = []
-
-    def start(self, g: int, boot: int, min_epoch: int = 1) -> Runner:
-        ru = Runner(self.exe, self.rack.path, g, boot, self.tmp / f"runner{g}.log")
-        deadline = time.time() + 15
-        while not (self.jb[g].life[0] == boot and self.jb[g].life[1] >= min_epoch and self.jb[g].idle()):
-            assert ru.p.poll() is None, f"runner {g} exited: {ru.log.read_text()[-2000:]}"
-            assert time.time() < deadline, f"runner {g} not idle: {ru.log.read_text()[-2000:]}"
-            time.sleep(0.01)
-        self.runners.append(ru)
-        return ru
-
-    def place(self, data: bytes, lines: int | None = None, raw: bytes | None = None) -> tuple[int, int]:
-        """A new CXL object holding `data` (object format), registered with the daemon."""
-        lines = lines or jobs.obj_lines(len(data))
-        raw = raw if raw is not None else jobs.encode_object(data, lines)
-        obj, base = self.next_obj, self.next_base
-        self.next_obj += 1
-        self.next_base += (len(raw) + 4095) // 4096 * 4096
-        self.r.data_write(base, raw)
-        self.rack.register(obj, base, lines)
-        self.bases = getattr(self, "bases", {})
-        self.bases[obj] = (base, lines)
-        return obj, lines
-
-    def read_obj(self, obj: int, want: bytes | None = None, timeout: float = 5.0) -> bytes:
-        """The object's data in the memory server's DRAM (the OPC drains a commit asynchronously)."""
-        base, lines = self.bases[obj]
-        deadline = time.time() + timeout
-        while True:
-            try:
-                d = jobs.decode_object(self.r.data_read(base, lines * jobs.LINE), f"object {obj}")
-                if want is None or d == want:
-                    return d
-            except ValueError:
-                if time.time() > deadline:
-                    raise
-            if time.time() > deadline:
-                return d
-            time.sleep(0.01)
-
-    def job(self, g: int, directives: list[str], inputs: dict | None = None, timeout: float = 30.0):
-        jb = self.jb[g]
-        deadline = time.time() + timeout
-        while not jb.idle():
-            assert time.time() < deadline, f"guest {g} runner not idle"
-            time.sleep(0.002)
-        t0 = time.perf_counter()
-        j = jb.post(directives, inputs)
-        rc = jb.wait(j, timeout)
-        wall = time.perf_counter() - t0
-        recs, _ = jb.read_log()
-        return rc, recs, jb.emits(recs), wall
-
-    def close(self):
-        for ru in self.runners:
-            ru.close()
-        self.r.close()
-
-
-@pytest.fixture
-def world(runner_exe, exe, schema, tmp_path, monkeypatch, request):
-    monkeypatch.setattr(test_daemon, "DATA_BYTES", DATA_BYTES)
-    # a module may set WORLD_LEASE_MS (tests/test_sched_daemon.py: a pending ack must outlive a scheduling)
-    # indirect parametrization may add daemon arguments ({"extra": [...]}: a mutant)
-    rack = Rack(exe, schema, tmp_path, lease_ms=getattr(request.module, "WORLD_LEASE_MS", test_daemon.LEASE_MS),
-                extra=getattr(request, "param", {}).get("extra"))
-    w = World(rack, runner_exe, tmp_path)
-    try:
-        for g in rack.guests:
-            g.alive = False                      # the runners heartbeat (library thread)
-        for g in range(3):
-            w.start(g, 0)
-        yield w
-    finally:
-        w.close()
-        log = rack.close()
-        sys.stderr.write(log[-2000:])
-        for g in range(3):
-            p = tmp_path / f"runner{g}.log"
-            if p.exists():
-                sys.stderr.write(p.read_text()[-1500:])
-    assert rack.proc.returncode == 0, log
+import jobs
+from harness import LEASE_MS, identify_job, phi_records
 
 
 def errors(recs):
@@ -170,18 +31,6 @@ def events(recs, ev):
 
 
 # ---- errors, cache, garbage, kill ---------------------------------------------------------------
-def phi_records(tmp: Path) -> bytes:
-    wf = wfmod.load(os.path.join(wfmod.WORKFLOW_DIR, "phi.json"))
-    run = wrun.prepare_run(wf, SIZE, run_dir=str(tmp / "phi-gen"))
-    return (Path(run["dirs"]["store"]) / "records").read_bytes()
-
-
-def identify_job(rid: str, records: tuple[int, int], tagged: tuple[int, int]) -> list[str]:
-    """phi's identify function as a job: gets `records`, puts `tagged` ((object id, lines) each)."""
-    return [f"run {rid}", "fn phi identify_phi", f"get records {records[0]} {records[1]}",
-            f"put tagged {tagged[0]} {tagged[1]}"]
-
-
 def test_cache_hit_and_errors_keep_the_runner_serving(world, tmp_path):
     w = world
     rec = phi_records(tmp_path)
@@ -278,13 +127,13 @@ def test_live_put_does_not_wait_for_a_dead_sharer(world, tmp_path, request):
     t_kill = time.time()
     (put,) = identify(2)
     owed = w.rack.server(1, str(tagged[0]))
-    lease_us = test_daemon.LEASE_MS * 1000
+    lease_us = LEASE_MS * 1000
     print(f"live put after the sharer's death ({'mutant' if mutant else 'apta'}): {put['put_us'] / 1000:.1f} ms; "
           f"cs1 then fenced={owed['fenced']} pending={owed['pending']}")
     if mutant:
         assert put["put_us"] > lease_us / 3 and owed["fenced"], (put, owed)
         return
-    assert time.time() - t_kill < test_daemon.LEASE_MS / 1000, "too slow to test before the fence"
+    assert time.time() - t_kill < LEASE_MS / 1000, "too slow to test before the fence"
     assert not owed["fenced"] and owed["pendingFor"].get(str(tagged[0])) == 1, owed
     assert put["put_us"] < lease_us / 10, put
 

@@ -1,10 +1,12 @@
 """The scheduler plugin's e2e with the memory-server daemon as its control plane (issue 8).
 
 The daemon (qemu-cxl/daemon, the Verilated msemu top) serves a region file; three `aptarun-host`
-processes are guests g0..g2 (tests/test_runner.py's World; in QEMU guests with a guest killed in
-every workflow: tests/test_qemu_workflows.py with APTA_QEMU_PLACER=kube, make test-long); the scheduler plugin's e2e binary (TestDaemonControlPlane) brings up etcd,
-kube-apiserver, kube-scheduler with the Apta plugin and the mirroring agent, all pointed at the
-daemon; the executor places every function instance by creating a pod and starting it on the
+processes are guests g0..g2 (qemu-cxl/harness.py's World, the `world` fixture of
+tests/conftest.py; in QEMU guests with a guest killed in every workflow:
+tests/test_qemu_workflows.py with APTA_QEMU_PLACER=kube, make test-long); the scheduler plugin's
+e2e binary (TestDaemonControlPlane, run by harness.E2E) brings up etcd, kube-apiserver,
+kube-scheduler with the Apta plugin and the mirroring agent, all pointed at the daemon; the
+executor places every function instance by creating a pod and starting it on the
 guest of the node the scheduler bound it to (qemu-cxl/kube.py). The daemon's state changes only
 through the guests' ring traffic and the heartbeat lease: no emulation endpoint exists there.
 
@@ -25,89 +27,22 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from test_daemon import ROOT, exe, schema  # noqa: E402,F401  (fixtures reused)
-from test_runner import runner_exe, world  # noqa: E402,F401
+from apta import workflow as wfmod
 
-sys.path.insert(0, str(ROOT / "qemu-cxl"))
-sys.path.insert(0, str(ROOT / "workloads"))
-import executor as exmod  # noqa: E402
-import kube as kubemod  # noqa: E402
-import workflow as wfmod  # noqa: E402
+import executor as exmod
+import kube as kubemod
+from harness import E2E, ROOT, build_e2e, identify_job, phi_records
 
-from test_runner import identify_job, phi_records  # noqa: E402
-E2E_BIN = ROOT / "build" / "scheduler" / "e2e.test"
 WORLD_LEASE_MS = 4000            # the world's heartbeat lease: a frozen guest owes its ack this long
 OUT = ROOT / "build" / "qemu-cxl" / "sched-daemon"
 
 pytestmark = pytest.mark.skipif(os.environ.get("APTA_SCHED_DAEMON") != "1",
                                 reason="the scheduler e2e against the daemon: set APTA_SCHED_DAEMON=1 (make test-sched-daemon)")
-
-
-class E2E:
-    """The scheduler plugin's e2e binary in its daemon mode; stopped (and its process group
-    killed) at close, even when the test fails."""
-
-    def __init__(self, port: int, out: Path, plugin: bool, tmp: Path):
-        self.kube_path, self.result_path = tmp / f"kube-{plugin}.json", out / f"e2e-result-{'plugin' if plugin else 'no-plugin'}.json"
-        self.log_path = out / f"e2e-{'plugin' if plugin else 'no-plugin'}.log"
-        (out / ("plugin" if plugin else "no-plugin")).mkdir(parents=True, exist_ok=True)
-        for p in (self.kube_path, self.result_path):
-            p.unlink(missing_ok=True)
-        env = {**os.environ, "APTA_E2E_ENDPOINT": f"http://127.0.0.1:{port}", "APTA_E2E_KUBE": str(self.kube_path),
-               "APTA_E2E_RESULT": str(self.result_path), "APTA_E2E_PLUGIN": "1" if plugin else "0", "APTA_E2E_WAIT": "15m",
-               "APTA_E2E_DIR": str(out / ("plugin" if plugin else "no-plugin"))}
-        self.log = open(self.log_path, "w")
-        # run from the package directory: the e2e reads ../../manifests/apta
-        self.p = subprocess.Popen(["nice", "-n", "5", str(E2E_BIN), "-test.run", "^TestDaemonControlPlane$", "-test.v"],
-                                  cwd=ROOT / "scheduler-plugin" / "test" / "e2e", env=env, stdin=subprocess.PIPE,
-                                  stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.time() + 180
-        while not self.kube_path.exists():
-            if self.p.poll() is not None:
-                raise AssertionError(f"the e2e exited at start:\n{self.tail()}")
-            if time.time() > deadline:
-                raise AssertionError(f"the e2e cluster not up after 180 s:\n{self.tail()}")
-            time.sleep(0.2)
-        self.kube = kubemod.Kube.from_file(self.kube_path)
-
-    def tail(self, n: int = 4000) -> str:
-        self.log.flush()
-        return self.log_path.read_text()[-n:]
-
-    def finish(self, timeout: float = 120) -> dict:
-        """Driver done: the e2e checks the pods it bound and exits; its verdict and observations."""
-        self.p.stdin.close()
-        rc = self.p.wait(timeout=timeout)
-        assert rc == 0, f"the e2e against the daemon failed (rc {rc}):\n{self.tail()}"
-        return json.loads(self.result_path.read_text())
-
-    def close(self):
-        if self.p.poll() is None:
-            try:
-                os.killpg(self.p.pid, signal.SIGTERM)
-                self.p.wait(timeout=15)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(self.p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.p.wait()
-        self.log.close()
-
-
-def build_e2e() -> Path:
-    r = subprocess.run(["make", "-s", "-C", str(ROOT), "e2e-bin"], capture_output=True, text=True)
-    assert r.returncode == 0 and E2E_BIN.exists(), r.stdout[-3000:] + r.stderr[-3000:]
-    return E2E_BIN
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,80 @@
+"""Fixtures shared by several test modules (pytest finds them here; no test module imports another).
+
+Each section is one component's; add yours under its own heading."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+
+# ---- CXL emulation: the memory-server daemon, the function runners, QEMU clusters ---------------
+# (qemu-cxl/harness.py holds the stand-ins themselves, shared with qemu-cxl/bench.py; used by
+# test_daemon, test_guestlib, test_runner, test_executor, test_sched_daemon, test_qemu_cxl and
+# test_qemu_workflows)
+
+def need_rtl():
+    """The daemon's RTL variant must be built: skipped without it, failed under APTA_RTL=1."""
+    import harness
+    missing = harness.rtl_missing()
+    if missing:
+        if os.environ.get("APTA_RTL") == "1":
+            pytest.fail(missing)
+        pytest.skip(missing)
+
+
+@pytest.fixture(scope="module")
+def exe():
+    """The memory-server daemon, built (make -C qemu-cxl/daemon)."""
+    need_rtl()
+    import harness
+    return harness.build_daemon()
+
+
+@pytest.fixture(scope="module")
+def schema():
+    """The message schema with the daemon's variant's parameters."""
+    need_rtl()
+    import harness
+    return harness.load_schema()
+
+
+@pytest.fixture(scope="module")
+def runner_exe(exe):
+    """The host build of the function runner (aptarun-host) and the workloads' host builds."""
+    import harness
+    return harness.build_runner(harness.RUNNER)
+
+
+@pytest.fixture
+def world(runner_exe, exe, schema, tmp_path, request):
+    """A daemon on a fresh region and three runner processes as guests 0..2 (boot 0, epoch 1).
+    A module may set WORLD_LEASE_MS (test_sched_daemon.py: a pending ack must outlive a
+    scheduling); indirect parametrization may add daemon arguments ({"extra": [...]}: a mutant)."""
+    import harness
+    rack = harness.Rack(exe, schema, tmp_path, lease_ms=getattr(request.module, "WORLD_LEASE_MS", harness.LEASE_MS),
+                        extra=getattr(request, "param", {}).get("extra"), data_bytes=harness.WORLD_DATA_BYTES)
+    w = harness.World(rack, runner_exe, tmp_path)
+    try:
+        for g in rack.guests:
+            g.alive = False                      # the runners heartbeat (library thread)
+        for g in range(3):
+            w.start(g, 0)
+        yield w
+    finally:
+        w.close()
+        log = rack.close()
+        sys.stderr.write(log[-2000:])
+        for g in range(3):
+            p = tmp_path / f"runner{g}.log"
+            if p.exists():
+                sys.stderr.write(p.read_text()[-1500:])
+    assert rack.proc.returncode == 0, log
+
+
+@pytest.fixture(scope="session")
+def qemu_clusters():
+    """QEMU clusters a fixture keeps running (test_qemu_cxl's probe cluster): a test that boots
+    its own guests stops these first, never two clusters at once on 2 cores."""
+    return []
