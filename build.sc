@@ -24,7 +24,7 @@ object rtl extends ScalaModule {
   def generatedSources = T {
     os.proc("python3", "-m", "apta.messages", "scala", "--schema", schema().path / "messages.json",
       "--out", T.dest / "Messages.scala")
-      .call(stdout = os.Inherit, env = Map("PYTHONPATH" -> (T.workspace / "python").toString))
+      .call(stdout = os.Inherit, env = Map("PYTHONPATH" -> (generator().path / os.up).toString))
     Seq(PathRef(T.dest))
   }
 

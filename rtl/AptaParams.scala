@@ -5,35 +5,35 @@ import chisel3.util._
 
 /** Every parameter of the memory-server RTL, in one place (the style of CoupledL2's L2Param).
   *
-  * The message-field parameters (servers, epochBits, objIdBits, linesPerObject, txnBits, dataBits,
-  * addrBits) have the defaults of rtl/messages.json; Elaborate writes them to build/rtl/params.json
+  * The defaults are schema/'s (ParamDefaults, generated from schema/params.json and the message-field
+  * parameters of schema/messages.json), so the simulator and the daemon read the same numbers; Elaborate writes them to build/rtl/params.json
   * and the Python tests compare that file with the schema, so the two cannot drift silently.
   * Vectors from the model checker replay against a build whose servers / directory geometry match
   * the model's configuration (spec/murphi/configs): pass those values here.
   */
 case class AptaParams(
-  servers: Int = 16,          // compute servers (the OTC sharer vector and the OIC counters are this wide)
-  dirSets: Int = 64,          // OTC: directory sets
-  dirWays: Int = 4,           // OTC: directory ways (victim choice prefers cold S entries)
-  objIdBits: Int = 32,        // object id width
-  epochBits: Int = 8,         // epoch width per compute server (Rejoin increments it)
-  linesPerObject: Int = 64,   // cache lines per object (maximum object size)
-  txnBits: Int = 8,           // put transaction id width
-  dataBits: Int = 512,        // one cache line (64 bytes)
-  addrBits: Int = 46,         // host physical address width (object base in ObjBISnp)
-  stagingSlots: Int = 4,      // OPC: concurrent put transactions staged (PutRetry when full)
-  maxPendPerServer: Int = 15, // OIC: outstanding invalidations one server may owe per object
-  snpRounds: Int = 2,         // OIC: invalidation rounds (one commit or eviction each) queued for the BISnp issuer
-  respSlots: Int = 2,         // OTC: resp buffer; requests are accepted only while their answer has a slot
+  servers: Int = ParamDefaults.servers,          // compute servers (the OTC sharer vector and the OIC counters are this wide)
+  dirSets: Int = ParamDefaults.dirSets,          // OTC: directory sets
+  dirWays: Int = ParamDefaults.dirWays,           // OTC: directory ways (victim choice prefers cold S entries)
+  objIdBits: Int = ParamDefaults.objIdBits,        // object id width
+  epochBits: Int = ParamDefaults.epochBits,         // epoch width per compute server (Rejoin increments it)
+  linesPerObject: Int = ParamDefaults.linesPerObject,   // cache lines per object (maximum object size)
+  txnBits: Int = ParamDefaults.txnBits,           // put transaction id width
+  dataBits: Int = ParamDefaults.dataBits,        // one cache line (64 bytes)
+  addrBits: Int = ParamDefaults.addrBits,         // host physical address width (object base in ObjBISnp)
+  stagingSlots: Int = ParamDefaults.stagingSlots,      // OPC: concurrent put transactions staged (PutRetry when full)
+  maxPendPerServer: Int = ParamDefaults.maxPendPerServer, // OIC: outstanding invalidations one server may owe per object
+  snpRounds: Int = ParamDefaults.snpRounds,         // OIC: invalidation rounds (one commit or eviction each) queued for the BISnp issuer
+  respSlots: Int = ParamDefaults.respSlots,         // OTC: resp buffer; requests are accepted only while their answer has a slot
   mutantPort: Boolean = false, // `mutants` variant only: an io_mutant input selecting one deliberate bug (rtl/Mutants.scala)
   // ---- the memory-server top (rtl/MEMSERVER.md) ----
-  mapBase: Int = 0,           // object map: byte address of the direct-mapped entry table in DRAM
-  mapEntries: Int = 1024,     // object map: entries (16 bytes each), entry of obj at index obj % mapEntries
-  mapCacheEntries: Int = 4,   // object map: fully associative translation cache entries
-  axiIdBits: Int = 2,         // AXI4 master: id width (0 map walk, 1 OSC reads, 2 OPC drain, 3 map updates)
-  oscBufLines: Int = 8,       // OSC: DRAM read credit (lines in flight or buffered)
-  stallBackoff: Int = 4,      // OSC/OPC: cycles before a Stall'd get/commit is retried
-  opcTimeout: Int = 0         // OPC: abort an open put with no line for this many cycles (0 = never)
+  mapBase: Int = ParamDefaults.mapBase,           // object map: byte address of the direct-mapped entry table in DRAM
+  mapEntries: Int = ParamDefaults.mapEntries,     // object map: entries (16 bytes each), entry of obj at index obj % mapEntries
+  mapCacheEntries: Int = ParamDefaults.mapCacheEntries,   // object map: fully associative translation cache entries
+  axiIdBits: Int = ParamDefaults.axiIdBits,         // AXI4 master: id width (0 map walk, 1 OSC reads, 2 OPC drain, 3 map updates)
+  oscBufLines: Int = ParamDefaults.oscBufLines,       // OSC: DRAM read credit (lines in flight or buffered)
+  stallBackoff: Int = ParamDefaults.stallBackoff,      // OSC/OPC: cycles before a Stall'd get/commit is retried
+  opcTimeout: Int = ParamDefaults.opcTimeout         // OPC: abort an open put with no line for this many cycles (0 = never)
 ) {
   require(servers >= 1 && servers <= 64, s"servers must be 1..64 (sharer vector), got $servers")
   require(isPow2(dirSets), s"dirSets must be a power of two, got $dirSets")
@@ -55,7 +55,7 @@ case class AptaParams(
   require(axiIdBits >= 2, s"axiIdBits must be >= 2 (four AXI ids), got $axiIdBits")
   require(oscBufLines >= 1 && stallBackoff >= 0 && opcTimeout >= 0, "oscBufLines >= 1, stallBackoff, opcTimeout >= 0")
 
-  // derived widths (names as in rtl/messages.json "derived")
+  // derived widths (names as in schema/messages.json "derived")
   def serverBits: Int = log2Up(servers)                // a server id
   def lineBits: Int = log2Up(linesPerObject)           // a line index
   def lineCountBits: Int = log2Up(linesPerObject + 1)  // a line count 0..linesPerObject

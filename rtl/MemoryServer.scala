@@ -57,7 +57,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   io.err.bits := errArb.io.out.bits
   val e0 = errArb.io.in(0)
   e0.valid := core.io.decodeErr.valid || port.io.axiErr
-  e0.bits := MsErrCode(MsErrCode.badFlit, 0.U, 0.U, 0.U, 0)
+  e0.bits := MsErr(MsErrCode.badFlit, 0.U, 0.U, 0.U, 0)
   e0.bits.opcode := core.io.decodeErr.bits.opcode
   e0.bits.msgCode := core.io.decodeErr.bits.code
   e0.bits.field := core.io.decodeErr.bits.field
@@ -70,7 +70,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   ctrlF.io.in <> io.ctrl
   ctrlF.io.enable := !e0.valid
   errArb.io.in(1).valid := ctrlF.io.err.valid
-  errArb.io.in(1).bits := MsErrCode(MsErrCode.badFlit, 0.U, 0.U, 0.U, 0)
+  errArb.io.in(1).bits := MsErr(MsErrCode.badFlit, 0.U, 0.U, 0.U, 0)
   errArb.io.in(1).bits.opcode := ctrlF.io.err.bits.opcode
   errArb.io.in(1).bits.msgCode := ctrlF.io.err.bits.code
   errArb.io.in(1).bits.field := ctrlF.io.err.bits.field
@@ -161,7 +161,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   rejoinIn.valid := false.B
   rejoinIn.bits := g
   errArb.io.in(2).valid := false.B
-  errArb.io.in(2).bits := MsErrCode(0, gi, gm.obj, 0.U, 0)
+  errArb.io.in(2).bits := MsErr(0, gi, gm.obj, 0.U, 0)
   errArb.io.in(2).bits.code := gCode
   errArb.io.in(2).bits.opcode := g(MsgOpcode.width - 1, 0)
   errArb.io.in(2).bits.msgCode := Mux(VecInit(decs.map(_.io.err.valid))(gi), gErr.code, MsgError.badOpcode.U)

@@ -155,7 +155,7 @@ object RoundRobin {
 /** `io_err_*`: one refused/discarded input or aborted transaction (rtl/MEMSERVER.md codes) */
 class MsErr(implicit p: AptaParams) extends Bundle {
   /** MsErrCode */
-  val code = UInt(4.W)
+  val code = UInt(MsErrCode.width.W)
   val server = UInt(p.serverBits.W)
   val obj = UInt(p.objIdBits.W)
   val txn = UInt(p.txnBits.W)
@@ -166,20 +166,8 @@ class MsErr(implicit p: AptaParams) extends Bundle {
   val field = UInt(MsgField.width.W)
 }
 
-object MsErrCode {
-  val badFlit = 1
-  val wrongPort = 2
-  val zombie = 3
-  val unknownObj = 4
-  val badMapEntry = 5
-  val overLong = 6
-  val noTxn = 7
-  val txnMismatch = 8
-  val lineRange = 9
-  val timeout = 10
-  val fenceAbort = 11
-  val axiError = 12
-
+/** An MsErr from the error codes of schema/messages.json (MsErrCode, generated). */
+object MsErr {
   def apply(code: Int, server: UInt, obj: UInt, txn: UInt, opcode: Int)(implicit p: AptaParams): MsErr = {
     val e = Wire(new MsErr)
     e.code := code.U
@@ -193,7 +181,7 @@ object MsErrCode {
   }
 }
 
-/** ObjErr flit builder (rtl/messages.json opcode 12) */
+/** ObjErr flit builder (schema/messages.json opcode 12) */
 object ObjErrFlit {
   def apply(server: UInt, epoch: UInt, obj: UInt, txn: UInt, code: UInt)(implicit p: AptaParams): UInt = {
     val m = Wire(new ObjErrMsg)

@@ -25,7 +25,7 @@ class FlitError(implicit p: AptaParams) extends Bundle {
   * one (unknown opcode, a field out of range, reserved bits set) with a defined error report
   * instead of a hang or a silent state change. A refused flit is consumed in the cycle it is
   * reported, so the channel never stalls on garbage. Priority of the report (as in the Python
-  * codec, rtl/messages.py `Schema.check`): unknown opcode, then the first field out of range in
+  * codec, python/apta/messages.py `Schema.check`): unknown opcode, then the first field out of range in
   * schema order, then reserved bits.
   */
 class MsgDecoder(implicit val p: AptaParams) extends Module with HasAptaParameters {

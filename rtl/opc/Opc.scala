@@ -117,7 +117,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       age.foreach(_(oi) := 0.U)
     }.otherwise {
       errArb.io.in(1).valid := true.B
-      errArb.io.in(1).bits := MsErrCode(0, line.server, line.obj, line.txn, MsgOpcode.PutLine)
+      errArb.io.in(1).bits := MsErr(0, line.server, line.obj, line.txn, MsgOpcode.PutLine)
       errArb.io.in(1).bits.code := Mux(!hasOpen, MsErrCode.noTxn.U,
         Mux(lineObjErr, MsErrCode.lineRange.U, MsErrCode.txnMismatch.U))
       when(lineObjErr) {
@@ -148,7 +148,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       rspArb.io.in(1).valid := errArb.io.in(1).ready
       rspArb.io.in(1).bits := ObjErrFlit(prep.server, prep.epoch, prep.obj, prep.txn, res.code)
       errArb.io.in(1).valid := rspArb.io.in(1).ready
-      errArb.io.in(1).bits := MsErrCode(0, prep.server, prep.obj, prep.txn, MsgOpcode.PutPrepare)
+      errArb.io.in(1).bits := MsErr(0, prep.server, prep.obj, prep.txn, MsgOpcode.PutPrepare)
       errArb.io.in(1).bits.code := res.code
       when(rspArb.io.in(1).fire) { inState := sIn }
     }.elsewhen(canOpen) {
@@ -267,7 +267,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     (io.fenced(s.owner) || io.epochs(s.owner) =/= s.epoch))
   val ai = PriorityEncoder(stale)
   errArb.io.in(0).valid := stale.reduce(_ || _) && !mut.on(Mutants.fenceKeepsOpenPut)
-  errArb.io.in(0).bits := MsErrCode(MsErrCode.fenceAbort, slots(ai).owner, slots(ai).obj, slots(ai).txn, 0)
+  errArb.io.in(0).bits := MsErr(MsErrCode.fenceAbort, slots(ai).owner, slots(ai).obj, slots(ai).txn, 0)
   when(errArb.io.in(0).fire) { slots(ai).st := SlotSt.Free.U }
   age.foreach { a =>
     for (i <- 0 until S) when(isSt(slots(i), SlotSt.Open) && a(i) =/= p.opcTimeout.U) { a(i) := a(i) + 1.U }
@@ -276,7 +276,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     rspArb.io.in(2).valid := old.reduce(_ || _) && errArb.io.in(2).ready
     rspArb.io.in(2).bits := rspFlit(MsgOpcode.PutRetry, slots(ti))
     errArb.io.in(2).valid := old.reduce(_ || _) && rspArb.io.in(2).ready
-    errArb.io.in(2).bits := MsErrCode(MsErrCode.timeout, slots(ti).owner, slots(ti).obj, slots(ti).txn, 0)
+    errArb.io.in(2).bits := MsErr(MsErrCode.timeout, slots(ti).owner, slots(ti).obj, slots(ti).txn, 0)
     when(rspArb.io.in(2).fire) { slots(ti).st := SlotSt.Free.U }
   }
 

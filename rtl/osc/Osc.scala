@@ -73,7 +73,7 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val cur = RegInit(0.U(p.serverBits.W))
   val base = Reg(UInt(p.addrBits.W))
   val size = Reg(UInt(p.lineCountBits.W))
-  val errCode = Reg(UInt(4.W))
+  val errCode = Reg(UInt(MsErrCode.width.W))
   val pinned = RegInit(false.B)
   val pinSlot = Reg(UInt(p.slotBits.W))
   val busy = RegInit(false.B)
@@ -168,7 +168,7 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   }
   when(isErr && io.rsp.fire) { state := sErrRep }
   io.err.valid := state === sErrRep
-  io.err.bits := MsErrCode(0, cur, obj, 0.U, MsgOpcode.ObjGet)
+  io.err.bits := MsErr(0, cur, obj, 0.U, MsgOpcode.ObjGet)
   io.err.bits.code := errCode
   when(io.err.fire) {
     clrP := UIntToOH(cur, n)

@@ -3,39 +3,8 @@ package apta
 import chisel3._
 import chisel3.util._
 
-/** Directory states (rtl/CORE.md `queryResp.state`; the model's D_I, D_S, D_SA, D_SI). An entry in I
-  * is free: I doubles as the valid bit. */
-object DirState {
-  val width = 2
-  val I = 0   // free
-  val S = 1   // shared, nothing pending
-  val SA = 2  // S^A: the new version is shared while acks for the old one are pending (§III-D1)
-  val SI = 3  // being evicted: BISnps sent, waiting for their acks
-}
-
-/** `req.op` */
-object ReqOp {
-  val width = 1
-  val Get = 0     // the OSC asks whether it may serve the object (ObjGet)
-  val Commit = 1  // the OPC's put is complete and asks to commit
-}
-
-/** `resp.result` */
-object ReqResult {
-  val width = 2
-  val Served = 0
-  val Committed = 1
-  val Stall = 2   // retry later (SI, owes an ack, set full, counter overflow)
-  val Drop = 3    // zombie (fenced or old epoch) or malformed: nothing changed
-}
-
-/** `decodeErr.channel` */
-object ErrChannel {
-  val width = 2
-  val ack = 0
-  val ctrl = 1
-  val req = 2
-}
+// DirState, ReqOp, ReqResult and ErrChannel (the ports' encodings) are generated from
+// schema/core.json into Messages.scala.
 
 /** One directory entry (one way of one set). */
 class DirEntry(implicit p: AptaParams) extends Bundle {
