@@ -44,7 +44,11 @@ def test_configuration_verified(records, config):
     r = records.get(config)
     assert r is not None, f"configuration {config} missing from {SUMMARY}"
     assert r["result"] == "pass" and r["ok"], f"{config}: {r['violated']}"
-    assert r["states"] > 1000, "a real state space, not a trivial one"
+    pin = CHECKS["configs"][config].get("pin")
+    assert pin, f"{config}: no pin in checks.json (spec/murphi/check.py --only {config} --update-pins)"
+    assert pin["states"] > 1000, "a real state space, not a trivial one"
+    assert {"states": r["states"], "rules_fired": r["rules_fired"]} == pin, \
+        f"{config}: the run differs from its pin in checks.json"
 
 
 @pytest.mark.parametrize("config", DEFAULT["models"])
@@ -64,6 +68,9 @@ def test_mutant_rejected_on_its_property(records, mutant):
     assert r["result"] == "fail", f"{mutant} passed: the property {expected} has no teeth"
     assert expected in r["all_violated"], f"{mutant} failed on {r['all_violated']}, not {expected}"
     assert r["ok"]
+    pin = CHECKS["mutants"][mutant].get("pin")
+    assert pin and expected in pin["violated"], f"{mutant}: no pin naming {expected} in checks.json"
+    assert sorted(r["all_violated"]) == pin["violated"], f"{mutant}: Rumur reported other properties than its pin"
 
 
 def test_every_property_has_a_mutant():
@@ -92,6 +99,7 @@ def test_smoke_configuration_passes():
     r = run_check("--only", "smoke")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "smoke" in r.stdout and "pass (ok)" in r.stdout
+    assert "every result equals its pin" in r.stdout, r.stdout
 
 
 def test_violation_prints_counterexample_and_fails():
@@ -236,3 +244,86 @@ def test_summary_merge_keeps_other_runs_of_the_checker(tmp_path):
     got = {(r["checker"], r["name"]): r for r in json.loads(path.read_text())}
     assert set(got) == {("rumur", "a"), ("rumur", "b"), ("tlc", "t")}
     assert got[("rumur", "b")]["ok"] is True
+
+
+# --- pins: the expected result of each run, beside its configuration in checks.json ----------------
+def _rec(name: str, kind: str, **kw) -> dict:
+    rec = {"name": name, "checker": "rumur", "kind": kind, "config": name, "states": 0, "rules_fired": 0,
+           "seconds": 0.5, "result": "pass" if kind == "model" else "fail", "violated": None,
+           "expected": None, "all_violated": [], "ok": True}
+    return rec | kw
+
+
+def test_every_default_run_is_pinned():
+    for name in DEFAULT["models"]:
+        assert CHECKS["configs"][name].get("pin"), f"configuration {name} has no pin"
+    for name in DEFAULT["mutants"]:
+        assert CHECKS["mutants"][name].get("pin"), f"mutant {name} has no pin"
+
+
+def test_pin_mismatch_is_a_failure_and_update_pins_rewrites_it(tmp_path):
+    """A recorded smoke run with 10% fewer states than its pin fails with a line naming the
+    configuration, both numbers and the command that updates the pin; --update-pins (update_pins)
+    writes the run's numbers into the checks file, after which the same run matches."""
+    checks = json.loads(json.dumps(CHECKS))
+    checks["configs"]["smoke"]["pin"] = {"states": 16807, "rules_fired": 80332}
+    checks["mutants"]["cxl3_sync_inv"]["pin"] = {"violated": ["P4_live_server_ops_complete",
+                                                              "P5_entries_return_to_stable"]}
+    run = [_rec("smoke", "model", states=15126, rules_fired=72299),
+           _rec("cxl3_sync_inv", "mutant", config="smoke", violated="P4_live_server_ops_complete",
+                expected="P4_live_server_ops_complete", all_violated=["P4_live_server_ops_complete"]),
+           _rec("deep_three_lines", "model", states=1062653, rules_fired=6132182)]
+    checks["configs"]["deep_three_lines"].pop("pin", None)
+    lines = check.apply_pins(run, checks)
+    assert [r["pin"] for r in run] == ["mismatch", "mismatch", "unpinned"]
+    assert [r["ok"] for r in run] == [False, False, True], "a mismatch fails the run; unpinned does not"
+    assert len(lines) == 2
+    assert "smoke" in lines[0] and "16,807" in lines[0] and "15,126" in lines[0], lines[0]
+    assert "configs.smoke.pin" in lines[0] and "--update-pins" in lines[0], lines[0]
+    assert "P5_entries_return_to_stable" in lines[1] and "mutants.cxl3_sync_inv.pin" in lines[1], lines[1]
+    assert "PIN MISMATCH" in summary.table(run)
+
+    path = tmp_path / "checks.json"
+    path.write_text(json.dumps(checks, indent=2) + "\n")
+    assert check.update_pins(path, run) == ["smoke", "cxl3_sync_inv", "deep_three_lines"]
+    assert all(r["ok"] for r in run)
+    new = check.load_checks(path)
+    assert new["configs"]["smoke"]["pin"] == {"states": 15126, "rules_fired": 72299}
+    assert new["mutants"]["cxl3_sync_inv"]["pin"] == {"violated": ["P4_live_server_ops_complete"]}
+    assert new["configs"]["deep_three_lines"]["pin"] == {"states": 1062653, "rules_fired": 6132182}
+    again = [_rec("smoke", "model", states=15126, rules_fired=72299)]
+    assert check.apply_pins(again, new) == [] and again[0]["pin"] == "match" and again[0]["ok"]
+    # nothing but the pins changed
+    for section in ("configs", "mutants"):
+        for name, entry in new[section].items():
+            assert {k: v for k, v in entry.items() if k != "pin"} == \
+                {k: v for k, v in checks[section][name].items() if k != "pin"}
+
+
+def test_a_failed_run_is_not_compared_and_pins_nothing(tmp_path):
+    rec = _rec("smoke", "model", states=5, rules_fired=5, result="fail", violated="P1", ok=False)
+    assert check.apply_pins([rec], CHECKS) == [] and rec["pin"] == "not compared"
+    path = tmp_path / "checks.json"
+    path.write_text((ROOT / "spec" / "murphi" / "checks.json").read_text())
+    assert check.update_pins(path, [rec]) == []
+    assert path.read_text() == (ROOT / "spec" / "murphi" / "checks.json").read_text()
+
+
+def test_thread_count_does_not_change_the_state_count():
+    """Rumur's states and rules fired do not depend on the verifier threads (models run with all
+    cores in make verify): smoke with 1 and 2 threads both equal the pin."""
+    pin = CHECKS["configs"]["smoke"]["pin"]
+    for threads in ("1", "2"):
+        r = run_check("--only", "smoke", "--threads", threads)
+        assert r.returncode == 0, r.stdout + r.stderr
+        row = next(l for l in r.stdout.splitlines() if l.startswith("smoke "))
+        assert f"{pin['states']:,}" in row and f"{pin['rules_fired']:,}" in row, row
+
+
+def test_malformed_pin_is_named(tmp_path):
+    bad = tmp_path / "checks.json"
+    data = json.loads(json.dumps(CHECKS))
+    data["configs"]["smoke"]["pin"] = {"states": "many"}
+    bad.write_text(json.dumps(data))
+    with pytest.raises(check.CheckError, match=r"configs.smoke.pin"):
+        check.load_checks(bad)

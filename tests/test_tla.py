@@ -27,6 +27,7 @@ from apta.paths import load_script
 check = load_script("tla_check", CHECK)   # spec/murphi and spec/tla both have a check.py
 
 DEFAULT = {r.name: r for r in check.SUITES["default"]}
+PINS = check.load_pins(SPEC / check.PINS_FILE)
 
 # The mutants issue 3 requires, and the property each must be rejected on
 # (written here independently of check.py's table).
@@ -51,7 +52,7 @@ def _fresh(path: Path) -> bool:
         return False
     digest = check.spec_digest(SPEC)
     recs = {r["name"]: r for r in json.loads(path.read_text()) if r.get("checker") == "tlc"}
-    return all(n in recs and recs[n].get("spec_digest") == digest for n in DEFAULT)
+    return all(n in recs and recs[n].get("spec_digest") == digest and "depth" in recs[n] for n in DEFAULT)
 
 
 @pytest.fixture(scope="session")
@@ -72,13 +73,22 @@ def test_default_run_as_expected(results, name):
     r = results[name]
     for f in summary.FIELDS + ("distinct_states",):
         assert f in r, f"{name}: record lacks {f}"
+    pin = PINS.get(name)
+    assert pin, f"{name}: no pin in spec/tla/pins.json (spec/tla/check.py --only {name} --update-pins)"
     if r["kind"] == "model":
         assert r["result"] == "pass", f"model {name} failed on {r['violated']}"
-        assert r["distinct_states"] > 0
+        assert r["distinct_states"] == pin["distinct_states"], f"{name}: distinct states differ from the pin"
+        # the depth is exact with one worker; with several TLC may report a longer path
+        if r.get("workers") == 1:
+            assert r["depth"] == pin["depth"], f"{name}: depth differs from the pin"
+        else:
+            assert r["depth"] >= pin["depth"], f"{name}: depth below the pin"
     else:
         assert r["result"] == "fail" and r["violated"] == DEFAULT[name].expected, \
             f"mutant {name}: expected a violation of {DEFAULT[name].expected}, got {r['violated']}"
+        assert pin == {"violated": r["violated"]}, f"{name}: violated property differs from the pin"
     assert r["ok"] is True
+    assert r.get("pin") == "match", f"{name}: pin status {r.get('pin')}"
 
 
 @pytest.mark.parametrize("name,prop", sorted(REQUIRED_MUTANTS.items()))
@@ -182,3 +192,59 @@ def test_mutant_not_rejected_fails(tmp_path):
     p = _run_on(d, tmp_path, "stale-view-undeclared")
     assert p.returncode == 1
     assert "UNEXPECTED" in p.stdout
+
+
+# ------------------------------------------------------------------ pins
+def _rec(name: str, kind: str, **kw) -> dict:
+    rec = {"name": name, "checker": "tlc", "kind": kind, "config": name, "states": 0, "rules_fired": 0,
+           "distinct_states": 0, "seconds": 1.0, "result": "pass" if kind == "model" else "fail",
+           "violated": None, "expected": None, "ok": True, "depth": None, "workers": 2}
+    return rec | kw
+
+
+def test_every_default_run_is_pinned():
+    assert set(DEFAULT) <= set(PINS), f"unpinned default runs: {sorted(set(DEFAULT) - set(PINS))}"
+    for name, pin in PINS.items():
+        assert name in check.ALL_RUNS, f"pins.json pins {name}, which check.py does not run"
+        want = {"distinct_states", "depth"} if check.ALL_RUNS[name].kind == "model" else {"violated"}
+        assert set(pin) == want, (name, pin)
+
+
+def test_pin_mismatch_is_a_failure_and_update_pins_rewrites_it(tmp_path):
+    """Recorded runs against doctored pins: fewer distinct states, a shallower graph with one
+    worker, another violated property each fail with a line naming run, pin and actual and the
+    command that updates it; update_pins (--update-pins) writes the run, after which it matches."""
+    pins = {"pipeline": {"distinct_states": 127156, "depth": 64},
+            "store": {"distinct_states": 190, "depth": 22},
+            "broadcast": {"distinct_states": 923, "depth": 23},
+            "early-put-ack": {"violated": "Refinement"}}
+    run = [_rec("pipeline", "model", distinct_states=12715, depth=64),
+           _rec("store", "model", distinct_states=190, depth=21, workers=1),
+           _rec("broadcast", "model", distinct_states=923, depth=24, workers=2),   # several workers: >=
+           _rec("early-put-ack", "mutant", violated="GetFresh", expected="GetFresh"),
+           _rec("live-deep", "model", distinct_states=32616, depth=40, workers=1)]
+    lines = check.apply_pins(run, pins)
+    assert [r["pin"] for r in run] == ["mismatch", "mismatch", "match", "mismatch", "unpinned"]
+    assert [r["ok"] for r in run] == [False, False, True, False, True]
+    assert "pipeline" in lines[0] and "127,156" in lines[0] and "12,715" in lines[0], lines[0]
+    assert "runs.pipeline" in lines[0] and "--update-pins" in lines[0], lines[0]
+    assert "depth 22" in lines[1] and "depth 21" in lines[1], lines[1]
+    assert "violated Refinement" in lines[2] and "violated GetFresh" in lines[2], lines[2]
+
+    path = tmp_path / "pins.json"
+    path.write_text(json.dumps({"doc": "x", "runs": pins}))
+    with pytest.raises(SystemExit, match="one-worker"):       # a depth pin needs -workers 1
+        check.update_pins(path, run)
+    for r in run:
+        r["workers"] = 1
+    assert check.update_pins(path, run) == ["pipeline", "store", "broadcast", "early-put-ack", "live-deep"]
+    new = check.load_pins(path)
+    assert new["pipeline"] == {"distinct_states": 12715, "depth": 64}
+    assert new["early-put-ack"] == {"violated": "GetFresh"} and new["live-deep"]["depth"] == 40
+    again = [_rec("pipeline", "model", distinct_states=12715, depth=64, workers=1)]
+    assert check.apply_pins(again, new) == [] and again[0]["pin"] == "match"
+
+
+def test_update_pins_runs_one_worker():
+    p = run_check("--update-pins", "--workers", "2", "--only", "store")
+    assert p.returncode == 2 and "one worker" in p.stderr

@@ -14,7 +14,11 @@ Record fields (all checkers):
   result       "pass" | "fail"  (the checker's verdict on the model)
   violated     name of the property that failed, or None
   expected     for a mutant: the property it must break; None for a model
-  ok           the outcome is the expected one (model passes / mutant fails on `expected`)
+  ok           the outcome is the expected one (model passes / mutant fails on `expected`) and
+               equals the run's pin, if it has one
+Optional: pin  "match" | "mismatch" | "unpinned" | "updated" | "not compared" (the run against the
+               result pinned beside its configuration: spec/murphi/checks.json, spec/tla/pins.json),
+          pinned  that pin
 """
 from __future__ import annotations
 
@@ -79,6 +83,10 @@ def table(records: list[dict]) -> str:
         exp = "pass" if r["kind"] == "model" else f"fail:{r['expected']}"
         got = r["result"] if r["result"] == "pass" else f"fail:{r['violated']}"
         verdict = "ok" if r["ok"] else "UNEXPECTED"
+        if r.get("pin") == "mismatch":
+            verdict = "PIN MISMATCH"
+        elif r.get("pin") == "unpinned" and r["ok"]:
+            verdict = "ok, unpinned"
         rows.append((r["name"], r["checker"], r["config"], f"{r['states']:,}",
                      f"{r['rules_fired']:,}", f"{r['seconds']:.1f}", exp, f"{got} ({verdict})"))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
@@ -102,8 +110,10 @@ def main(argv: list[str]) -> int:
     if bad:
         print(f"verify: FAILED: {', '.join(bad)}")
         return 1
+    unpinned = [r["name"] for r in records if r.get("pin") == "unpinned"]
     print(f"verify: {len(models)} model run(s) passed ({sum(r['states'] for r in models):,} states), "
-          f"{len(mutants)} mutant(s) rejected on their target property [{', '.join(checkers)}]")
+          f"{len(mutants)} mutant(s) rejected on their target property [{', '.join(checkers)}]"
+          + (f"; {len(unpinned)} unpinned: {', '.join(unpinned)}" if unpinned else ""))
     return 0
 
 

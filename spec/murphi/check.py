@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Run Rumur on the apta model: every configuration of a suite, then every mutant.
 
-    spec/murphi/check.py [--suite default|deep] [--only NAME ...] [--set CONST=VALUE ...]
+    spec/murphi/check.py [--suite default|deep] [--only NAME ...] [--set CONST=VALUE ...] [--update-pins]
 
 A model passes when Rumur explores its whole state space with no error and every cover statement
 the configuration requires is hit. A mutant passes (is rejected as expected) only when Rumur
 reports a violation of the property the mutant targets; a compile error, another property or no
-error at all is a failure of `make verify`. Results go to build/verify/summary.json (python/apta/summary.py)
+error at all is a failure of `make verify`. Each run is then compared with its pin in checks.json
+(a model's states and rules fired, a mutant's reported properties): a difference is a failure until
+the pin is updated (`--update-pins` rewrites it from the run); a run without a pin is "unpinned". Results go to build/verify/summary.json (python/apta/summary.py)
 and the printed table; counterexample traces of unexpected failures are printed.
 """
 from __future__ import annotations
@@ -56,6 +58,13 @@ def load_checks(path: Path = CHECKS) -> dict:
                 raise CheckError(f"{path}: mutants.{name}: missing field '{f}'")
         if m["config"] not in data["configs"]:
             raise CheckError(f"{path}: mutants.{name}.config: unknown configuration {m['config']!r}")
+    for section, fields in (("configs", {"states": int, "rules_fired": int}), ("mutants", {"violated": list})):
+        for name, entry in data[section].items():
+            pin = entry.get("pin")
+            if pin is not None and (not isinstance(pin, dict) or set(pin) != set(fields)
+                                    or not all(isinstance(pin[k], t) for k, t in fields.items())):
+                raise CheckError(f"{path}: {section}.{name}.pin: expected {{{', '.join(fields)}}}, got {pin!r} "
+                                 f"(--update-pins writes it)")
     for sname, s in data["suites"].items():
         for n in s.get("models", []):
             if n not in data["configs"]:
@@ -318,6 +327,85 @@ def check_one(j: Job) -> dict:
     return rec
 
 
+# ---------------------------------------------------------------------------------------------
+# pins: the expected result of every run, recorded beside its configuration in checks.json
+# ---------------------------------------------------------------------------------------------
+# configs.<name>.pin = {"states", "rules_fired"}: Rumur's distinct states and rules fired, the same
+# for any number of verifier threads (measured with 1, 2 and 4). mutants.<name>.pin = {"violated"}:
+# every property Rumur reports, sorted (what a mutant's run is rejected on). A run whose outcome is
+# as expected is compared with its pin; a difference fails the run until the pin is updated
+# (--update-pins rewrites checks.json from the run, for a deliberate model change).
+def pin_of(rec: dict) -> dict:
+    if rec["kind"] == "model":
+        return {"states": rec["states"], "rules_fired": rec["rules_fired"]}
+    return {"violated": sorted(rec["all_violated"])}
+
+
+def _pin_entry(checks: dict, rec: dict) -> tuple[str, dict | None]:
+    """Where `rec`'s pin lives in checks.json (a dotted path, for messages) and the entry holding it."""
+    section = "configs" if rec["kind"] == "model" else "mutants"
+    return f"{section}.{rec['name']}.pin", checks.get(section, {}).get(rec["name"])
+
+
+def compare_pin(rec: dict, checks: dict, suite: str = "default") -> tuple[str, str | None]:
+    """("match" | "unpinned" | "mismatch" | "not compared", the line to print or None).
+
+    Only a run with the expected outcome is compared: a failing model or a mutant rejected on the
+    wrong property already fails, and its numbers mean nothing."""
+    if not rec["ok"]:
+        return "not compared", None
+    where, entry = _pin_entry(checks, rec)
+    pin = (entry or {}).get("pin")
+    if pin is None:
+        return "unpinned", None
+    got = pin_of(rec)
+    if {k: pin.get(k) for k in got} == got:
+        return "match", None
+    show = lambda d: ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in d.items())
+    return "mismatch", (f"PIN MISMATCH {rec['name']} ({rec['kind']}, config {rec['config']}): expected "
+                        f"{show({k: pin.get(k) for k in got})} ({CHECKS.name} {where}), got {show(got)}. "
+                        f"If the model change is deliberate, update the pin in the same commit: "
+                        f"spec/murphi/check.py --suite {suite} --only {rec['name']} --update-pins")
+
+
+def apply_pins(records: list[dict], checks: dict, suite: str = "default") -> list[str]:
+    """Compare every record with its pin: sets rec["pin"] (the status) and rec["pinned"] (the pin),
+    and a mismatch makes the run a failure (rec["ok"] = False). Returns the mismatch lines."""
+    lines = []
+    for rec in records:
+        status, line = compare_pin(rec, checks, suite)
+        rec["pin"] = status
+        rec["pinned"] = (_pin_entry(checks, rec)[1] or {}).get("pin")
+        if status == "mismatch":
+            rec["ok"] = False
+            lines.append(line)
+    return lines
+
+
+def update_pins(path: Path, records: list[dict]) -> list[str]:
+    """Rewrite the pins of `records` (runs with the expected outcome only) in the checks file at
+    `path`; every other byte of the file keeps its format. Returns the names whose pin changed."""
+    checks = json.loads(path.read_text())
+    changed = []
+    for rec in records:
+        status = rec.get("pin")
+        if status not in ("match", "mismatch", "unpinned"):      # a failed run pins nothing
+            continue
+        _, entry = _pin_entry(checks, rec)
+        if entry is None:
+            raise CheckError(f"{path}: no {rec['kind']} named {rec['name']!r} to pin")
+        new = pin_of(rec)
+        if entry.get("pin") != new:
+            entry["pin"] = new
+            changed.append(rec["name"])
+        rec["pin"], rec["pinned"], rec["ok"] = "updated" if rec["name"] in changed else "match", new, True
+    if changed:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(checks, indent=2, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suite", default="default")
@@ -327,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", type=Path, default=MODEL, help="model file (default spec/murphi/apta.m)")
     ap.add_argument("--threads", type=int, default=0, help="verifier threads of models (0 = all cores)")
     ap.add_argument("--no-summary", action="store_true", help="do not write build/verify/summary.json")
+    ap.add_argument("--update-pins", action="store_true",
+                    help="rewrite the pins in checks.json from this run (a deliberate model change)")
     args = ap.parse_args(argv)
 
     try:
@@ -352,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.model.exists():
             raise CheckError(f"{args.model}: no such model file")
         source = args.model.read_text()
+        exploring = bool(overrides) or args.model.resolve() != MODEL     # pins are of the real model only
+        if args.update_pins and exploring:
+            raise CheckError("--update-pins records the real model's results: not with --set or --model")
         if shutil.which("rumur") is None:
             raise CheckError("rumur is not installed (make verify installs it)")
 
@@ -373,6 +466,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+    mismatches, updated = [], []
+    if exploring:
+        for rec in records:
+            rec["pin"], rec["pinned"] = "not compared", None
+    else:
+        mismatches = apply_pins(records, checks, args.suite)
+        if args.update_pins:
+            updated = update_pins(CHECKS, records)
+            mismatches = []
     if not args.no_summary and not overrides and args.model == MODEL:
         # The default suite is what `make verify` reports; other suites get a file of their own.
         path = SUMMARY if args.suite == "default" else SUMMARY.with_name(f"summary-{args.suite}.json")
@@ -382,14 +484,24 @@ def main(argv: list[str] | None = None) -> int:
             summary.merge(path, "rumur", records, known=set(checks["configs"]) | set(checks["mutants"]))
     print()
     print(summary.table(records))
+    for line in mismatches:
+        print(f"\n{line}")
+    if updated:
+        print(f"\nrumur: pins updated in {CHECKS}: {', '.join(updated)}")
+    unpinned = [r["name"] for r in records if r.get("pin") == "unpinned"]
+    pins = (f"; unpinned (no pin in {CHECKS.name}, not compared): {', '.join(unpinned)}"
+            if unpinned else ("; not compared with the pins (--set/--model)" if exploring else
+                              "; every result equals its pin"))
     bad = [r["name"] for r in records if not r["ok"]]
     nmodels = sum(1 for r in records if r["kind"] == "model")
     if bad:
-        print(f"\nrumur: FAILED: {', '.join(bad)}")
+        print(f"\nrumur: FAILED: {', '.join(bad)}"
+              + (f" (pin mismatch: {', '.join(r['name'] for r in records if r.get('pin') == 'mismatch')})"
+                 if mismatches else ""))
         return 1
     states = sum(r["states"] for r in records if r["kind"] == "model")
     print(f"\nrumur: {nmodels} configuration(s) verified ({states:,} states), "
-          f"{len(records) - nmodels} mutant(s) rejected on their target property")
+          f"{len(records) - nmodels} mutant(s) rejected on their target property{pins}")
     return 0
 
 

@@ -5,10 +5,15 @@
     python3 spec/tla/check.py --suite deep       # larger constants (make verify-deep)
     python3 spec/tla/check.py --only pipeline --only stale-view
     python3 spec/tla/check.py --list
+    python3 spec/tla/check.py --only pipeline --update-pins   # after a deliberate spec change
 
 Every model must pass; every mutant must be rejected by TLC on exactly the
 property it targets (an invariant or action property named by TLC, a temporal
 property that is the only one in the mutant's configuration, or Deadlock).
+Every run is then compared with its pin in spec/tla/pins.json (a model's
+distinct states and state-graph depth, a mutant's violated property): a
+difference is a failure until the pin is updated (--update-pins); a run with no
+pin is reported "unpinned".
 A spec that does not parse fails with SANY's message; a model that fails
 prints TLC's trace.  Results replace the "tlc" records of
 build/verify/summary.json (python/apta/summary.py); logs and TLC's state directories
@@ -279,6 +284,8 @@ def render_cfg(run: Run, base: str) -> tuple[str, list[str]]:
 
 # --------------------------------------------------------------------------- TLC
 STATES = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found")
+DEPTH = re.compile(r"The depth of the complete state graph search is (\d+)\.")
+WORKERS = re.compile(r"Model-Checking .* with (\d+) workers? on ")
 VIOLATION = [
     (re.compile(r"^Error: Invariant (\S+) is violated"), None),
     (re.compile(r"^Error: Action property (\S+) is violated"), None),
@@ -322,6 +329,7 @@ def run_tlc(run: Run, java: list[str], spec_dir: Path, build: Path, workers: str
     generated = distinct = 0
     for m in STATES.finditer(out):
         generated, distinct = int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))
+    depth, nworkers = DEPTH.search(out), WORKERS.search(out)
     violated, error = None, None
     for line in out.splitlines():
         for pat, fixed in VIOLATION:
@@ -345,6 +353,8 @@ def run_tlc(run: Run, java: list[str], spec_dir: Path, build: Path, workers: str
         "states": generated, "rules_fired": generated, "distinct_states": distinct,
         "seconds": round(seconds, 1), "result": result, "violated": violated,
         "expected": run.expected, "spec_digest": spec_digest(spec_dir),
+        "depth": int(depth.group(1)) if depth else None,
+        "workers": int(nworkers.group(1)) if nworkers else None,
     }
     rec["ok"] = summary.expected_ok(run.kind, result, violated, run.expected)
     return rec | {"_out": out, "_error": error, "_log": str(log)}
@@ -359,6 +369,103 @@ def error_text(out: str) -> str:
     return "\n".join(lines[-40:])
 
 
+# --------------------------------------------------------------------------- pins
+# spec/tla/pins.json, beside the .cfg files: {"runs": {name: pin}}. A model's pin is
+# {"distinct_states", "depth"}: TLC's distinct states are the same for any number of
+# workers; the depth of its breadth-first search is exact with one worker and may
+# come out larger with several (measured: +1 on store, silent, undeclared, diamond,
+# scatter with 2 or 4 workers), so it is pinned from a one-worker run and a run
+# with more workers must reach at least it. A mutant's pin is {"violated"}: the
+# property TLC reported (its state counts depend on the workers: not pinned).
+PINS_FILE = "pins.json"
+
+
+def pin_of(rec: dict) -> dict:
+    if rec["kind"] == "model":
+        return {"distinct_states": rec["distinct_states"], "depth": rec["depth"]}
+    return {"violated": rec["violated"]}
+
+
+def load_pins(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    import json
+    try:
+        runs = json.loads(path.read_text()).get("runs", {})
+    except (ValueError, AttributeError) as e:
+        raise SystemExit(f"check.py: {path}: not a pins file ({e}); --update-pins rewrites it")
+    return runs
+
+
+def compare_pin(rec: dict, pins: dict, path: Path = Path(PINS_FILE)) -> tuple[str, str | None]:
+    """("match" | "unpinned" | "mismatch" | "not compared", the line to print or None).
+    Only a run with the expected outcome is compared (any other already fails)."""
+    if not rec["ok"]:
+        return "not compared", None
+    pin = pins.get(rec["name"])
+    if pin is None:
+        return "unpinned", None
+    got = pin_of(rec)
+    want = {k: pin.get(k) for k in got}
+    if rec["kind"] == "model" and rec.get("workers") != 1:
+        # several workers: distinct states exact, depth at least the one-worker depth
+        same = got["distinct_states"] == want["distinct_states"] and \
+            want["depth"] is not None and got["depth"] is not None and got["depth"] >= want["depth"]
+        want_txt = f"distinct_states {want['distinct_states']:,}, depth >= {want['depth']}"
+    else:
+        same = got == want
+        want_txt = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in want.items())
+    if same:
+        return "match", None
+    got_txt = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in got.items())
+    workers = f" with {rec.get('workers')} workers" if rec["kind"] == "model" else ""
+    return "mismatch", (f"PIN MISMATCH {rec['name']} ({rec['kind']}, config {rec['config']}): expected "
+                        f"{want_txt} ({path} runs.{rec['name']}), got {got_txt}{workers}. If the spec "
+                        f"change is deliberate, update the pin in the same commit: "
+                        f"spec/tla/check.py --only {rec['name']} --update-pins")
+
+
+def apply_pins(records: list[dict], pins: dict, path: Path = Path(PINS_FILE)) -> list[str]:
+    """Set rec["pin"] (status) and rec["pinned"] on every record; a mismatch makes the run a
+    failure (rec["ok"] = False). Returns the mismatch lines."""
+    lines = []
+    for rec in records:
+        status, line = compare_pin(rec, pins, path)
+        rec["pin"], rec["pinned"] = status, pins.get(rec["name"])
+        if status == "mismatch":
+            rec["ok"] = False
+            lines.append(line)
+    return lines
+
+
+def update_pins(path: Path, records: list[dict]) -> list[str]:
+    """Write the pins of `records` (runs with the expected outcome) into the pins file at `path`,
+    keeping the others, in the order of the suites. Returns the names whose pin changed."""
+    import json
+    pins = load_pins(path)
+    changed = []
+    for rec in records:
+        if rec.get("pin") not in ("match", "mismatch", "unpinned"):    # a failed run pins nothing
+            continue
+        if rec["kind"] == "model" and rec.get("workers") != 1:
+            raise SystemExit(f"check.py: {rec['name']}: a depth pin needs a one-worker run (--workers 1)")
+        new = pin_of(rec)
+        if pins.get(rec["name"]) != new:
+            pins[rec["name"]] = new
+            changed.append(rec["name"])
+        rec["pin"], rec["pinned"], rec["ok"] = ("updated" if rec["name"] in changed else "match"), new, True
+    if changed:
+        order = {n: i for i, n in enumerate(ALL_RUNS)}
+        doc = ("TLC's expected result per run of spec/tla/check.py (written by --update-pins, which "
+               "runs TLC with one worker): a model's distinct states and the depth of its state "
+               "graph, a mutant's violated property. check.py fails a run that differs.")
+        data = {"doc": doc, "runs": dict(sorted(pins.items(), key=lambda kv: order.get(kv[0], len(order))))}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        os.replace(tmp, path)
+    return changed
+
+
 # --------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -366,13 +473,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], metavar="NAME",
                     help="run only these models/mutants (any suite); repeatable")
     ap.add_argument("--list", action="store_true", help="list the runs and exit")
-    ap.add_argument("--workers", default="auto", help="TLC -workers (default auto)")
+    ap.add_argument("--workers", default=None,
+                    help="TLC -workers (default auto; 1 with --update-pins, for an exact depth)")
+    ap.add_argument("--update-pins", action="store_true",
+                    help="rewrite the pins in spec/tla/pins.json from this run (a deliberate spec change)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per TLC run")
     ap.add_argument("--spec-dir", type=Path, default=HERE)
     ap.add_argument("--build-dir", type=Path, default=ROOT / "build" / "tla")
     ap.add_argument("--summary", type=Path, default=ROOT / "build" / "verify" / "summary.json")
     ap.add_argument("--jar", type=Path, default=Path(os.environ.get("APTA_TLC_JAR", JAR_PATH)))
     args = ap.parse_args(argv)
+    if args.workers is None:
+        args.workers = "1" if args.update_pins else "auto"
+    elif args.update_pins and args.workers != "1":
+        print("check.py: --update-pins runs TLC with one worker (the depth is exact only then)",
+              file=sys.stderr)
+        return 2
 
     if args.list:
         for suite, runs in SUITES.items():
@@ -422,14 +538,28 @@ def main(argv: list[str] | None = None) -> int:
                 print(error_text(rec["_out"]), flush=True)
         records.append({k: v for k, v in rec.items() if not k.startswith("_")})
 
+    pins_path = spec_dir / PINS_FILE
+    mismatches = apply_pins(records, load_pins(pins_path), pins_path)
+    updated = update_pins(pins_path, records) if args.update_pins else []
+    if args.update_pins:
+        mismatches = []
     # Keep this checker's records of other runs (an --only or a deep run replaces
     # just its own), dropping records of runs that no longer exist.
     merged = summary.merge(args.summary, "tlc", records, known=set(ALL_RUNS))
     print()
     print(summary.table([r for r in merged if r["checker"] == "tlc" and r in records]))
+    for line in mismatches:
+        print(f"\n{line}")
+    if updated:
+        print(f"\ncheck.py: pins updated in {pins_path}: {', '.join(updated)}")
+    unpinned = [r["name"] for r in records if r.get("pin") == "unpinned"]
     bad = [r["name"] for r in records if not r["ok"]]
     print(f"\ncheck.py: {len(records)} TLC runs in {time.monotonic() - t_all:.0f} s; "
-          + (f"UNEXPECTED: {', '.join(bad)}" if bad else "all as expected"))
+          + (f"UNEXPECTED: {', '.join(bad)}" if bad else "all as expected")
+          + (f" (pin mismatch: {', '.join(r['name'] for r in records if r.get('pin') == 'mismatch')})"
+             if mismatches else "")
+          + (f"; unpinned (no pin in {pins_path.name}, not compared): {', '.join(unpinned)}" if unpinned
+             else ("; every result equals its pin" if not bad else "")))
     return 1 if bad else 0
 
 
