@@ -75,6 +75,7 @@ $(VENV)/.stamp-rtl: requirements-rtl.txt $(VENV)/.stamp
 
 # --- model checking -----------------------------------------------------------------------------
 verify: verify-murphi verify-tla vectors
+	python3 schema/mutants.py --check
 	@$(PY) -m apta.summary build/verify/summary.json
 
 verify-murphi: deps-murphi venv
