@@ -64,6 +64,14 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   def isSt(s: Slot, st: Int): Bool = s.st === st.U
   def sizeMask(size: UInt): UInt = ((1.U((L + 1).W) << size) - 1.U)(L - 1, 0)
 
+  // a transaction (writer, txn) has at most one open or complete slot: a retry reuses it (the model's
+  // idempotent retry keyed by transaction id); not synthesized
+  for (i <- 0 until S; j <- i + 1 until S) {
+    def inTxn(s: Slot): Bool = isSt(s, SlotSt.Open) || isSt(s, SlotSt.Complete)
+    assert(!(inTxn(slots(i)) && inTxn(slots(j)) && slots(i).owner === slots(j).owner && slots(i).txn === slots(j).txn),
+      "opc-one-slot-per-txn: two open slots of one (writer, txn)")
+  }
+
   val commitSeq = RegInit(0.U(32.W))
   io.commitSeq := commitSeq
   io.stData := stage(at(io.stRd.slot, io.stRd.line))

@@ -73,6 +73,27 @@ class Otc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   fwdSet := s1.set
   fwdWays := upd.io.newWays
 
+  // The model's structural invariants (spec/murphi/apta.m; the scoreboard's checks of the same name,
+  // tests/rtl/core_scoreboard.py) on every set as it is written back, so a wrong transition stops the
+  // simulation on the cycle it happens. Chisel emits them under `ifndef SYNTHESIS`: checked in every
+  // simulation, absent from synthesis.
+  when(write) {
+    for (w <- upd.io.newWays) {
+      val live = w.state =/= DirState.I.U
+      val owes = w.pend.map(_ =/= 0.U).reduce(_ || _)
+      val transient = w.state === DirState.SA.U || w.state === DirState.SI.U
+      assert(!live || !owes || transient, "pend-only-in-SA-SI: acks are owed only for an entry in S^A or SI")
+      assert(!live || owes || !transient, "idle-entry-stable: an entry in S^A or SI waits for some ack")
+      assert(!live || w.state =/= DirState.SI.U || w.sharers === 0.U, "SI-no-sharers: an entry being evicted has no sharers")
+    }
+    when(s1.kind === PipeKind.Fence.U) {
+      val f = s1.req.server
+      for (w <- upd.io.newWays)
+        assert(w.state === DirState.I.U || (w.pend(f) === 0.U && !w.sharers(f)),
+          "fenced-owes-nothing: the fence walk retires the server's acks and copies in every set")
+    }
+  }
+
   // ---- S1 outputs -----------------------------------------------------------------------------------
   val isReq = s1.kind === PipeKind.Req.U
   io.s1Valid := s1Valid

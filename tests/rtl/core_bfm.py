@@ -454,7 +454,8 @@ def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = 
              testcase: str | None = None, results_name: str = "results.xml") -> tuple[int, int]:
     """Run the cocotb module `test_module` (in tests/rtl) on a built simulator and record its
     results in bdir/results_name; returns (tests, failures). The one run-and-record tail of every
-    RTL test: a runner that exits because a test failed counts as a failure, never as a pass."""
+    RTL test: a runner that exits because a test failed, or a simulation an RTL assertion stopped,
+    counts as a failure, never as a pass."""
     from cocotb_tools.runner import get_results
     env = {k: str(v) for k, v in (env or {}).items()}
     try:
@@ -462,7 +463,7 @@ def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = 
                               build_dir=bdir, extra_env=env, testcase=testcase,
                               results_xml=str(bdir / results_name))
         return get_results(results)
-    except SystemExit:
+    except (SystemExit, RuntimeError):   # a failed test, or the simulator stopped (an RTL assertion)
         return 1, 1
 
 

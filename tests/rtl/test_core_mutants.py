@@ -79,7 +79,8 @@ def test_mutants_caught():
     for m in ms:
         r, vr = _stress(m["id"]), _vectors(m["id"], scen_file)
         v = r.get("violation") or {}
-        caught = v.get("check") if r["failed"] else None
+        # a scoreboard check, or an RTL assertion that stopped the simulation first (rtl/otc/Otc.scala)
+        caught = (v.get("check") or "RTL assertion (simulation stopped)") if r["failed"] else None
         vcaught = (f"{len(vr['failed'])}/{n_scen}, first {vr['failed'][0].split(' ')[0]}"
                    if vr["caught"] and vr["failed"] else ("crashed" if vr["caught"] else None))
         rows.append({"id": m["id"], "name": m["name"], "vectors": vcaught or "not caught",
