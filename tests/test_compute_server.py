@@ -5,7 +5,6 @@ tests show the models, runner, recording and checker fit together; the RTL is te
 tests/rtl/test_ms_workflows.py."""
 import json
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 

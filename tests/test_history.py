@@ -2,7 +2,6 @@
 property that violates it (the checker's mutants: each must be rejected on that property and no
 other), and malformed lines rejected with file, line and field."""
 import json
-import sys
 from pathlib import Path
 
 import pytest

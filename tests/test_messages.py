@@ -4,7 +4,6 @@ against the same codec in tests/rtl/ (`make test-rtl`)."""
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
 import re

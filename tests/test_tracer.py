@@ -10,7 +10,6 @@ import gzip
 import json
 import os
 import shutil
-import sys
 
 import pytest
 

@@ -101,16 +101,10 @@ def load(path) -> Script:
         if k not in doc:
             raise ScriptError(path, k, "missing required field (a pattern script lists its servers and functions)")
     fns = doc["functions"]
-    if not fns:
-        raise ScriptError(path, "functions", "no functions")
     servers = doc["servers"]
-    names = {}
+    names = wl.index_functions(path, fns, FN_REQUIRED, FN_OPTIONAL)
     for j, f in enumerate(fns):
         w = f"functions[{j}]"
-        _fields(path, w, f, FN_REQUIRED, FN_OPTIONAL)
-        if f["name"] in names:
-            raise ScriptError(path, f"{w}.name", f"duplicate function {f['name']!r}")
-        names[f["name"]] = j
         if not f["servers"]:
             raise ScriptError(path, f"{w}.servers", "at least one server (one per instance)")
         for k, s in enumerate(f["servers"]):

@@ -163,15 +163,9 @@ def load(path: str, apps_dir: str = APPS_DIR) -> Workflow:
         _check_fields(path, f"sizes.{s}", spec, {"gen": dict}, {"params": dict})
 
     fns = doc["functions"]
-    if not fns:
-        raise WorkflowError(path, "functions", "no functions")
-    names = {}
+    names = index_functions(path, fns, FN_REQUIRED, FN_OPTIONAL)
     for j, f in enumerate(fns):
         where = f"functions[{j}]"
-        _check_fields(path, where, f, FN_REQUIRED, FN_OPTIONAL)
-        if f["name"] in names:
-            raise WorkflowError(path, f"{where}.name", f"duplicate function name {f['name']!r}")
-        names[f["name"]] = j
         if not NAME_RE.match(f["source"]):
             raise WorkflowError(path, f"{where}.source", f"bad source name {f['source']!r}")
         src = os.path.join(apps_dir, app, f["source"] + ".c")
@@ -233,6 +227,21 @@ def load(path: str, apps_dir: str = APPS_DIR) -> Workflow:
     return Workflow(path=path, name=doc["name"], title=doc["title"], app=app, inputs=doc["inputs"], external_inputs=ext_inputs,
                     sizes=doc["sizes"], params=doc.get("params", {}), functions=fns, outputs=doc["outputs"],
                     table_iv=doc.get("table_iv"), paper=doc.get("paper", {}))
+
+
+def index_functions(path: str, fns: list, required: dict, optional: dict) -> dict:
+    """The checks every list of function entries gets (workflow files here, the object-level
+    pattern scripts of tests/workflows/): not empty, each entry's fields, unique names.
+    Returns name -> index."""
+    if not fns:
+        raise WorkflowError(path, "functions", "no functions")
+    names = {}
+    for j, f in enumerate(fns):
+        _check_fields(path, f"functions[{j}]", f, required, optional)
+        if f["name"] in names:
+            raise WorkflowError(path, f"functions[{j}].name", f"duplicate function name {f['name']!r}")
+        names[f["name"]] = j
+    return names
 
 
 def check_dag(path, fns, names):

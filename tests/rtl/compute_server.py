@@ -35,7 +35,6 @@ and read with python/apta/messages.py.
 from __future__ import annotations
 
 import random
-import sys
 from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass, field

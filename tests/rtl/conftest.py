@@ -9,7 +9,6 @@ pyproject.toml), so a renamed test keeps its requirements.
 """
 import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest

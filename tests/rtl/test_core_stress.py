@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 import time
 from collections import Counter
 from pathlib import Path

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 

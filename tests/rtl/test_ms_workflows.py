@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import random
-import sys
 import time
 from collections import deque
 from pathlib import Path
