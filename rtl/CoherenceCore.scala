@@ -105,18 +105,18 @@ class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParam
 
   val op = Wire(new PipeOp)
   op.req := io.req.bits
-  op.kind := PipeKind.Req.U
+  op.kind := PipeKind.Req
   when(walk) {
-    op.kind := PipeKind.Fence.U
+    op.kind := PipeKind.Fence
     op.req.server := ctrl.io.walk.bits.server
   }.elsewhen(ackFire) {
     val m = ObjBIRspMsg.fromFlit(ackF.io.out.bits.flit)
-    op.kind := PipeKind.Ack.U
+    op.kind := PipeKind.Ack
     op.req.server := m.server
     op.req.epoch := m.epoch
     op.req.obj := m.obj
   }.elsewhen(queryFire) {
-    op.kind := PipeKind.Query.U
+    op.kind := PipeKind.Query
     op.req.obj := io.query.bits.obj
   }
   op.set := Mux(walk, ctrl.io.walk.bits.set, DirIndex.setOf(op.req.obj))
@@ -154,17 +154,17 @@ class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParam
   ctrlF.io.enable := !otc.io.reqErr.valid && !ackF.io.err.valid
   val err = Wire(Valid(new CoreDecodeErr))
   err.valid := otc.io.reqErr.valid || ackF.io.err.valid || ctrlF.io.err.valid
-  err.bits.channel := ErrChannel.ctrl.U
+  err.bits.channel := ErrChannel.ctrl
   err.bits.code := ctrlF.io.err.bits.code
   err.bits.field := ctrlF.io.err.bits.field
   err.bits.opcode := ctrlF.io.err.bits.opcode
   when(otc.io.reqErr.valid) {
-    err.bits.channel := ErrChannel.req.U
+    err.bits.channel := ErrChannel.req
     err.bits.code := MsgError.fieldRange.U
     err.bits.field := otc.io.reqErr.bits
-    err.bits.opcode := Mux(otc.io.resp.bits.op === ReqOp.Get.U, MsgOpcode.ObjGet.U, MsgOpcode.PutCommit.U)
+    err.bits.opcode := Mux(otc.io.resp.bits.op === ReqOp.Get, MsgOpcode.ObjGet.U, MsgOpcode.PutCommit.U)
   }.elsewhen(ackF.io.err.valid) {
-    err.bits.channel := ErrChannel.ack.U
+    err.bits.channel := ErrChannel.ack
     err.bits.code := ackF.io.err.bits.code
     err.bits.field := ackF.io.err.bits.field
     err.bits.opcode := ackF.io.err.bits.opcode

@@ -111,7 +111,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   reqArb.io.in(0) <> osc.io.coreReq
   reqArb.io.in(1) <> opc.io.coreReq
   core.io.req <> reqArb.io.out
-  val respGet = core.io.resp.bits.op === ReqOp.Get.U
+  val respGet = core.io.resp.bits.op === ReqOp.Get
   osc.io.coreResp.valid := core.io.resp.valid && respGet
   opc.io.coreResp.valid := core.io.resp.valid && !respGet
   osc.io.coreResp.bits := core.io.resp.bits

@@ -51,10 +51,9 @@ def test_generated_scala_has_every_definition():
     from apta import messages
     text = messages.gen_scala(json.loads((SCHEMA / "messages.json").read_text()), "schema/messages.json") + schema.gen_scala()
     for name, vals in schema.enums().items():
-        body = re.search(rf"object {name} \{{(.*?)\n\}}", text, re.S)
-        assert body, f"no object {name}"
-        assert re.findall(r"val (\w+) = (\d+)  //", body.group(1)) == [(v, str(i)) for i, v in enumerate(vals)]
-        assert f"val width = {max(1, (len(vals) - 1).bit_length())}" in body.group(1)
+        body = re.search(rf"object {name} extends ChiselEnum \{{(.*?)\n\}}", text, re.S)
+        assert body, f"no ChiselEnum {name}"
+        assert re.findall(r"val (\w+) = Value\((\d+)\.U\)", body.group(1)) == [(v, str(i)) for i, v in enumerate(vals)]
     errs = re.search(r"object MsErrCode \{(.*?)\n\}", text, re.S).group(1)
     assert dict((n, int(c)) for n, c in re.findall(r"val (\w+) = (\d+)  //", errs)) == \
         {v: k for k, v in schema.ms_errors().items()}

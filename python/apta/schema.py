@@ -4,7 +4,7 @@ memory server's error codes (schema/messages.json "msErrors"), for Python, and t
     python -m apta.schema c --out build/gen/apta_enums.h      # C/C++ (simulator, daemon)
     python -m apta.schema docs [--check]                       # the tables in rtl/CORE.md, rtl/MEMSERVER.md
 
-The Scala form (enum objects with their widths, MsErrCode, ParamDefaults) is part of the generated Messages.scala
+The Scala form (ChiselEnum objects, MsErrCode, ParamDefaults) is part of the generated Messages.scala
 (`python -m apta.messages scala`), so the RTL build regenerates it from schema/ every time.
 """
 from __future__ import annotations
@@ -118,13 +118,11 @@ def _bits(n: int) -> int:
 def gen_scala() -> str:
     L = ["", "// ---- schema/core.json: the coherence core's port enums (rtl/CORE.md) ----", ""]
     for name, e in _core()["enums"].items():
-        # encodings as Int constants with their width (the ports are UInt of that width)
+        # a ChiselEnum whose values are the schema's encodings (the ports stay UInt of its width)
         L.append(f"/** `{e['port']}`: {e['doc']} */")
-        L.append(f"object {name} {{")
-        L.append(f"  val width = {_bits(len(e['values']))}")
+        L.append(f"object {name} extends ChiselEnum {{")
         for i, (v, doc) in enumerate(e["values"]):
-            L.append(f"  val {v} = {i}  // {doc}")
-        L.append("  val names: Seq[String] = Seq(" + ", ".join(f'"{v}"' for v, _ in e["values"]) + ")")
+            L.append(f"  val {v} = Value({i}.U)  // {doc}")
         L.append("}")
         L.append("")
     L += ["// ---- schema/params.json + schema/messages.json parameters: AptaParams' defaults ----", "",

@@ -4,13 +4,12 @@ import chisel3._
 import chisel3.util._
 
 /** Staging slot states */
-object SlotSt {
-  val width = 3
-  val Free = 0
-  val Open = 1        // prepared, lines arriving
-  val Complete = 2    // every line arrived, commit not yet asked (or Stall'd)
-  val Committing = 3  // Commit sent to the core, answer awaited
-  val Draining = 4    // committed: lines going to DRAM (the OSC may forward them)
+object SlotSt extends ChiselEnum {
+  val Free = Value        // (reset: a zeroed slot is free)
+  val Open = Value        // prepared, lines arriving
+  val Complete = Value    // every line arrived, commit not yet asked (or Stall'd)
+  val Committing = Value  // Commit sent to the core, answer awaited
+  val Draining = Value    // committed: lines going to DRAM (the OSC may forward them)
 }
 
 /** OPC: one-phase commit (rtl/MEMSERVER.md "OPC"; the model's OPC rules). `stagingSlots` slots of
@@ -48,7 +47,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val S = p.stagingSlots
   val L = p.linesPerObject
   class Slot extends Bundle {
-    val st = UInt(SlotSt.width.W)
+    val st = SlotSt()
     val owner = UInt(p.serverBits.W)
     val epoch = UInt(p.epochBits.W)
     val obj = UInt(p.objIdBits.W)
@@ -61,7 +60,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val slots = RegInit(VecInit(Seq.fill(S)(0.U.asTypeOf(new Slot))))
   val stage = Mem(S * L, UInt(p.dataBits.W))
   def at(slot: UInt, line: UInt): UInt = slot * L.U + line
-  def isSt(s: Slot, st: Int): Bool = s.st === st.U
+  def isSt(s: Slot, st: SlotSt.Type): Bool = s.st === st
   def sizeMask(size: UInt): UInt = ((1.U((L + 1).W) << size) - 1.U)(L - 1, 0)
 
   // a transaction (writer, txn) has at most one open or complete slot: a retry reuses it (the model's
@@ -161,7 +160,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       when(rspArb.io.in(1).fire) { inState := sIn }
     }.elsewhen(canOpen) {
       val s = slots(target)
-      s.st := SlotSt.Open.U
+      s.st := SlotSt.Open
       s.owner := prep.server
       s.epoch := prep.epoch
       s.obj := prep.obj
@@ -186,7 +185,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
 
   // ---- complete, commit -----------------------------------------------------------------------------
   for (s <- slots) when(isSt(s, SlotSt.Open) && (s.got & sizeMask(s.size)) === sizeMask(s.size)) {
-    s.st := SlotSt.Complete.U
+    s.st := SlotSt.Complete
   }
   val backoffBits = log2Up(p.stallBackoff + 1)
   val backoff = RegInit(VecInit(Seq.fill(S)(0.U(backoffBits.W))))
@@ -199,7 +198,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val ci = PriorityEncoder(canCommit)
   val early = mut.on(Mutants.commitBeforeCore)   // mutant: PutCommit leaves with the Commit request
   io.coreReq.valid := canCommit.asUInt.orR && !inCore && (!early || rspArb.io.in(0).ready)
-  io.coreReq.bits.op := ReqOp.Commit.U
+  io.coreReq.bits.op := ReqOp.Commit
   io.coreReq.bits.server := slots(ci).owner
   io.coreReq.bits.epoch := slots(ci).epoch
   io.coreReq.bits.obj := slots(ci).obj
@@ -211,27 +210,27 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       rspArb.io.in(0).valid := true.B
       rspArb.io.in(0).bits := rspFlit(MsgOpcode.PutCommit, slots(ci))
     }
-    slots(ci).st := SlotSt.Committing.U
+    slots(ci).st := SlotSt.Committing
     cSlot := ci
     inCore := true.B
   }
   val cs = slots(cSlot)
   io.coreResp.ready := rspArb.io.in(0).ready
   when(io.coreResp.fire) {
-    assert(io.coreResp.bits.op === ReqOp.Commit.U && inCore, "the OPC's own answer")
+    assert(io.coreResp.bits.op === ReqOp.Commit && inCore, "the OPC's own answer")
     inCore := false.B
     switch(io.coreResp.bits.result) {
-      is(ReqResult.Committed.U) {
-        cs.st := SlotSt.Draining.U
+      is(ReqResult.Committed) {
+        cs.st := SlotSt.Draining
         commitSeq := commitSeq + 1.U
         rspArb.io.in(0).valid := !early
         rspArb.io.in(0).bits := rspFlit(MsgOpcode.PutCommit, cs)
       }
-      is(ReqResult.Stall.U) {
-        cs.st := SlotSt.Complete.U
+      is(ReqResult.Stall) {
+        cs.st := SlotSt.Complete
         backoff(cSlot) := p.stallBackoff.U
       }
-      is(ReqResult.Drop.U) { cs.st := SlotSt.Free.U }   // the writer was fenced: no reply
+      is(ReqResult.Drop) { cs.st := SlotSt.Free }   // the writer was fenced: no reply
     }
   }
 
@@ -266,7 +265,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   when(io.wr.fire) { dIssued := dIssued + 1.U }
   when(io.wrDone) { dDone := dDone + 1.U }
   when(dActive && dDone === ds.size && !pinned(dSlot)) {
-    ds.st := SlotSt.Free.U
+    ds.st := SlotSt.Free
     dActive := false.B
   }
 
@@ -276,7 +275,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val ai = PriorityEncoder(stale)
   errArb.io.in(0).valid := stale.reduce(_ || _) && !mut.on(Mutants.fenceKeepsOpenPut)
   errArb.io.in(0).bits := MsErr(MsErrCode.fenceAbort, slots(ai).owner, slots(ai).obj, slots(ai).txn, 0)
-  when(errArb.io.in(0).fire) { slots(ai).st := SlotSt.Free.U }
+  when(errArb.io.in(0).fire) { slots(ai).st := SlotSt.Free }
   age.foreach { a =>
     for (i <- 0 until S) when(isSt(slots(i), SlotSt.Open) && a(i) =/= p.opcTimeout.U) { a(i) := a(i) + 1.U }
     val old = (0 until S).map(i => isSt(slots(i), SlotSt.Open) && a(i) === p.opcTimeout.U && !stale(i))
@@ -285,7 +284,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     rspArb.io.in(2).bits := rspFlit(MsgOpcode.PutRetry, slots(ti))
     errArb.io.in(2).valid := old.reduce(_ || _) && rspArb.io.in(2).ready
     errArb.io.in(2).bits := MsErr(MsErrCode.timeout, slots(ti).owner, slots(ti).obj, slots(ti).txn, 0)
-    when(rspArb.io.in(2).fire) { slots(ti).st := SlotSt.Free.U }
+    when(rspArb.io.in(2).fire) { slots(ti).st := SlotSt.Free }
   }
 
   io.idle := inState === sIn && slots.map(s => isSt(s, SlotSt.Free) || isSt(s, SlotSt.Open)).reduce(_ && _) &&

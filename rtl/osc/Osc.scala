@@ -97,7 +97,7 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   }
 
   io.coreReq.valid := state === sCore
-  io.coreReq.bits.op := ReqOp.Get.U
+  io.coreReq.bits.op := ReqOp.Get
   io.coreReq.bits.server := cur
   io.coreReq.bits.epoch := epoch
   io.coreReq.bits.obj := obj
@@ -112,9 +112,9 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val sent = RegInit(0.U(p.lineCountBits.W))   // ObjData flits sent
   val issued = RegInit(0.U(p.lineCountBits.W)) // DRAM reads issued
   when(io.coreResp.fire) {
-    assert(io.coreResp.bits.op === ReqOp.Get.U && io.coreResp.bits.server === cur, "the OSC's own answer")
+    assert(io.coreResp.bits.op === ReqOp.Get && io.coreResp.bits.server === cur, "the OSC's own answer")
     val r = io.coreResp.bits.result
-    when(r === ReqResult.Served.U) {
+    when(r === ReqResult.Served) {
       io.pinReq := true.B
       pinned := io.pinHit.valid && !mut.on(Mutants.oscNoForward)
       pinSlot := io.pinHit.bits
@@ -123,7 +123,7 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       state := sStream
     }.otherwise {
       busy := false.B
-      when(r === ReqResult.Stall.U) { pWait(cur) := p.stallBackoff.U }
+      when(r === ReqResult.Stall) { pWait(cur) := p.stallBackoff.U }
         .otherwise { clrP := UIntToOH(cur, n) }   // Drop (zombie): nothing is sent
       state := sIdle
     }

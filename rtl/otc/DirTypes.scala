@@ -3,13 +3,13 @@ package apta
 import chisel3._
 import chisel3.util._
 
-// DirState, ReqOp, ReqResult and ErrChannel (the ports' encodings) are generated from
+// DirState, ReqOp, ReqResult and ErrChannel (ChiselEnums: the ports' encodings) are generated from
 // schema/core.json into Messages.scala.
 
 /** One directory entry (one way of one set). */
 class DirEntry(implicit p: AptaParams) extends Bundle {
   /** DirState; I = the way is free */
-  val state = UInt(DirState.width.W)
+  val state = DirState()
   /** object id bits above the set index */
   val tag = UInt(p.tagBits.W)
   /** servers holding a copy of the current version (S or S^A) */
@@ -24,7 +24,7 @@ class DirEntry(implicit p: AptaParams) extends Bundle {
 /** A request as the core's ports carry it (`io_req_bits_*`). */
 class CoreReq(implicit p: AptaParams) extends Bundle {
   /** ReqOp: Get or Commit */
-  val op = UInt(ReqOp.width.W)
+  val op = ReqOp()
   /** requester (Get) or writer (Commit) */
   val server = UInt(p.serverBits.W)
   /** the requester's epoch as it sent the request */
@@ -37,11 +37,11 @@ class CoreReq(implicit p: AptaParams) extends Bundle {
 
 /** The answer to one accepted request (`io_resp_bits_*`). */
 class CoreResp(implicit p: AptaParams) extends Bundle {
-  val op = UInt(ReqOp.width.W)
+  val op = ReqOp()
   val server = UInt(p.serverBits.W)
   val obj = UInt(p.objIdBits.W)
   /** ReqResult */
-  val result = UInt(ReqResult.width.W)
+  val result = ReqResult()
 }
 
 /** One ack's outcome (`io_ackResult_bits_*`). */
@@ -65,7 +65,7 @@ class QueryResp(implicit p: AptaParams) extends Bundle {
   /** the object has an entry (state != I) */
   val hit = Bool()
   /** DirState (I on a miss) */
-  val state = UInt(DirState.width.W)
+  val state = DirState()
   /** bitmap, bit i = server i */
   val sharers = UInt(p.servers.W)
   /** acks each server owes for this object */
@@ -77,7 +77,7 @@ class QueryResp(implicit p: AptaParams) extends Bundle {
 /** `io_decodeErr_bits_*`: an illegal input was consumed and refused. */
 class CoreDecodeErr(implicit p: AptaParams) extends Bundle {
   /** ErrChannel */
-  val channel = UInt(ErrChannel.width.W)
+  val channel = ErrChannel()
   /** MsgError code */
   val code = UInt(MsgError.width.W)
   /** MsgField of the first bad field, else MsgField.none */
@@ -87,16 +87,13 @@ class CoreDecodeErr(implicit p: AptaParams) extends Bundle {
 }
 
 /** What enters the directory pipeline in one cycle (one source wins the arbiter). */
-object PipeKind {
-  val width = 2
-  val Req = 0
-  val Ack = 1
-  val Query = 2
-  val Fence = 3  // one set of a fence walk: retire `server`'s counters and sharer bits there
+object PipeKind extends ChiselEnum {
+  val Req, Ack, Query = Value
+  val Fence = Value  // one set of a fence walk: retire `server`'s counters and sharer bits there
 }
 
 class PipeOp(implicit p: AptaParams) extends Bundle {
-  val kind = UInt(PipeKind.width.W)
+  val kind = PipeKind()
   /** the set to read (the object's, or the walk's for Fence) */
   val set = UInt(p.setIdxBits.W)
   val req = new CoreReq  // req fields; Ack/Query/Fence use server, epoch, obj only

@@ -43,25 +43,25 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
   val r = op.req
   val c = r.server
   val cOH = UIntToOH(c, p.servers)
-  val isReq = op.kind === PipeKind.Req.U
-  val isAck = op.kind === PipeKind.Ack.U
-  val isFence = op.kind === PipeKind.Fence.U
-  val isGet = r.op === ReqOp.Get.U
+  val isReq = op.kind === PipeKind.Req
+  val isAck = op.kind === PipeKind.Ack
+  val isFence = op.kind === PipeKind.Fence
+  val isGet = r.op === ReqOp.Get
 
   // ---- lookup ------------------------------------------------------------------------------------
   val tag = DirIndex.tagOf(r.obj)
-  val hitVec = VecInit(io.ways.map(w => w.state =/= I.U && w.tag === tag)).asUInt
+  val hitVec = VecInit(io.ways.map(w => w.state =/= I && w.tag === tag)).asUInt
   val hit = hitVec.orR
   val e = Mux1H(hitVec, io.ways)
-  assert(!(isReq || isAck || op.kind === PipeKind.Query.U) || PopCount(hitVec) <= 1.U,
+  assert(!(isReq || isAck || op.kind === PipeKind.Query) || PopCount(hitVec) <= 1.U,
     "an object has at most one entry")
   val ePendNZ = VecInit(e.pend.map(_ =/= 0.U)).asUInt   // servers owing an ack for the object
 
-  val freeVec = VecInit(io.ways.map(_.state === I.U)).asUInt
+  val freeVec = VecInit(io.ways.map(_.state === I)).asUInt
   val freeOH = PriorityEncoderOH(freeVec)
   // victim: the lowest S way without sharers, else the lowest S way (S^A and SI never) [CORE.md]
-  val sVec = VecInit(io.ways.map(_.state === S.U)).asUInt
-  val coldVec = VecInit(io.ways.map(w => w.state === S.U && w.sharers === 0.U)).asUInt
+  val sVec = VecInit(io.ways.map(_.state === S)).asUInt
+  val coldVec = VecInit(io.ways.map(w => w.state === S && w.sharers === 0.U)).asUInt
   val victimOH = Mux(coldVec.orR, PriorityEncoderOH(coldVec), PriorityEncoderOH(sVec))
   val victim = Mux1H(victimOH, io.ways)
 
@@ -70,8 +70,8 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
   def settled(x: DirEntry): DirEntry = {
     val y = WireInit(x)
     val none = x.pend.map(_ === 0.U).reduce(_ && _)
-    when(none && x.state === SA.U) { y.state := S.U }
-    when(none && x.state === SI.U) { y.state := I.U }
+    when(none && x.state === SA) { y.state := S }
+    when(none && x.state === SI) { y.state := I }
     y
   }
   /** `InvalidateSharers` on `targets`: one more ack owed by each (the BISnp goes out as a round) */
@@ -86,7 +86,7 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
     (VecInit(x.pend.map(_ === p.maxPendPerServer.U)).asUInt & targets).orR
   def allocated(owner: UInt): DirEntry = {
     val y = Wire(new DirEntry)
-    y.state := S.U
+    y.state := S
     y.tag := tag
     y.sharers := owner
     y.base := r.base
@@ -119,7 +119,7 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
   /** rule "OTC S evict": the victim's sharers get BISnps -> SI, or -> I at once without sharers */
   def evict(): Unit = {
     val y = WireInit(invalidated(victim, victim.sharers))
-    y.state := Mux(victim.sharers.orR, SI.U, I.U)
+    y.state := Mux(victim.sharers.orR, SI, I)
     writeWay(victimOH, y)
     val victimObj = if (p.setBits == 0) victim.tag else Cat(victim.tag, op.set(p.setBits - 1, 0))
     sendRound(victimObj, victim, victim.sharers)
@@ -129,60 +129,60 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
   val badServer = if (isPow2(p.servers)) false.B else c >= p.servers.U
   val badSize = r.size === 0.U || r.size > p.linesPerObject.U
   val zombie = io.fenced(c) || r.epoch =/= io.epochs(c)   // rule "MS: discard"
-  val result = WireDefault(ReqResult.Drop.U(ReqResult.width.W))
+  val result = WireDefault(ReqResult.Drop)
   io.reqErr.valid := isReq && (badServer || badSize)
   io.reqErr.bits := Mux(badServer, MsgField.server.U, MsgField.size.U)
 
   /** a get or commit of an object not in the directory: get/commit.I.alloc (the requester is the
     * sole sharer, `served`), .I.evict (a victim leaves, Stall: the request is retried), .I.full */
-  def miss(served: UInt): Unit = {
+  def miss(served: ReqResult.Type): Unit = {
     when(freeVec.orR) {
       writeWay(freeOH, allocated(cOH))
       result := served
     }.elsewhen(sVec.orR) {
       evict()
-      result := ReqResult.Stall.U
+      result := ReqResult.Stall
     }.otherwise {
-      result := ReqResult.Stall.U
+      result := ReqResult.Stall
     }
   }
 
   when(isReq && !badServer && !badSize && !zombie) {
     when(isGet) {
       when(hit) {
-        when(e.state === SI.U && !mut.on(Mutants.acceptInSI)) {
-          result := ReqResult.Stall.U                   // get.SI
+        when(e.state === SI && !mut.on(Mutants.acceptInSI)) {
+          result := ReqResult.Stall                   // get.SI
         }.elsewhen(e.pend(c) =/= 0.U) {
-          result := ReqResult.Stall.U                   // get.owes: its own ack is on the way
+          result := ReqResult.Stall                   // get.owes: its own ack is on the way
         }.otherwise {                                   // get.S, get.SA: stays S^A (paper: -> S)
           val y = WireInit(e)
           y.sharers := e.sharers | cOH
-          when(mut.on(Mutants.getSAtoS) && e.state === SA.U) { y.state := S.U }
+          when(mut.on(Mutants.getSAtoS) && e.state === SA) { y.state := S }
           writeWay(hitVec, y)
-          result := ReqResult.Served.U
+          result := ReqResult.Served
         }
       }.otherwise {
-        miss(ReqResult.Served.U)
+        miss(ReqResult.Served)
       }
     }.otherwise {                                       // Commit: `OtcPut`
       val others = e.sharers & ~cOH
       when(hit) {
-        when(e.state === SI.U || (mut.on(Mutants.commitStalledInSA) && e.state === SA.U)) {
-          result := ReqResult.Stall.U                   // commit.SI (`CommitAllowed`)
+        when(e.state === SI || (mut.on(Mutants.commitStalledInSA) && e.state === SA)) {
+          result := ReqResult.Stall                   // commit.SI (`CommitAllowed`)
         }.elsewhen(wouldOverflow(e, others)) {
-          result := ReqResult.Stall.U                   // an OIC counter would overflow
+          result := ReqResult.Stall                   // an OIC counter would overflow
         }.otherwise {                                   // commit.S.*, commit.SA: serviced, not stalled
           val y = WireInit(invalidated(e, others))
           y.sharers := Mux(mut.on(Mutants.sharersKeptOnCommit), e.sharers | cOH, cOH)
-          y.state := Mux(e.state === S.U, Mux(others.orR, SA.U, S.U), e.state)
+          y.state := Mux(e.state === S, Mux(others.orR, SA, S), e.state)
           y.base := r.base
           y.size := r.size
           writeWay(hitVec, y)
           sendRound(r.obj, e, others)                   // the old version's extent
-          result := ReqResult.Committed.U
+          result := ReqResult.Committed
         }
       }.otherwise {
-        miss(ReqResult.Committed.U)
+        miss(ReqResult.Committed)
       }
     }
   }
@@ -215,14 +215,14 @@ class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameter
       val y = WireInit(x)
       y.sharers := x.sharers & ~cOH
       when(!mut.on(Mutants.fenceIgnored)) { y.pend(c) := 0.U }
-      io.newWays(w) := Mux(x.state === I.U, x, settled(y))
+      io.newWays(w) := Mux(x.state === I, x, settled(y))
     }
   }
 
   // ---- query ----------------------------------------------------------------------------------------
   io.query.obj := r.obj
   io.query.hit := hit
-  io.query.state := Mux(hit, e.state, I.U)
+  io.query.state := Mux(hit, e.state, I)
   io.query.sharers := Mux(hit, e.sharers, 0.U)
   io.query.pend := Mux(hit, e.pend, VecInit(Seq.fill(p.servers)(0.U(p.pendBits.W))))
   io.query.schedulableFor := ~io.fenced & ~Mux(hit, ePendNZ, 0.U)

@@ -60,7 +60,7 @@ class Otc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   upd.io.epochs := io.epochs
   upd.io.mutant.foreach(_ := io.mutant.get)
 
-  val write = s1Valid && s1.kind =/= PipeKind.Query.U
+  val write = s1Valid && s1.kind =/= PipeKind.Query
   when(!initDone) {
     val zero = 0.U.asTypeOf(Vec(p.dirWays, new DirEntry))
     mem.write(initSet, zero)
@@ -79,32 +79,32 @@ class Otc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   // simulation, absent from synthesis.
   when(write) {
     for (w <- upd.io.newWays) {
-      val live = w.state =/= DirState.I.U
+      val live = w.state =/= DirState.I
       val owes = w.pend.map(_ =/= 0.U).reduce(_ || _)
-      val transient = w.state === DirState.SA.U || w.state === DirState.SI.U
+      val transient = w.state === DirState.SA || w.state === DirState.SI
       assert(!live || !owes || transient, "pend-only-in-SA-SI: acks are owed only for an entry in S^A or SI")
       assert(!live || owes || !transient, "idle-entry-stable: an entry in S^A or SI waits for some ack")
-      assert(!live || w.state =/= DirState.SI.U || w.sharers === 0.U, "SI-no-sharers: an entry being evicted has no sharers")
+      assert(!live || w.state =/= DirState.SI || w.sharers === 0.U, "SI-no-sharers: an entry being evicted has no sharers")
     }
-    when(s1.kind === PipeKind.Fence.U) {
+    when(s1.kind === PipeKind.Fence) {
       val f = s1.req.server
       for (w <- upd.io.newWays)
-        assert(w.state === DirState.I.U || (w.pend(f) === 0.U && !w.sharers(f)),
+        assert(w.state === DirState.I || (w.pend(f) === 0.U && !w.sharers(f)),
           "fenced-owes-nothing: the fence walk retires the server's acks and copies in every set")
     }
   }
 
   // ---- S1 outputs -----------------------------------------------------------------------------------
-  val isReq = s1.kind === PipeKind.Req.U
+  val isReq = s1.kind === PipeKind.Req
   io.s1Valid := s1Valid
   io.s1Req := s1Valid && isReq
   io.resp.valid := s1Valid && isReq
   io.resp.bits := upd.io.resp
   io.reqErr.valid := s1Valid && isReq && upd.io.reqErr.valid
   io.reqErr.bits := upd.io.reqErr.bits
-  io.ackResult.valid := s1Valid && s1.kind === PipeKind.Ack.U
+  io.ackResult.valid := s1Valid && s1.kind === PipeKind.Ack
   io.ackResult.bits := upd.io.ackResult
-  io.query.valid := s1Valid && s1.kind === PipeKind.Query.U
+  io.query.valid := s1Valid && s1.kind === PipeKind.Query
   io.query.bits := upd.io.query
   io.round.valid := s1Valid && upd.io.round.valid
   io.round.bits := upd.io.round.bits
