@@ -9,9 +9,13 @@ import chisel3.util._
   */
 class ChannelFront(opcodes: Seq[Int])(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
+    /** flits of this channel, as they arrive */
     val in = Flipped(Decoupled(UInt(flitBits.W)))
+    /** the channel may pass flits on (the core's arbiter chose it) */
     val enable = Input(Bool())
+    /** a legal flit of one of this channel's opcodes */
     val out = Decoupled(new DecodedFlit)
+    /** a refused flit: decoder error or an opcode not of this channel */
     val err = Valid(new FlitError)
   })
   val dec = Module(new MsgDecoder)
@@ -51,10 +55,13 @@ class CoreStatus(implicit p: AptaParams) extends Bundle {
   */
 class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
+    /** OSC/OPC requests: may `server` be served `obj` (Get), may the put commit (Commit) */
     val req = Flipped(Decoupled(new CoreReq))
+    /** one answer per accepted req, in order (ReqResult) */
     val resp = Decoupled(new CoreResp)
     /** ObjBIRsp flits */
     val ack = Flipped(Decoupled(UInt(flitBits.W)))
+    /** one outcome per legal ack: applied, settled */
     val ackResult = Valid(new AckResult)
     /** Fence or Rejoin flits */
     val ctrl = Flipped(Decoupled(UInt(flitBits.W)))
@@ -62,12 +69,17 @@ class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParam
     val ctrlResp = Decoupled(UInt(flitBits.W))
     /** ObjBISnp flits */
     val snp = Decoupled(UInt(flitBits.W))
+    /** an illegal ack/ctrl flit or a malformed req was consumed and refused */
     val decodeErr = Valid(new CoreDecodeErr)
+    /** control-plane query for one object's entry */
     val query = Flipped(Decoupled(new QueryReq))
+    /** the entry, after every earlier accepted input */
     val queryResp = Valid(new QueryResp)
+    /** per server: fenced, epoch, pending, schedulable (wires) */
     val status = Output(new CoreStatus)
     /** nothing in flight: every accepted input has had all its effects and answers */
     val idle = Output(Bool())
+    /** `mutantPort` variants only: the deliberate bug to switch on (rtl/Mutants.scala; 0 = none) */
     val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
   })
   val mut = new MutantSel(io.mutant)

@@ -20,18 +20,31 @@ class MsStatus(implicit p: AptaParams) extends Bundle {
 class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val n = p.servers
   val io = IO(new Bundle {
+    /** per compute server: ObjGet, PutPrepare, PutLine, Rejoin flits (the port index is the sender) */
     val req = Vec(n, Flipped(Decoupled(UInt(flitBits.W))))
+    /** ObjBIRsp flits (invalidation acks) from every server */
     val birsp = Flipped(Decoupled(UInt(flitBits.W)))
+    /** ObjData, PutCommit, PutRetry, RejoinAck, ObjErr flits, addressed by their `server` field */
     val rsp = Decoupled(UInt(flitBits.W))
+    /** ObjBISnp flits (object-granular back-invalidation) */
     val snp = Decoupled(UInt(flitBits.W))
+    /** control plane: Fence and Rejoin flits */
     val ctrl = Flipped(Decoupled(UInt(flitBits.W)))
+    /** Fence echo or RejoinAck, one per legal ctrl flit */
     val ctrlResp = Decoupled(UInt(flitBits.W))
+    /** control-plane query for one object */
     val query = Flipped(Decoupled(new QueryReq))
+    /** that object's directory entry */
     val queryResp = Valid(new QueryResp)
+    /** per server: fenced, epoch, pending, schedulable; the commit sequence number */
     val status = Output(new MsStatus)
+    /** object map writes (register, remap, remove an object) from the control plane */
     val mapUpd = Flipped(Decoupled(new MapUpd))
+    /** the object whose map update is in DRAM and visible to gets and puts */
     val mapUpdDone = Valid(UInt(p.objIdBits.W))
+    /** one refused or discarded input or aborted transaction (MsErrCode) */
     val err = Valid(new MsErr)
+    /** nothing in flight anywhere in the memory server */
     val idle = Output(Bool())
     /** `mutantPort` variants only (ms3_mutants): one deliberate bug of rtl/Mutants.scala, core or OSC/OPC */
     val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None

@@ -82,12 +82,17 @@ class MemWr(implicit p: AptaParams) extends Bundle {
   */
 class AxiPort(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
+    /** line reads per client (0 object map, 1 OSC) */
     val rd = Vec(2, Flipped(Decoupled(new MemRd)))
+    /** read data per client, in request order */
     val rdData = Vec(2, Valid(new MemRdData))
+    /** line writes per client (0 OPC drain, 1 object map) */
     val wr = Vec(2, Flipped(Decoupled(new MemWr)))
     /** one pulse per completed write (B), per client */
     val wrDone = Vec(2, Output(Bool()))
+    /** the AXI4 master port to DRAM */
     val axi = new Axi4Master
+    /** a response other than OKAY arrived (reported as MsErrCode.axiError) */
     val axiErr = Output(Bool())
     /** no request waiting in this module */
     val idle = Output(Bool())

@@ -17,16 +17,21 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
   val io = IO(new Bundle {
     /** legal Fence or Rejoin flits only (the core refuses other opcodes) */
     val in = Flipped(Decoupled(new DecodedFlit))
+    /** the ServerTable's fenced bits */
     val fenced = Input(UInt(p.servers.W))
+    /** the ServerTable's current epochs */
     val epochs = Input(Vec(p.servers, UInt(p.epochBits.W)))
 
     /** one set of the fence walk; the core's arbiter gives it priority, so it always enters */
     val walk = Valid(new Bundle {
+      /** the set this cycle's walk step visits */
       val set = UInt(p.setIdxBits.W)
+      /** the server being fenced */
       val server = UInt(p.serverBits.W)
     })
     /** to the ServerTable: fence starts / rejoin completes */
     val fence = Valid(UInt(p.serverBits.W))
+    /** a Rejoin completes for this server (epoch + 1, unfenced) */
     val rejoin = Valid(UInt(p.serverBits.W))
     /** Fence echo or RejoinAck */
     val resp = Decoupled(UInt(flitBits.W))

@@ -16,11 +16,14 @@ class ServerTable(implicit val p: AptaParams) extends Module with HasAptaParamet
     /** a fence starts: the server is fenced; `clear` retires its counters (all of them are cleared
       * by the walk that follows) */
     val fence = Input(Valid(UInt(p.serverBits.W)))
+    /** with `fence`: clear the server's total of owed acks (the walk clears the entries) */
     val fenceClears = Input(Bool())
     /** a Rejoin completes: epoch + 1, unfenced (`MS: Rejoin`) */
     val rejoin = Input(Valid(UInt(p.serverBits.W)))
 
+    /** bit i: server i is fenced */
     val fenced = Output(UInt(p.servers.W))
+    /** each server's current epoch */
     val epochs = Output(Vec(p.servers, UInt(p.epochBits.W)))
     /** bit i: server i owes some ack */
     val pending = Output(UInt(p.servers.W))

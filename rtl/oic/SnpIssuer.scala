@@ -24,6 +24,7 @@ class SnpRound(implicit p: AptaParams) extends Bundle {
   */
 class SnpIssuer(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
+    /** one invalidation round (targets, obj, extent) from the OTC */
     val enq = Flipped(Decoupled(new SnpRound))
     /** ObjBISnp flits */
     val snp = Decoupled(UInt(flitBits.W))

@@ -22,25 +22,41 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
     /** PutPrepare / PutLine flits (legal, this server's port, current epoch) */
     val in = Flipped(Decoupled(new DecodedFlit))
+    /** object map lookup of a PutPrepare's object */
     val lk = Decoupled(UInt(p.objIdBits.W))
+    /** its extent, or why it is invalid */
     val lkRes = Flipped(Valid(new MapResult))
+    /** Commit requests to the coherence core */
     val coreReq = Decoupled(new CoreReq)
+    /** the core's answers to them */
     val coreResp = Flipped(Decoupled(new CoreResp))
+    /** drain: committed lines to DRAM */
     val wr = Decoupled(new MemWr)
+    /** one pulse per completed DRAM write */
     val wrDone = Input(Bool())
     /** PutCommit, PutRetry, ObjErr flits */
     val rsp = Decoupled(UInt(flitBits.W))
+    /** refused PutLines, zombie puts, aborted transactions (MsErrCode) */
     val err = Decoupled(new MsErr)
+    /** the core's fenced bits (open puts of a fenced writer are aborted) */
     val fenced = Input(UInt(p.servers.W))
+    /** the core's current epochs (puts of an older epoch are zombies) */
     val epochs = Input(Vec(p.servers, UInt(p.epochBits.W)))
+    /** the object the OSC is serving: not committed meanwhile (get/commit interlock) */
     val oscBusy = Flipped(Valid(UInt(p.objIdBits.W)))
+    /** the OSC asks to pin the draining slot of its object, to forward it */
     val pinReq = Input(Bool())
+    /** the pinned slot, if that object has one draining */
     val pinHit = Valid(UInt(p.slotBits.W))
+    /** the OSC reads a line of the pinned slot */
     val stRd = Input(new StageRd)
+    /** that line */
     val stData = Output(UInt(p.dataBits.W))
     /** committed puts (the control plane's commit sequence number) */
     val commitSeq = Output(UInt(32.W))
+    /** no open, committing or draining slot */
     val idle = Output(Bool())
+    /** `mutantPort` variants only: the deliberate bug to switch on (rtl/Mutants.scala) */
     val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
   })
   val mut = new MutantSel(io.mutant)

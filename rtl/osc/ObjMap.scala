@@ -29,14 +29,23 @@ class MapUpd(implicit p: AptaParams) extends Bundle {
   */
 class ObjMap(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
+    /** lookups per client (0 OSC, 1 OPC): an object id */
     val lk = Vec(2, Flipped(Decoupled(UInt(p.objIdBits.W))))
+    /** per client: the object's extent or why it is invalid */
     val res = Vec(2, Valid(new MapResult))
+    /** control-plane writes of a map entry */
     val upd = Flipped(Decoupled(new MapUpd))
+    /** the object whose entry is written */
     val updDone = Valid(UInt(p.objIdBits.W))
+    /** reads of a map entry's line from DRAM */
     val rd = Decoupled(new MemRd)
+    /** its data */
     val rdData = Flipped(Valid(new MemRdData))
+    /** writes of a map entry's line to DRAM */
     val wr = Decoupled(new MemWr)
+    /** one pulse per completed write */
     val wrDone = Input(Bool())
+    /** no lookup or update in progress */
     val idle = Output(Bool())
   })
   require(p.objIdBits <= 32, "map entries hold 32-bit object ids")

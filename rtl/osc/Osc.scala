@@ -25,12 +25,17 @@ class StageRd(implicit p: AptaParams) extends Bundle {
   */
 class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
+    /** ObjGet requests (legal, this server's port, current epoch) */
     val get = Flipped(Decoupled(new GetReq))
     /** bit i: server i has a get pending here (its port waits) */
     val pending = Output(UInt(p.servers.W))
+    /** object map lookup of the get's object */
     val lk = Decoupled(UInt(p.objIdBits.W))
+    /** its extent, or why it is invalid */
     val lkRes = Flipped(Valid(new MapResult))
+    /** Get requests to the coherence core */
     val coreReq = Decoupled(new CoreReq)
+    /** the core's answers (Served, Stall, Drop) */
     val coreResp = Flipped(Decoupled(new CoreResp))
     /** the object the OSC has asked the core for or is streaming: the OPC does not commit it */
     val busy = Valid(UInt(p.objIdBits.W))
@@ -39,12 +44,17 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     val pinHit = Flipped(Valid(UInt(p.slotBits.W)))
     val stRd = Output(new StageRd)
     val stData = Input(UInt(p.dataBits.W))
+    /** line reads of the object from DRAM */
     val rd = Decoupled(new MemRd)
+    /** the read data, in order */
     val rdData = Flipped(Valid(new MemRdData))
     /** ObjData and ObjErr flits */
     val rsp = Decoupled(UInt(flitBits.W))
+    /** zombie gets and map errors (MsErrCode) */
     val err = Decoupled(new MsErr)
+    /** no get in progress */
     val idle = Output(Bool())
+    /** `mutantPort` variants only: the deliberate bug to switch on (rtl/Mutants.scala) */
     val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
   })
   val mut = new MutantSel(io.mutant)

@@ -13,12 +13,15 @@ import chisel3.util._
   */
 class DirUpdate(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
+    /** the op in S1 (request, ack, query or one set of a fence walk) */
     val op = Input(new PipeOp)
     /** the op's set as it is now */
     val ways = Input(Vec(p.dirWays, new DirEntry))
     /** OIC server state (ServerTable) */
     val fenced = Input(UInt(p.servers.W))
+    /** the servers' current epochs (ServerTable) */
     val epochs = Input(Vec(p.servers, UInt(p.epochBits.W)))
+    /** `mutantPort` variants only: the deliberate bug to switch on (rtl/Mutants.scala) */
     val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
 
     /** the set as it becomes (written back for Req, Ack and Fence ops) */

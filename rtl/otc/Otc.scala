@@ -20,18 +20,27 @@ class Otc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     val in = Flipped(Valid(new PipeOp))
     /** the directory is initialised */
     val ready = Output(Bool())
+    /** the ServerTable's fenced bits */
     val fenced = Input(UInt(p.servers.W))
+    /** the ServerTable's current epochs */
     val epochs = Input(Vec(p.servers, UInt(p.epochBits.W)))
+    /** `mutantPort` variants only: the deliberate bug to switch on (rtl/Mutants.scala) */
     val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
 
     /** S1 holds an op (s1Req: a request, which produces a resp and maybe a round this cycle) */
     val s1Valid = Output(Bool())
     val s1Req = Output(Bool())
+    /** S1: the answer to a request */
     val resp = Valid(new CoreResp)
+    /** S1: a malformed request (MsgField of the bad field) */
     val reqErr = Valid(UInt(MsgField.width.W))
+    /** S1: an ack's outcome */
     val ackResult = Valid(new AckResult)
+    /** S1: a query's entry */
     val query = Valid(new QueryResp)
+    /** S1: an invalidation round to send (commit with other sharers, or eviction) */
     val round = Valid(new SnpRound)
+    /** S1: an applied ack (that server owes one less) */
     val pendDec = Valid(UInt(p.serverBits.W))
   })
   val mem = SyncReadMem(p.dirSets, Vec(p.dirWays, new DirEntry))
