@@ -33,7 +33,8 @@ case class AptaParams(
   axiIdBits: Int = ParamDefaults.axiIdBits,         // AXI4 master: id width (0 map walk, 1 OSC reads, 2 OPC drain, 3 map updates)
   oscBufLines: Int = ParamDefaults.oscBufLines,       // OSC: DRAM read credit (lines in flight or buffered)
   stallBackoff: Int = ParamDefaults.stallBackoff,      // OSC/OPC: cycles before a Stall'd get/commit is retried
-  opcTimeout: Int = ParamDefaults.opcTimeout         // OPC: abort an open put with no line for this many cycles (0 = never)
+  opcTimeout: Int = ParamDefaults.opcTimeout,        // OPC: abort an open put with no line for this many cycles (0 = never)
+  commitSeqBits: Int = ParamDefaults.commitSeqBits   // OPC: width of the committed-puts counter (status.commitSeq; wraps)
 ) {
   require(servers >= 1 && servers <= 64, s"servers must be 1..64 (sharer vector), got $servers")
   require(isPow2(dirSets), s"dirSets must be a power of two, got $dirSets")
@@ -54,6 +55,7 @@ case class AptaParams(
   require(mapCacheEntries >= 1, s"mapCacheEntries must be >= 1, got $mapCacheEntries")
   require(axiIdBits >= 2, s"axiIdBits must be >= 2 (four AXI ids), got $axiIdBits")
   require(oscBufLines >= 1 && stallBackoff >= 0 && opcTimeout >= 0, "oscBufLines >= 1, stallBackoff, opcTimeout >= 0")
+  require(commitSeqBits >= 1 && commitSeqBits <= 64, s"commitSeqBits must be 1..64, got $commitSeqBits")
 
   // derived widths (names as in schema/messages.json "derived")
   def serverBits: Int = log2Up(servers)                // a server id

@@ -10,7 +10,7 @@ class MsStatus(implicit p: AptaParams) extends Bundle {
   val pending = UInt(p.servers.W)
   val schedulable = UInt(p.servers.W)
   /** committed puts so far (advanced before the PutCommit leaves) */
-  val commitSeq = UInt(32.W)
+  val commitSeq = UInt(p.commitSeqBits.W)
 }
 
 /** The memory server (rtl/MEMSERVER.md): one request port per compute server, shared rsp / snp /

@@ -53,7 +53,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     /** that line */
     val stData = Output(UInt(p.dataBits.W))
     /** committed puts (the control plane's commit sequence number) */
-    val commitSeq = Output(UInt(32.W))
+    val commitSeq = Output(UInt(p.commitSeqBits.W))
     /** no open, committing or draining slot */
     val idle = Output(Bool())
     /** `mutantPort` variants only: the deliberate bug to switch on (rtl/Mutants.scala) */
@@ -87,7 +87,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       "opc-one-slot-per-txn: two open slots of one (writer, txn)")
   }
 
-  val commitSeq = RegInit(0.U(32.W))
+  val commitSeq = RegInit(0.U(p.commitSeqBits.W))
   io.commitSeq := commitSeq
   io.stData := stage(at(io.stRd.slot, io.stRd.line))
 
