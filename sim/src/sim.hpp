@@ -16,95 +16,10 @@
 #include "cache.hpp"
 #include "directory.hpp"
 #include "json.hpp"
+#include "model.hpp"
 #include "trace.hpp"
 
 namespace apta {
-
-struct Params {
-  // compute (Table II)
-  int servers;
-  double clock_ghz, cpi;
-  unsigned line;
-  uint64_t l1_bytes, l2_bytes;
-  unsigned l1_ways, l2_ways, l1_lat, l2_lat, mshrs;
-  // DDR4
-  double dram_lat_ns, dram_gbps;
-  // memory server
-  double ms_clock_ghz, otc_cycles, osc_cycles, stall_retry_ns;
-  int dir_sets, dir_ways, max_pend;
-  // links
-  double dm_lat_ns, dm_gbps, rdma_lat_ns, rdma_gbps, flit_bytes, jitter_cv;
-  // software
-  double sw_factor, sw_call_ns, inv_handler_ns;
-  std::vector<std::string> log_stages;  // CXL atomic put: redo-log stages
-  // faults
-  double fd_timeout_ns, cxl_inv_timeout_ns;  // < 0: never
-  json::Value configs;
-
-  // Loads sim/params.json with "section.key" overrides (e.g. links.dm_latency_ns) applied first.
-  static Params load(const std::string& path, const json::Value& overrides);
-};
-
-enum class Caching { None, Version, Async, Sync };
-
-struct Config {
-  std::string name, label;
-  bool rdma_link, line_gran, sw;
-  Caching cache;
-  static Config from(const Params& p, const std::string& name);
-};
-
-struct PlanInstance {
-  std::string function;
-  int index = 0;
-  int server = 0;                  // 0-based (c1 = 0)
-  std::vector<int> deps;           // instance ids that must finish first
-  std::vector<int> reads, writes;  // object ids, in the order the function gets / puts them
-  std::string trace_dir;
-};
-
-struct Plan {
-  std::string app;
-  std::vector<std::string> objects;     // id -> name
-  std::vector<uint64_t> object_bytes;   // id -> size
-  std::vector<PlanInstance> instances;  // list (schedule) order
-  std::vector<TraceInstance> traces;    // per instance
-  static Plan load(const std::string& path, unsigned line_bytes);
-};
-
-struct Failure { int server; double at_ns; };
-
-struct Scenario {
-  std::string name, config;
-  json::Value overrides = json::Value::object();
-  bool jitter = false;
-  uint64_t seed = 1;
-  bool locality = false;        // locality-aware scheduler instead of the plan's servers
-  bool rule = true;             // pending-invalidation rule (async configurations)
-  std::vector<Failure> failures;
-  double horizon_ns = 1e12;     // stop after this much simulated time (a stall is reported)
-  static Scenario from(const json::Value& v, const std::string& where);
-};
-
-struct InstResult {
-  int server = -1;
-  double start = -1, end = -1, get_ns = 0, compute_ns = 0, put_ns = 0;
-  bool get_hit = false, put_inv = false, has_get = false, has_put = false;
-  int restarts = 0;
-};
-
-struct RunResult {
-  Scenario sc;
-  bool completed = false;
-  std::string stall;            // why the workflow did not finish
-  double makespan_ns = 0, get_ns = 0, put_ns = 0, compute_ns = 0;
-  int gets_hit = 0, gets_miss = 0, puts_no_inv = 0, puts_inv = 0;
-  uint64_t l1_hits = 0, l1_misses = 0, dram_lines = 0;  // compute-side replay (L2 misses go to DRAM)
-  uint64_t events = 0, line_accesses = 0, messages = 0, stale_reads = 0, sim_events = 0, inv_timeouts = 0;
-  double wall_s = 0, replay_s = 0;  // replay_s: CPU seconds in the L1/L2/DRAM replay loop
-  std::vector<InstResult> inst;
-  json::Value to_json(const Plan& plan) const;
-};
 
 RunResult simulate(const Plan& plan, const std::string& params_path, const Scenario& sc);
 
