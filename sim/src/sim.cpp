@@ -1,15 +1,19 @@
+// apta-sim: the System of system.hpp on an analytical backend, one event queue in ns. Compute
+// servers replay trace phases through LRU caches of line keys at fixed latencies (an event's
+// misses overlap up to the MSHR count, DDR4 bandwidth as a floor); the memory server's DRAM is a
+// bandwidth server with a fixed closed-page latency (sim/README.md "What it models").
 #include "sim.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <queue>
 #include <stdexcept>
 
-namespace apta {
+#include "system.hpp"
 
-// ---------------------------------------------------------------------------------------------
-// the simulator
+namespace apta {
 
 namespace {
 
@@ -20,26 +24,6 @@ struct Ev {
 };
 struct EvLater {
   bool operator()(const Ev& a, const Ev& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
-};
-
-// One direction of a point-to-point link: serialization at the bandwidth, then the latency
-// (optionally jittered); arrivals stay in send order (ordered links).
-struct Link {
-  double gbps = 1, lat = 0, cv = 0;
-  double free_at = 0, last_arrival = 0;
-  std::mt19937_64* rng = nullptr;
-  double send(double t, double bytes, double min_end = 0) {
-    double start = std::max(t, free_at);
-    free_at = std::max(start + bytes * 8.0 / gbps, min_end);
-    double l = lat;
-    if (rng && cv > 0) {
-      std::normal_distribution<double> nd(0.0, 1.0);
-      l = std::max(0.0, lat * (1.0 + cv * nd(*rng)));
-    }
-    double arr = std::max(free_at + l, last_arrival);
-    last_arrival = arr;
-    return arr;
-  }
 };
 
 // DDR4 channel: bandwidth server + fixed closed-page latency (banks not modelled).
@@ -54,143 +38,60 @@ struct Dram {
 };
 
 // Cache arrays are reused across the runs of one process (allocating and page-faulting
-// 3 x 6 MB per run dominated short runs); init() clears them.
+// 3 x 6 MB per run dominated short runs); the backend clears them.
 struct CachePair { Cache l1, l2; };
 std::vector<CachePair>& cache_pool() { static std::vector<CachePair> pool; return pool; }
 
-struct Server {
-  bool alive = true;
-  int running = -1;
-  uint32_t epoch = 0;
-  Cache* l1 = nullptr;
-  Cache* l2 = nullptr;
-  std::map<int, uint32_t> held;  // object cache: object id -> version of the copy held
-  Link up, down;
-};
-
-struct Run {
-  int state = 0;  // 0 waiting, 1 running, 2 done
-  int server = -1;
-  uint64_t gen = 0;
-  double t0 = 0;
-  size_t k = 0;
-  bool any_hit = false, any_inv = false;
-  std::vector<uint32_t> slot_obj, slot_ver;  // trace object slot -> (object id, version)
-};
-
-class Sim {
+class Analytic final : public Backend {
  public:
-  Sim(const Plan& plan, Params p, Config c, Scenario s)
-      : plan_(plan), P(std::move(p)), C(std::move(c)), S(std::move(s)), rng_(S.seed) {
-    sv_.resize(size_t(P.servers));
-    double lat = C.rdma_link ? P.rdma_lat_ns : P.dm_lat_ns, bw = C.rdma_link ? P.rdma_gbps : P.dm_gbps;
-    if (cache_pool().size() < sv_.size()) cache_pool().resize(sv_.size());
-    for (size_t k = 0; k < sv_.size(); ++k) {
-      auto& x = sv_[k];
-      x.l1 = &cache_pool()[k].l1;
-      x.l2 = &cache_pool()[k].l2;
-      x.l1->init(P.l1_bytes, P.l1_ways, P.line);
-      x.l2->init(P.l2_bytes, P.l2_ways, P.line);
-      for (Link* l : {&x.up, &x.down}) {
-        l->gbps = bw; l->lat = lat;
-        if (S.jitter) { l->cv = P.jitter_cv; l->rng = &rng_; }
-      }
+  Analytic(const Plan& plan, const Params& p) : plan_(plan), P(p) {
+    if (cache_pool().size() < size_t(P.servers)) cache_pool().resize(size_t(P.servers));
+    for (int k = 0; k < P.servers; ++k) {
+      cache_pool()[size_t(k)].l1.init(P.l1_bytes, P.l1_ways, P.line);
+      cache_pool()[size_t(k)].l2.init(P.l2_bytes, P.l2_ways, P.line);
     }
     msdram_.line_ns = P.line * 8.0 / P.dram_gbps;
     msdram_.lat = P.dram_lat_ns;
-    if (C.cache == Caching::Async) dir_ = std::make_unique<Directory>(P.servers, P.dir_sets, P.dir_ways, P.max_pend);
-    size_t no = plan_.objects.size();
-    version_.assign(no, 1);  // workflow inputs exist in version 1
-    next_version_.assign(no, 2);
-    sync_sharers_.assign(no, 0);
-    runs_.resize(plan_.instances.size());
-    R.inst.resize(plan_.instances.size());
-    R.sc = S;
-    for (size_t i = 0; i < plan_.instances.size(); ++i) {
-      const auto& pi = plan_.instances[i];
-      if (pi.server < 0 || pi.server >= P.servers)
-        throw std::runtime_error("plan: instance " + pi.function + "." + std::to_string(pi.index) + ": server c" +
-                                 std::to_string(pi.server + 1) + " outside the " + std::to_string(P.servers) + " compute servers");
-      const auto& tr = plan_.traces[i];
-      auto& r = runs_[i];
-      for (auto& to : tr.objects) {
-        r.slot_obj.push_back(uint32_t(std::find(plan_.objects.begin(), plan_.objects.end(), to.name) - plan_.objects.begin()));
-        r.slot_ver.push_back(0);
-      }
-    }
   }
 
-  RunResult run() {
-    auto w0 = std::chrono::steady_clock::now();
-    for (auto& f : S.failures) {
-      if (f.server < 0 || f.server >= P.servers) throw std::runtime_error("failures: server index out of range");
-      at(f.at_ns, [this, f] { fail_server(f.server); });
-    }
-    at(0, [this] { schedule(); });
+  double now() const override { return now_; }
+  void at(double t, std::function<void()> f) override { q_.push(Ev{std::max(t, now_), seq_++, std::move(f)}); }
+  void compute(int i, int s, Phase ph, const Slots& slots, std::function<void(double)> done) override {
+    double d = replay(i, s, ph, slots);
+    at(now_ + d, [done, d] { done(d); });
+  }
+  void ms_dram(double t, uint64_t lines, bool, std::function<void(double, double)> done) override {
+    double last = msdram_.access(t, lines);
+    if (done) done(t + P.dram_lat_ns, last);  // the first line after one access latency
+  }
+  void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override {
+    if (lines * P.line > P.l2_bytes) return;  // objects larger than the LLC are uncacheable (§III-A a2)
+    Cache& l2 = cache_pool()[size_t(s)].l2;
+    for (uint64_t l = 0; l < lines; ++l) l2.access(obj_key(obj, ver, l));
+  }
+
+  void bind(RunResult* r) { R_ = r; }  // where the replay's counters go (the system's result)
+
+  // the event loop: until the queue drains or the horizon
+  void run(double horizon_ns) {
     while (!q_.empty()) {
       Ev e = q_.top();
       q_.pop();
-      if (e.t > S.horizon_ns) break;
+      if (e.t > horizon_ns) break;
       now_ = e.t;
-      ++R.sim_events;
+      ++R_->sim_events;
       e.fn();
     }
-    R.completed = std::all_of(runs_.begin(), runs_.end(), [](const Run& r) { return r.state == 2; });
-    if (!R.completed && R.stall.empty()) {
-      std::string w;
-      for (size_t i = 0; i < runs_.size(); ++i)
-        if (runs_[i].state != 2) w += (w.empty() ? "" : ", ") + plan_.instances[i].function + "." + std::to_string(plan_.instances[i].index);
-      R.stall = "unfinished: " + w;
-    }
-    for (size_t i = 0; i < runs_.size(); ++i) {
-      auto& ir = R.inst[i];
-      if (runs_[i].state != 2) continue;
-      R.makespan_ns = std::max(R.makespan_ns, ir.end);
-      R.get_ns += ir.get_ns; R.put_ns += ir.put_ns; R.compute_ns += ir.compute_ns;
-      if (ir.has_get) (ir.get_hit ? R.gets_hit : R.gets_miss)++;
-      if (ir.has_put) (ir.put_inv ? R.puts_inv : R.puts_no_inv)++;
-    }
-    R.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-    return R;
   }
 
  private:
   const Plan& plan_;
-  Params P;
-  Config C;
-  Scenario S;
-  std::mt19937_64 rng_;
+  const Params& P;
+  RunResult* R_ = nullptr;
   std::priority_queue<Ev, std::vector<Ev>, EvLater> q_;
   uint64_t seq_ = 0;
   double now_ = 0;
-  std::vector<Server> sv_;
   Dram msdram_;
-  std::unique_ptr<Directory> dir_;
-  std::vector<uint32_t> version_, next_version_;
-  std::vector<uint64_t> sync_sharers_;
-  std::vector<Run> runs_;
-  bool scheduling_ = false;
-  RunResult R;
-
-  void at(double t, std::function<void()> f) { q_.push(Ev{std::max(t, now_), seq_++, std::move(f)}); }
-  double ms_ns(double cycles) const { return cycles / P.ms_clock_ghz; }
-  uint64_t lines_of(int obj) const { return std::max<uint64_t>(1, (plan_.object_bytes[size_t(obj)] + P.line - 1) / P.line); }
-
-  // a message on server s's link: up (to the memory server) or down; fn runs on arrival
-  void msg(int s, bool up, double bytes, std::function<void()> fn, double not_before = 0, double min_end = 0) {
-    ++R.messages;
-    Link& l = up ? sv_[size_t(s)].up : sv_[size_t(s)].down;
-    at(l.send(std::max(now_, not_before), bytes, min_end), std::move(fn));
-  }
-
-  // Software protocol overhead of the RDMA_f configurations (§IV-B): the operation takes
-  // rdma_sw_factor times its hardware time on the same interconnect, plus the fixed per-call cost.
-  std::function<void()> sw_done(double t0, std::function<void()> cb) {
-    if (!C.sw) return cb;
-    return [this, t0, cb] { at(t0 + P.sw_factor * (now_ - t0) + P.sw_call_ns, cb); };
-  }
-
-  bool live(int i, uint64_t gen) const { return runs_[size_t(i)].gen == gen && runs_[size_t(i)].state == 1; }
 
   // ---- local replay: L1 -> L2 -> local DDR4 at a fixed CPI --------------------------------
   static uint64_t obj_key(uint32_t obj, uint32_t ver, uint64_t line) {
@@ -202,11 +103,10 @@ class Sim {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return double(ts.tv_sec) + ts.tv_nsec * 1e-9;
   }
-  double replay(int i, int s, Phase ph) {
+  double replay(int i, int s, Phase ph, const Slots& slots) {
     const double c0 = cpu_s();
     const auto& tr = plan_.traces[size_t(i)];
-    auto& r = runs_[size_t(i)];
-    Server& x = sv_[size_t(s)];
+    CachePair& x = cache_pool()[size_t(s)];
     const uint64_t asid = uint64_t(i + 1) << 42;  // one process per instance: its own lines
     const double dram_cyc = P.dram_lat_ns * P.clock_ghz;
     const double dram_line_cyc = P.line * 8.0 / P.dram_gbps * P.clock_ghz;
@@ -223,417 +123,28 @@ class Sim {
         lines += rg.lines;
         // keys of consecutive lines are consecutive (the line number is in the low bits)
         const uint64_t key0 = rg.slot == 0xFF ? (asid | rg.first_line)
-                                              : obj_key(r.slot_obj[rg.slot], r.slot_ver[rg.slot], rg.first_line);
+                                              : obj_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line);
         for (uint32_t l = 0; l < rg.lines; ++l) {
           const uint64_t key = key0 + l;
-          if (x.l1->access(key)) { ++l1_hits; continue; }
+          if (x.l1.access(key)) { ++l1_hits; continue; }
           ++miss;
-          if (!x.l2->access(key)) { ++dram_lines; l2_hit_only = false; }
+          if (!x.l2.access(key)) { ++dram_lines; l2_hit_only = false; }
         }
       }
       cyc += double(l1_hits) * P.l1_lat;
-      R.l1_hits += l1_hits;
-      R.l1_misses += miss;
-      R.dram_lines += dram_lines;
+      R_->l1_hits += l1_hits;
+      R_->l1_misses += miss;
+      R_->dram_lines += dram_lines;
       const double maxlat = l2_hit_only ? double(P.l2_lat) : P.l2_lat + dram_cyc;
       // an event's misses overlap, at most `mshrs` outstanding; DDR4 bandwidth is a floor
       if (miss) cyc += std::max(std::ceil(double(miss) / P.mshrs) * maxlat, double(dram_lines) * dram_line_cyc);
     }
-    R.events += tr.phase_begin[ph + 1] - tr.phase_begin[ph];
-    R.line_accesses += lines;
-    R.replay_s += cpu_s() - c0;
+    R_->events += tr.phase_begin[ph + 1] - tr.phase_begin[ph];
+    R_->line_accesses += lines;
+    R_->replay_s += cpu_s() - c0;
     return cyc / P.clock_ghz;
   }
 
-  void install(int s, int obj, uint32_t ver) {  // a fetched object's lines land in the LLC
-    Server& x = sv_[size_t(s)];
-    uint64_t n = lines_of(obj);
-    if (n * P.line <= P.l2_bytes)  // objects larger than the LLC are uncacheable (§III-A a2)
-      for (uint64_t l = 0; l < n; ++l) x.l2->access(obj_key(uint32_t(obj), ver, l));
-    x.held[obj] = ver;
-  }
-
-  void set_slots(int i, int obj, const char* kind, uint32_t ver) {
-    const auto& tr = plan_.traces[size_t(i)];
-    auto& r = runs_[size_t(i)];
-    for (size_t k = 0; k < tr.objects.size(); ++k)
-      if (r.slot_obj[k] == uint32_t(obj) && tr.objects[k].kind == kind) r.slot_ver[k] = ver;
-  }
-
-  // ---- an instance: GET -> COMPUTE -> PUT -------------------------------------------------
-  void start(int i, int s) {
-    auto& r = runs_[size_t(i)];
-    r.state = 1; r.server = s; ++r.gen; r.k = 0; r.any_hit = r.any_inv = false;
-    sv_[size_t(s)].running = i;
-    auto& ir = R.inst[size_t(i)];
-    if (ir.start >= 0) ++ir.restarts;
-    ir.start = now_; ir.server = s;
-    ir.has_get = !plan_.instances[size_t(i)].reads.empty();
-    ir.has_put = !plan_.instances[size_t(i)].writes.empty();
-    r.t0 = now_;
-    get_next(i, r.gen);
-  }
-
-  void get_next(int i, uint64_t gen) {
-    if (!live(i, gen)) return;
-    auto& r = runs_[size_t(i)];
-    const auto& pi = plan_.instances[size_t(i)];
-    int s = r.server;
-    if (r.k < pi.reads.size()) {
-      int obj = pi.reads[r.k];
-      do_get(i, gen, s, obj, [this, i, gen, obj](bool hit, uint32_t ver) {
-        if (!live(i, gen)) return;
-        auto& rr = runs_[size_t(i)];
-        rr.any_hit |= hit;
-        set_slots(i, obj, "get", ver);
-        ++rr.k;
-        get_next(i, gen);
-      });
-      return;
-    }
-    double d = replay(i, s, PH_GET);  // the function reading what it got (mostly LLC hits)
-    at(now_ + d, [this, i, gen, s] {
-      if (!live(i, gen)) return;
-      auto& rr = runs_[size_t(i)];
-      R.inst[size_t(i)].get_ns = now_ - rr.t0;
-      R.inst[size_t(i)].get_hit = rr.any_hit;
-      double c = replay(i, s, PH_COMPUTE);
-      at(now_ + c, [this, i, gen, s, c] {
-        if (!live(i, gen)) return;
-        auto& r2 = runs_[size_t(i)];
-        R.inst[size_t(i)].compute_ns = c;
-        r2.t0 = now_;
-        r2.k = 0;
-        // the new versions' lines are written locally first, then put (flushed) to the store
-        for (int obj : plan_.instances[size_t(i)].writes) set_slots(i, obj, "put", next_version_[size_t(obj)]++);
-        double d2 = replay(i, s, PH_PUT);
-        at(now_ + d2, [this, i, gen] { put_next(i, gen); });
-      });
-    });
-  }
-
-  void put_next(int i, uint64_t gen) {
-    if (!live(i, gen)) return;
-    auto& r = runs_[size_t(i)];
-    const auto& pi = plan_.instances[size_t(i)];
-    if (r.k < pi.writes.size()) {
-      int obj = pi.writes[r.k];
-      uint32_t ver = 0;
-      const auto& tr = plan_.traces[size_t(i)];
-      for (size_t k = 0; k < tr.objects.size(); ++k)
-        if (r.slot_obj[k] == uint32_t(obj) && tr.objects[k].kind == "put") ver = r.slot_ver[k];
-      do_put(i, gen, r.server, obj, ver, [this, i, gen](bool inv) {
-        if (!live(i, gen)) return;
-        runs_[size_t(i)].any_inv |= inv;
-        ++runs_[size_t(i)].k;
-        put_next(i, gen);
-      });
-      return;
-    }
-    auto& ir = R.inst[size_t(i)];
-    ir.put_ns = now_ - r.t0;
-    ir.put_inv = r.any_inv;
-    ir.end = now_;
-    r.state = 2;
-    sv_[size_t(r.server)].running = -1;
-    schedule();
-  }
-
-  // ---- get ----------------------------------------------------------------------------------
-  void do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool, uint32_t)> cb) {
-    Server& x = sv_[size_t(s)];
-    auto h = x.held.find(obj);
-    bool held = h != x.held.end();
-    switch (C.cache) {
-      case Caching::Async:
-      case Caching::Sync:
-        if (held) {  // a hit: served from the compute server's caches, no remote access
-          if (h->second != version_[size_t(obj)]) ++R.stale_reads;  // the scheduler rule prevents this
-          cb(true, h->second);
-          return;
-        }
-        break;
-      case Caching::Version:
-        if (held) {  // FaaS caching: one round trip to check the version, no data unless stale
-          uint32_t mine = h->second;
-          double t0 = now_;
-          auto back = sw_done(t0, [this, i, gen, s, obj, mine, cb] {
-            if (!live(i, gen)) return;
-            if (mine == version_[size_t(obj)]) { cb(true, mine); return; }
-            fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
-          });
-          msg(s, true, P.flit_bytes, [this, s, back] {
-            msg(s, false, P.flit_bytes, back, now_ + ms_ns(P.otc_cycles));
-          });
-          return;
-        }
-        break;
-      case Caching::None:
-        break;
-    }
-    fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
-  }
-
-  // bring object `obj` from the memory server to server s
-  void fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint32_t)> cb) {
-    uint64_t n = lines_of(obj);
-    if (C.line_gran) {  // CXL: one cache-line request per line, MSHR-limited
-      bool dir = C.cache == Caching::Sync;
-      line_stream(s, n, false, dir, [this, s, obj, cb] {
-        uint32_t v = version_[size_t(obj)];
-        if (C.cache == Caching::Sync) sync_sharers_[size_t(obj)] |= 1ull << s;
-        if (C.cache != Caching::None) install(s, obj, v);
-        else install_lines_only(s, obj, v);
-        cb(v);
-      });
-      return;
-    }
-    // object-granular: one request, the OSC serves every line in one bulk reply
-    double t0 = now_;
-    auto vp = std::make_shared<uint32_t>(0);
-    auto done = sw_done(t0, [this, i, gen, vp, cb] { if (live(i, gen)) cb(*vp); });
-    msg(s, true, P.flit_bytes, [this, s, obj, n, vp, done] {
-      at(now_ + ms_ns(P.otc_cycles + P.osc_cycles), [this, s, obj, n, vp, done] { serve(s, obj, n, vp, done); });
-    });
-  }
-
-  void install_lines_only(int s, int obj, uint32_t v) {  // uncached: the copy in local memory
-    Server& x = sv_[size_t(s)];
-    uint64_t n = lines_of(obj);
-    if (n * P.line <= P.l2_bytes)
-      for (uint64_t l = 0; l < n; ++l) x.l2->access(obj_key(uint32_t(obj), v, l));
-  }
-
-  void serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done) {
-    if (C.cache == Caching::Async) {
-      ReqOutcome o = dir_->get(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
-      if (o.result == Result::Drop) return;  // a fenced (zombie) server: nothing is served
-      if (o.result == Result::Stall) {
-        for (auto& sn : o.snps) send_inval(sn);
-        at(now_ + P.stall_retry_ns, [this, s, obj, n, vp, done] { serve(s, obj, n, vp, done); });
-        return;
-      }
-    }
-    uint32_t v = version_[size_t(obj)];
-    *vp = v;
-    double ready = msdram_.access(now_, n);
-    // the reply streams as lines come out of DRAM: first line after one access latency,
-    // the last no earlier than the channel's DRAM read finishes
-    msg(s, false, double(n) * P.flit_bytes, [this, s, obj, v, done] {
-      if (!sv_[size_t(s)].alive) return;
-      if (C.cache != Caching::None) install(s, obj, v); else install_lines_only(s, obj, v);
-      done();
-    }, now_ + P.dram_lat_ns, ready);
-  }
-
-  // CXL line-granular transfers: up to `mshrs` outstanding line requests. A read sends a request
-  // flit and gets a data flit back; a write sends a data flit and gets a completion flit.
-  struct Stream {
-    int s;
-    uint64_t n, issued = 0, done = 0;
-    unsigned out = 0;
-    bool write, dir;
-    std::function<void()> cb;
-  };
-  void line_stream(int s, uint64_t n, bool write, bool dir, std::function<void()> cb) {
-    auto st = std::make_shared<Stream>(Stream{s, n, 0, 0, 0, write, dir, std::move(cb)});
-    if (n == 0) { st->cb(); return; }
-    issue(st);
-  }
-  void issue(const std::shared_ptr<Stream>& st) {
-    while (st->out < P.mshrs && st->issued < st->n) {
-      ++st->issued; ++st->out;
-      msg(st->s, true, P.flit_bytes, [this, st] {
-        double t = now_ + (st->dir ? ms_ns(P.otc_cycles) : 0);
-        double d = msdram_.access(t, 1);
-        msg(st->s, false, P.flit_bytes, [this, st] {
-          if (!sv_[size_t(st->s)].alive) return;
-          --st->out; ++st->done;
-          if (st->done == st->n) st->cb(); else issue(st);
-        }, st->write ? t : d);  // a write completes when accepted; a read when its data is out of DRAM
-      });
-    }
-  }
-
-  // ---- put ----------------------------------------------------------------------------------
-  void do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb) {
-    uint64_t n = lines_of(obj);
-    if (C.line_gran) { logged_put(i, gen, s, obj, ver, n, 0, false, cb); return; }
-    // object-granular one-phase commit: prepare + n line writes, then commit
-    double t0 = now_;
-    auto inv = std::make_shared<bool>(false);
-    auto done = sw_done(t0, [this, i, gen, inv, cb] { if (live(i, gen)) cb(*inv); });
-    msg(s, true, double(n + 1) * P.flit_bytes, [this, s, obj, ver, n, inv, done] {
-      at(now_ + ms_ns(P.otc_cycles), [this, s, obj, ver, n, inv, done] { commit(s, obj, ver, n, inv, done); });
-    });
-  }
-
-  void commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done) {
-    if (C.cache == Caching::Async) {
-      ReqOutcome o = dir_->commit(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
-      if (o.result == Result::Drop) return;  // zombie put from a fenced server: never commits
-      if (o.result == Result::Stall) {
-        for (auto& sn : o.snps) send_inval(sn);
-        at(now_ + P.stall_retry_ns, [this, s, obj, ver, n, inv, done] { commit(s, obj, ver, n, inv, done); });
-        return;
-      }
-      *inv = !o.snps.empty();
-      for (auto& sn : o.snps) send_inval(sn);  // lazily: the commit does not wait for the acks
-    } else if (C.cache == Caching::Version) {
-      for (int x = 0; x < P.servers; ++x) {  // copies elsewhere go stale (no invalidation)
-        auto h = sv_[size_t(x)].held.find(obj);
-        if (x != s && h != sv_[size_t(x)].held.end() && h->second == version_[size_t(obj)]) *inv = true;
-      }
-    }
-    version_[size_t(obj)] = ver;
-    msdram_.access(now_, n);  // the OPC drains its staging to DRAM after the commit
-    msg(s, false, P.flit_bytes, [this, s, obj, ver, done] {
-      if (!sv_[size_t(s)].alive) return;
-      if (C.cache != Caching::None) sv_[size_t(s)].held[obj] = ver;  // write-allocate
-      done();
-    });
-  }
-
-  // Apta / RDMA_f+Apta: object-granular back-invalidation to one sharer, acked asynchronously
-  void send_inval(const Snp& sn) {
-    int x = sn.server;
-    msg(x, false, P.flit_bytes, [this, sn, x] {
-      if (!sv_[size_t(x)].alive || sv_[size_t(x)].epoch != sn.epoch) return;  // dead: no ack ever
-      double handler = P.inv_handler_ns + (C.sw ? P.sw_call_ns : 0);  // reverse map (+ RDMA_f call)
-      at(now_ + handler, [this, sn, x] {
-        if (!sv_[size_t(x)].alive) return;
-        sv_[size_t(x)].held.erase(int(sn.obj));
-        msg(x, true, P.flit_bytes, [this, sn, x] {
-          dir_->ack(x, sn.epoch, sn.obj);
-          schedule();
-        });
-      });
-    });
-  }
-
-  // CXL: redo-logged put, stage by stage, each a burst of line writes ended by a persist barrier
-  void logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint64_t n, size_t stage, bool inv,
-                  std::function<void(bool)> cb) {
-    if (!live(i, gen)) return;
-    if (stage == P.log_stages.size()) {
-      version_[size_t(obj)] = ver;
-      if (C.cache == Caching::Sync) {
-        sync_sharers_[size_t(obj)] = 1ull << s;
-        sv_[size_t(s)].held[obj] = ver;
-      }
-      cb(inv);
-      return;
-    }
-    const std::string& k = P.log_stages[stage];
-    uint64_t lines = k == "log" ? n + 1 : k == "apply" ? n : 1;
-    auto next = [this, i, gen, s, obj, ver, n, stage, cb](bool inv2) { logged_put(i, gen, s, obj, ver, n, stage + 1, inv2, cb); };
-    if (k == "apply" && C.cache == Caching::Sync) {
-      uint64_t others = sync_sharers_[size_t(obj)] & ~(1ull << s);
-      if (others) {
-        // MESI-style: the writes need ownership; the directory invalidates every sharer and the
-        // put's apply stage cannot complete before all of their acks are in (blocking)
-        auto pending = std::make_shared<int>(0), streams = std::make_shared<int>(1);
-        auto join = std::make_shared<std::function<void()>>();
-        *join = [this, pending, streams, next] {
-          if (*pending == 0 && *streams == 0) next(true);
-        };
-        for (int x = 0; x < P.servers; ++x) {
-          if (!(others >> x & 1)) continue;
-          ++*pending;
-          sync_invalidate(s, x, obj, n, pending, join);
-        }
-        if (P.cxl_inv_timeout_ns >= 0)
-          at(now_ + P.cxl_inv_timeout_ns, [this, pending, join] {
-            if (*pending == 0) return;
-            *pending = 0;  // give up on the missing acks (not CXL 3.0 behaviour: an option)
-            ++R.inv_timeouts;
-            R.stall.clear();
-            (*join)();
-          });
-        line_stream(s, lines, true, true, [streams, join] { *streams = 0; (*join)(); });
-        return;
-      }
-    }
-    line_stream(s, lines, true, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); });
-  }
-
-  void sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending, std::shared_ptr<std::function<void()>> join) {
-    // n line snoops to sharer x (hardware, one L2 lookup each, pipelined), n acks back; the
-    // writer learns of completion with the last write completion (one more flit down)
-    msg(x, false, double(n) * P.flit_bytes, [this, w, x, obj, n, pending, join] {
-      if (!sv_[size_t(x)].alive) {
-        R.stall = "CXL cached: a put by c" + std::to_string(w + 1) + " waits for invalidation acks from dead server c" +
-                  std::to_string(x + 1) + " (blocking MESI invalidation)";
-        return;  // never acked
-      }
-      at(now_ + P.l2_lat / P.clock_ghz, [this, w, x, obj, n, pending, join] {
-        sv_[size_t(x)].held.erase(obj);
-        msg(x, true, double(n) * P.flit_bytes, [this, w, pending, join] {
-          msg(w, false, P.flit_bytes, [pending, join] {
-            if (*pending > 0 && --*pending == 0) (*join)();
-          });
-        });
-      });
-    });
-  }
-
-  // ---- scheduling ---------------------------------------------------------------------------
-  bool deps_done(int i) const {
-    for (int d : plan_.instances[size_t(i)].deps) if (runs_[size_t(d)].state != 2) return false;
-    return true;
-  }
-  bool placeable(int s) const {
-    const Server& x = sv_[size_t(s)];
-    if (!x.alive || x.running >= 0) return false;
-    // Scheduling Correctness Criterion (§III-B): never place a function on a server with
-    // pending invalidations (nor a fenced one)
-    if (dir_ && S.rule && !dir_->schedulable(s)) return false;
-    return true;
-  }
-
-  void schedule() {
-    if (scheduling_) return;
-    scheduling_ = true;
-    for (size_t i = 0; i < runs_.size(); ++i) {
-      if (runs_[i].state != 0 || !deps_done(int(i))) continue;
-      int planned = plan_.instances[i].server;
-      if (!S.locality && sv_[size_t(planned)].alive) {
-        // the plan's schedule: per server, instances run in list order
-        bool earlier = false;
-        for (size_t j = 0; j < i; ++j)
-          if (runs_[j].state == 0 && plan_.instances[j].server == planned && sv_[size_t(planned)].alive) { earlier = true; break; }
-        if (!earlier && placeable(planned)) start(int(i), planned);
-        continue;
-      }
-      // locality-aware: the live, free, schedulable server where most predecessors ran
-      int best = -1, best_score = -1;
-      for (int s = 0; s < P.servers; ++s) {
-        if (!placeable(s)) continue;
-        int score = 0;
-        for (int d : plan_.instances[i].deps) score += runs_[size_t(d)].server == s;
-        if (score > best_score) { best = s; best_score = score; }
-      }
-      if (best >= 0) start(int(i), best);
-    }
-    scheduling_ = false;
-  }
-
-  void fail_server(int s) {
-    Server& x = sv_[size_t(s)];
-    if (!x.alive) return;
-    x.alive = false;
-    x.held.clear();
-    if (x.running >= 0) {  // the function dies with its server and is re-executed elsewhere
-      auto& r = runs_[size_t(x.running)];
-      r.state = 0; ++r.gen;
-      x.running = -1;
-    }
-    if (dir_) {  // the failure detector fences the server; its owed acks are retired
-      uint32_t ep = x.epoch;
-      at(now_ + P.fd_timeout_ns, [this, s, ep] { dir_->fence(s, ep); schedule(); });
-    }
-    schedule();
-  }
 };
 
 }  // namespace
@@ -641,8 +152,15 @@ class Sim {
 RunResult simulate(const Plan& plan, const std::string& params_path, const Scenario& sc) {
   Params p = Params::load(params_path, sc.overrides);
   Config c = Config::from(p, sc.config);
-  Sim sim(plan, p, c, sc);
-  return sim.run();
+  Analytic backend(plan, p);
+  System sys(plan, p, c, sc, backend);
+  backend.bind(&sys.result());
+  auto w0 = std::chrono::steady_clock::now();
+  sys.start();
+  backend.run(sc.horizon_ns);
+  RunResult& r = sys.finish();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  return r;
 }
 
 }  // namespace apta

@@ -1,0 +1,479 @@
+#include "system.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace apta {
+
+System::System(const Plan& plan, Params p, Config c, Scenario s, Backend& b)
+    : plan_(plan), P(std::move(p)), C(std::move(c)), S(std::move(s)), B(b), rng_(S.seed) {
+  sv_.resize(size_t(P.servers));
+  double lat = C.rdma_link ? P.rdma_lat_ns : P.dm_lat_ns, bw = C.rdma_link ? P.rdma_gbps : P.dm_gbps;
+  for (auto& x : sv_)
+    for (Link* l : {&x.up, &x.down}) {
+      l->gbps = bw; l->lat = lat;
+      if (S.jitter) { l->cv = P.jitter_cv; l->rng = &rng_; }
+    }
+  if (C.cache == Caching::Async) dir_ = std::make_unique<Directory>(P.servers, P.dir_sets, P.dir_ways, P.max_pend);
+  size_t no = plan_.objects.size();
+  version_.assign(no, 1);  // workflow inputs exist in version 1
+  next_version_.assign(no, 2);
+  sync_sharers_.assign(no, 0);
+  runs_.resize(plan_.instances.size());
+  R.inst.resize(plan_.instances.size());
+  R.sc = S;
+  for (size_t i = 0; i < plan_.instances.size(); ++i) {
+    const auto& pi = plan_.instances[i];
+    if (pi.server < 0 || pi.server >= P.servers)
+      throw std::runtime_error("plan: instance " + pi.function + "." + std::to_string(pi.index) + ": server c" +
+                               std::to_string(pi.server + 1) + " outside the " + std::to_string(P.servers) + " compute servers");
+    auto& r = runs_[i];
+    for (auto& to : plan_.traces[i].objects) {
+      r.slots.obj.push_back(uint32_t(std::find(plan_.objects.begin(), plan_.objects.end(), to.name) - plan_.objects.begin()));
+      r.slots.ver.push_back(0);
+    }
+  }
+}
+
+void System::start() {
+  for (auto& f : S.failures) {
+    if (f.server < 0 || f.server >= P.servers) throw std::runtime_error("failures: server index out of range");
+    at(f.at_ns, [this, f] { fail_server(f.server); });
+  }
+  at(0, [this] { schedule(); });
+}
+
+RunResult& System::finish() {
+  R.completed = std::all_of(runs_.begin(), runs_.end(), [](const Run& r) { return r.state == 2; });
+  if (!R.completed && R.stall.empty()) {
+    std::string w;
+    for (size_t i = 0; i < runs_.size(); ++i)
+      if (runs_[i].state != 2) w += (w.empty() ? "" : ", ") + plan_.instances[i].function + "." + std::to_string(plan_.instances[i].index);
+    R.stall = "unfinished: " + w;
+  }
+  R.makespan_ns = R.get_ns = R.put_ns = R.compute_ns = 0;
+  R.gets_hit = R.gets_miss = R.puts_no_inv = R.puts_inv = 0;
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    auto& ir = R.inst[i];
+    if (runs_[i].state != 2) continue;
+    R.makespan_ns = std::max(R.makespan_ns, ir.end);
+    R.get_ns += ir.get_ns; R.put_ns += ir.put_ns; R.compute_ns += ir.compute_ns;
+    if (ir.has_get) (ir.get_hit ? R.gets_hit : R.gets_miss)++;
+    if (ir.has_put) (ir.put_inv ? R.puts_inv : R.puts_no_inv)++;
+  }
+  return R;
+}
+
+uint64_t System::lines_of(int obj) const {
+  return std::max<uint64_t>(1, (plan_.object_bytes[size_t(obj)] + P.line - 1) / P.line);
+}
+
+// a message on server s's link: up (to the memory server) or down; fn runs on arrival. It is
+// sent at not_before (which may lie in the past when a backend reports DRAM completions late:
+// the reply then streams from its first line, as it would have) or now.
+void System::msg(int s, bool up, double bytes, std::function<void()> fn, double not_before, double min_end) {
+  ++R.messages;
+  Link& l = up ? sv_[size_t(s)].up : sv_[size_t(s)].down;
+  at(l.send(not_before > 0 ? not_before : now(), bytes, min_end), std::move(fn));
+}
+
+// Software protocol overhead of the RDMA_f configurations (§IV-B): the operation takes
+// rdma_sw_factor times its hardware time on the same interconnect, plus the fixed per-call cost.
+std::function<void()> System::sw_done(double t0, std::function<void()> cb) {
+  if (!C.sw) return cb;
+  return [this, t0, cb] { at(t0 + P.sw_factor * (now() - t0) + P.sw_call_ns, cb); };
+}
+
+bool System::live(int i, uint64_t gen) const { return runs_[size_t(i)].gen == gen && runs_[size_t(i)].state == 1; }
+
+// a fetched object's lines land in the LLC; `cache`: it is also an object-cache copy (versioned)
+void System::install(int s, int obj, uint32_t ver, bool cache) {
+  B.install(s, uint32_t(obj), ver, lines_of(obj));
+  if (cache) sv_[size_t(s)].held[obj] = ver;
+}
+
+void System::set_slots(int i, int obj, const char* kind, uint32_t ver) {
+  const auto& tr = plan_.traces[size_t(i)];
+  auto& r = runs_[size_t(i)];
+  for (size_t k = 0; k < tr.objects.size(); ++k)
+    if (r.slots.obj[k] == uint32_t(obj) && tr.objects[k].kind == kind) r.slots.ver[k] = ver;
+}
+
+// ---- an instance: GET -> COMPUTE -> PUT -------------------------------------------------
+void System::begin(int i, int s) {
+  auto& r = runs_[size_t(i)];
+  r.state = 1; r.server = s; ++r.gen; r.k = 0; r.any_hit = r.any_inv = false;
+  sv_[size_t(s)].running = i;
+  auto& ir = R.inst[size_t(i)];
+  if (ir.start >= 0) ++ir.restarts;
+  ir.start = now(); ir.server = s;
+  ir.has_get = !plan_.instances[size_t(i)].reads.empty();
+  ir.has_put = !plan_.instances[size_t(i)].writes.empty();
+  r.t0 = now();
+  get_next(i, r.gen);
+}
+
+void System::get_next(int i, uint64_t gen) {
+  if (!live(i, gen)) return;
+  auto& r = runs_[size_t(i)];
+  const auto& pi = plan_.instances[size_t(i)];
+  int s = r.server;
+  if (r.k < pi.reads.size()) {
+    int obj = pi.reads[r.k];
+    do_get(i, gen, s, obj, [this, i, gen, obj](bool hit, uint32_t ver) {
+      if (!live(i, gen)) return;
+      auto& rr = runs_[size_t(i)];
+      rr.any_hit |= hit;
+      set_slots(i, obj, "get", ver);
+      ++rr.k;
+      get_next(i, gen);
+    });
+    return;
+  }
+  // the function reading what it got (mostly LLC hits)
+  B.compute(i, s, PH_GET, r.slots, [this, i, gen, s](double) {
+    if (!live(i, gen)) return;
+    auto& rr = runs_[size_t(i)];
+    R.inst[size_t(i)].get_ns = now() - rr.t0;
+    R.inst[size_t(i)].get_hit = rr.any_hit;
+    B.compute(i, s, PH_COMPUTE, rr.slots, [this, i, gen, s](double c) {
+      if (!live(i, gen)) return;
+      auto& r2 = runs_[size_t(i)];
+      R.inst[size_t(i)].compute_ns = c;
+      r2.t0 = now();
+      r2.k = 0;
+      // the new versions' lines are written locally first, then put (flushed) to the store
+      for (int obj : plan_.instances[size_t(i)].writes) set_slots(i, obj, "put", next_version_[size_t(obj)]++);
+      B.compute(i, s, PH_PUT, r2.slots, [this, i, gen](double) { put_next(i, gen); });
+    });
+  });
+}
+
+void System::put_next(int i, uint64_t gen) {
+  if (!live(i, gen)) return;
+  auto& r = runs_[size_t(i)];
+  const auto& pi = plan_.instances[size_t(i)];
+  if (r.k < pi.writes.size()) {
+    int obj = pi.writes[r.k];
+    uint32_t ver = 0;
+    const auto& tr = plan_.traces[size_t(i)];
+    for (size_t k = 0; k < tr.objects.size(); ++k)
+      if (r.slots.obj[k] == uint32_t(obj) && tr.objects[k].kind == "put") ver = r.slots.ver[k];
+    do_put(i, gen, r.server, obj, ver, [this, i, gen](bool inv) {
+      if (!live(i, gen)) return;
+      runs_[size_t(i)].any_inv |= inv;
+      ++runs_[size_t(i)].k;
+      put_next(i, gen);
+    });
+    return;
+  }
+  auto& ir = R.inst[size_t(i)];
+  ir.put_ns = now() - r.t0;
+  ir.put_inv = r.any_inv;
+  ir.end = now();
+  r.state = 2;
+  sv_[size_t(r.server)].running = -1;
+  if (!finished_ && std::all_of(runs_.begin(), runs_.end(), [](const Run& x) { return x.state == 2; })) {
+    finished_ = true;
+    B.finished();
+  }
+  schedule();
+}
+
+// ---- get ----------------------------------------------------------------------------------
+void System::do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool, uint32_t)> cb) {
+  Server& x = sv_[size_t(s)];
+  auto h = x.held.find(obj);
+  bool held = h != x.held.end();
+  switch (C.cache) {
+    case Caching::Async:
+    case Caching::Sync:
+      if (held) {  // a hit: served from the compute server's caches, no remote access
+        if (h->second != version_[size_t(obj)]) ++R.stale_reads;  // the scheduler rule prevents this
+        cb(true, h->second);
+        return;
+      }
+      break;
+    case Caching::Version:
+      if (held) {  // FaaS caching: one round trip to check the version, no data unless stale
+        uint32_t mine = h->second;
+        double t0 = now();
+        auto back = sw_done(t0, [this, i, gen, s, obj, mine, cb] {
+          if (!live(i, gen)) return;
+          if (mine == version_[size_t(obj)]) { cb(true, mine); return; }
+          fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
+        });
+        msg(s, true, P.flit_bytes, [this, s, back] {
+          msg(s, false, P.flit_bytes, back, now() + ms_ns(P.otc_cycles));
+        });
+        return;
+      }
+      break;
+    case Caching::None:
+      break;
+  }
+  fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
+}
+
+// bring object `obj` from the memory server to server s
+void System::fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint32_t)> cb) {
+  uint64_t n = lines_of(obj);
+  if (C.line_gran) {  // CXL: one cache-line request per line, MSHR-limited
+    bool dir = C.cache == Caching::Sync;
+    line_stream(s, n, false, dir, [this, s, obj, cb] {
+      uint32_t v = version_[size_t(obj)];
+      if (C.cache == Caching::Sync) sync_sharers_[size_t(obj)] |= 1ull << s;
+      install(s, obj, v, C.cache != Caching::None);
+      cb(v);
+    });
+    return;
+  }
+  // object-granular: one request, the OSC serves every line in one bulk reply
+  double t0 = now();
+  auto vp = std::make_shared<uint32_t>(0);
+  auto done = sw_done(t0, [this, i, gen, vp, cb] { if (live(i, gen)) cb(*vp); });
+  msg(s, true, P.flit_bytes, [this, s, obj, n, vp, done] {
+    at(now() + ms_ns(P.otc_cycles + P.osc_cycles), [this, s, obj, n, vp, done] { serve(s, obj, n, vp, done); });
+  });
+}
+
+void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done) {
+  if (C.cache == Caching::Async) {
+    ReqOutcome o = dir_->get(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
+    if (o.result == Result::Drop) return;  // a fenced (zombie) server: nothing is served
+    if (o.result == Result::Stall) {
+      for (auto& sn : o.snps) send_inval(sn);
+      at(now() + P.stall_retry_ns, [this, s, obj, n, vp, done] { serve(s, obj, n, vp, done); });
+      return;
+    }
+  }
+  uint32_t v = version_[size_t(obj)];
+  *vp = v;
+  // the reply streams as lines come out of DRAM: it starts with the first line and its
+  // channel is busy at least until the last line is out
+  B.ms_dram(now(), n, false, [this, s, obj, v, n, done](double first, double last) {
+    msg(s, false, double(n) * P.flit_bytes, [this, s, obj, v, done] {
+      if (!sv_[size_t(s)].alive) return;
+      install(s, obj, v, C.cache != Caching::None);
+      done();
+    }, first, last);
+  });
+}
+
+// CXL line-granular transfers: up to `mshrs` outstanding line requests. A read sends a request
+// flit and gets a data flit back; a write sends a data flit and gets a completion flit.
+struct System::Stream {
+  int s;
+  uint64_t n, issued = 0, done = 0;
+  unsigned out = 0;
+  bool write, dir;
+  std::function<void()> cb;
+};
+void System::line_stream(int s, uint64_t n, bool write, bool dir, std::function<void()> cb) {
+  auto st = std::make_shared<Stream>(Stream{s, n, 0, 0, 0, write, dir, std::move(cb)});
+  if (n == 0) { st->cb(); return; }
+  issue(st);
+}
+void System::issue(const std::shared_ptr<Stream>& st) {
+  while (st->out < P.mshrs && st->issued < st->n) {
+    ++st->issued; ++st->out;
+    msg(st->s, true, P.flit_bytes, [this, st] {
+      double t = now() + (st->dir ? ms_ns(P.otc_cycles) : 0);
+      auto reply = [this, st] {
+        if (!sv_[size_t(st->s)].alive) return;
+        --st->out; ++st->done;
+        if (st->done == st->n) st->cb(); else issue(st);
+      };
+      // a write completes when accepted; a read when its data is out of DRAM
+      if (st->write) {
+        B.ms_dram(t, 1, true, nullptr);
+        msg(st->s, false, P.flit_bytes, reply, t);
+      } else {
+        B.ms_dram(t, 1, false, [this, st, reply](double, double last) { msg(st->s, false, P.flit_bytes, reply, last); });
+      }
+    });
+  }
+}
+
+// ---- put ----------------------------------------------------------------------------------
+void System::do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb) {
+  uint64_t n = lines_of(obj);
+  if (C.line_gran) { logged_put(i, gen, s, obj, ver, n, 0, false, cb); return; }
+  // object-granular one-phase commit: prepare + n line writes, then commit
+  double t0 = now();
+  auto inv = std::make_shared<bool>(false);
+  auto done = sw_done(t0, [this, i, gen, inv, cb] { if (live(i, gen)) cb(*inv); });
+  msg(s, true, double(n + 1) * P.flit_bytes, [this, s, obj, ver, n, inv, done] {
+    at(now() + ms_ns(P.otc_cycles), [this, s, obj, ver, n, inv, done] { commit(s, obj, ver, n, inv, done); });
+  });
+}
+
+void System::commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done) {
+  if (C.cache == Caching::Async) {
+    ReqOutcome o = dir_->commit(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
+    if (o.result == Result::Drop) return;  // zombie put from a fenced server: never commits
+    if (o.result == Result::Stall) {
+      for (auto& sn : o.snps) send_inval(sn);
+      at(now() + P.stall_retry_ns, [this, s, obj, ver, n, inv, done] { commit(s, obj, ver, n, inv, done); });
+      return;
+    }
+    *inv = !o.snps.empty();
+    for (auto& sn : o.snps) send_inval(sn);  // lazily: the commit does not wait for the acks
+  } else if (C.cache == Caching::Version) {
+    for (int x = 0; x < P.servers; ++x) {  // copies elsewhere go stale (no invalidation)
+      auto h = sv_[size_t(x)].held.find(obj);
+      if (x != s && h != sv_[size_t(x)].held.end() && h->second == version_[size_t(obj)]) *inv = true;
+    }
+  }
+  version_[size_t(obj)] = ver;
+  B.ms_dram(now(), n, true, nullptr);  // the OPC drains its staging to DRAM after the commit
+  msg(s, false, P.flit_bytes, [this, s, obj, ver, done] {
+    if (!sv_[size_t(s)].alive) return;
+    if (C.cache != Caching::None) sv_[size_t(s)].held[obj] = ver;  // write-allocate
+    done();
+  });
+}
+
+// Apta / RDMA_f+Apta: object-granular back-invalidation to one sharer, acked asynchronously
+void System::send_inval(const Snp& sn) {
+  int x = sn.server;
+  msg(x, false, P.flit_bytes, [this, sn, x] {
+    if (!sv_[size_t(x)].alive || sv_[size_t(x)].epoch != sn.epoch) return;  // dead: no ack ever
+    double handler = P.inv_handler_ns + (C.sw ? P.sw_call_ns : 0);  // reverse map (+ RDMA_f call)
+    at(now() + handler, [this, sn, x] {
+      if (!sv_[size_t(x)].alive) return;
+      sv_[size_t(x)].held.erase(int(sn.obj));
+      msg(x, true, P.flit_bytes, [this, sn, x] {
+        dir_->ack(x, sn.epoch, sn.obj);
+        schedule();
+      });
+    });
+  });
+}
+
+// CXL: redo-logged put, stage by stage, each a burst of line writes ended by a persist barrier
+void System::logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint64_t n, size_t stage, bool inv,
+                std::function<void(bool)> cb) {
+  if (!live(i, gen)) return;
+  if (stage == P.log_stages.size()) {
+    version_[size_t(obj)] = ver;
+    if (C.cache == Caching::Sync) {
+      sync_sharers_[size_t(obj)] = 1ull << s;
+      sv_[size_t(s)].held[obj] = ver;
+    }
+    cb(inv);
+    return;
+  }
+  const std::string& k = P.log_stages[stage];
+  uint64_t lines = k == "log" ? n + 1 : k == "apply" ? n : 1;
+  auto next = [this, i, gen, s, obj, ver, n, stage, cb](bool inv2) { logged_put(i, gen, s, obj, ver, n, stage + 1, inv2, cb); };
+  if (k == "apply" && C.cache == Caching::Sync) {
+    uint64_t others = sync_sharers_[size_t(obj)] & ~(1ull << s);
+    if (others) {
+      // MESI-style: the writes need ownership; the directory invalidates every sharer and the
+      // put's apply stage cannot complete before all of their acks are in (blocking)
+      auto pending = std::make_shared<int>(0), streams = std::make_shared<int>(1);
+      auto join = std::make_shared<std::function<void()>>();
+      *join = [this, pending, streams, next] {
+        if (*pending == 0 && *streams == 0) next(true);
+      };
+      for (int x = 0; x < P.servers; ++x) {
+        if (!(others >> x & 1)) continue;
+        ++*pending;
+        sync_invalidate(s, x, obj, n, pending, join);
+      }
+      if (P.cxl_inv_timeout_ns >= 0)
+        at(now() + P.cxl_inv_timeout_ns, [this, pending, join] {
+          if (*pending == 0) return;
+          *pending = 0;  // give up on the missing acks (not CXL 3.0 behaviour: an option)
+          ++R.inv_timeouts;
+          R.stall.clear();
+          (*join)();
+        });
+      line_stream(s, lines, true, true, [streams, join] { *streams = 0; (*join)(); });
+      return;
+    }
+  }
+  line_stream(s, lines, true, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); });
+}
+
+void System::sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending, std::shared_ptr<std::function<void()>> join) {
+  // n line snoops to sharer x (hardware, one L2 lookup each, pipelined), n acks back; the
+  // writer learns of completion with the last write completion (one more flit down)
+  msg(x, false, double(n) * P.flit_bytes, [this, w, x, obj, n, pending, join] {
+    if (!sv_[size_t(x)].alive) {
+      R.stall = "CXL cached: a put by c" + std::to_string(w + 1) + " waits for invalidation acks from dead server c" +
+                std::to_string(x + 1) + " (blocking MESI invalidation)";
+      return;  // never acked
+    }
+    at(now() + P.l2_lat / P.clock_ghz, [this, w, x, obj, n, pending, join] {
+      sv_[size_t(x)].held.erase(obj);
+      msg(x, true, double(n) * P.flit_bytes, [this, w, pending, join] {
+        msg(w, false, P.flit_bytes, [pending, join] {
+          if (*pending > 0 && --*pending == 0) (*join)();
+        });
+      });
+    });
+  });
+}
+
+// ---- scheduling ---------------------------------------------------------------------------
+bool System::deps_done(int i) const {
+  for (int d : plan_.instances[size_t(i)].deps) if (runs_[size_t(d)].state != 2) return false;
+  return true;
+}
+bool System::placeable(int s) const {
+  const Server& x = sv_[size_t(s)];
+  if (!x.alive || x.running >= 0) return false;
+  // Scheduling Correctness Criterion (§III-B): never place a function on a server with
+  // pending invalidations (nor a fenced one)
+  if (dir_ && S.rule && !dir_->schedulable(s)) return false;
+  return true;
+}
+
+void System::schedule() {
+  if (scheduling_) return;
+  scheduling_ = true;
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    if (runs_[i].state != 0 || !deps_done(int(i))) continue;
+    int planned = plan_.instances[i].server;
+    if (!S.locality && sv_[size_t(planned)].alive) {
+      // the plan's schedule: per server, instances run in list order
+      bool earlier = false;
+      for (size_t j = 0; j < i; ++j)
+        if (runs_[j].state == 0 && plan_.instances[j].server == planned && sv_[size_t(planned)].alive) { earlier = true; break; }
+      if (!earlier && placeable(planned)) begin(int(i), planned);
+      continue;
+    }
+    // locality-aware: the live, free, schedulable server where most predecessors ran
+    int best = -1, best_score = -1;
+    for (int s = 0; s < P.servers; ++s) {
+      if (!placeable(s)) continue;
+      int score = 0;
+      for (int d : plan_.instances[i].deps) score += runs_[size_t(d)].server == s;
+      if (score > best_score) { best = s; best_score = score; }
+    }
+    if (best >= 0) begin(int(i), best);
+  }
+  scheduling_ = false;
+}
+
+void System::fail_server(int s) {
+  Server& x = sv_[size_t(s)];
+  if (!x.alive) return;
+  x.alive = false;
+  x.held.clear();
+  B.failed(s);
+  if (x.running >= 0) {  // the function dies with its server and is re-executed elsewhere
+    auto& r = runs_[size_t(x.running)];
+    r.state = 0; ++r.gen;
+    x.running = -1;
+  }
+  if (dir_) {  // the failure detector fences the server; its owed acks are retired
+    uint32_t ep = x.epoch;
+    at(now() + P.fd_timeout_ns, [this, s, ep] { dir_->fence(s, ep); schedule(); });
+  }
+  schedule();
+}
+
+}  // namespace apta

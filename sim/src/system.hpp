@@ -1,0 +1,145 @@
+// The simulated system, once for both simulators: the workflow's instances (GET -> COMPUTE ->
+// PUT), the seven configurations' get and put protocols (§IV-A), the ordered point-to-point
+// links, the memory server's protocol engine (directory.hpp), the object caches' versions, the
+// scheduler with the pending-invalidation rule, and compute-server failures with fencing.
+//
+// What differs between simulators is behind `Backend`: time and events, the compute servers'
+// replay of a trace phase through their caches, the memory server's DRAM, and where a fetched
+// object lands. apta-sim (sim.cpp) implements it analytically (fixed-latency LRU caches, a
+// bandwidth-server DRAM); the gem5 extension (gem5/) with gem5's caches and DDR4 controller. So a
+// difference between the two simulators comes from those models, never from the protocol.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "directory.hpp"
+#include "model.hpp"
+#include "trace.hpp"
+
+namespace apta {
+
+// A trace's object slot (TraceInstance::objects) -> the object and version it holds in this run.
+struct Slots {
+  std::vector<uint32_t> obj, ver;
+};
+
+// One direction of a point-to-point link: serialization at the bandwidth, then the latency
+// (optionally jittered); arrivals stay in send order (ordered links).
+struct Link {
+  double gbps = 1, lat = 0, cv = 0;
+  double free_at = 0, last_arrival = 0;
+  std::mt19937_64* rng = nullptr;
+  double send(double t, double bytes, double min_end = 0) {
+    double start = std::max(t, free_at);
+    free_at = std::max(start + bytes * 8.0 / gbps, min_end);
+    double l = lat;
+    if (rng && cv > 0) {
+      std::normal_distribution<double> nd(0.0, 1.0);
+      l = std::max(0.0, lat * (1.0 + cv * nd(*rng)));
+    }
+    double arr = std::max(free_at + l, last_arrival);
+    last_arrival = arr;
+    return arr;
+  }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual double now() const = 0;                              // ns
+  virtual void at(double t, std::function<void()> fn) = 0;    // run fn at max(t, now)
+  // Replay phase `ph` of instance i's trace on compute server s: its ops at the CPI, its lines
+  // through s's caches. done(ns) runs when the phase has finished, with its duration.
+  virtual void compute(int i, int s, Phase ph, const Slots& slots, std::function<void(double)> done) = 0;
+  // `lines` lines of object data read or written in the memory server's DRAM, issued no earlier
+  // than t. done(first, last) gets when the first and the last line are through (it may run at
+  // once, with times in the future, or later); a null done is not waited for (a drain).
+  virtual void ms_dram(double t, uint64_t lines, bool write, std::function<void(double, double)> done) = 0;
+  // Object obj in version ver (`lines` lines) has arrived at compute server s: it lands in the LLC.
+  virtual void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) = 0;
+  // Compute server s has died: whatever it was replaying stops.
+  virtual void failed(int s) { (void)s; }
+  // Every instance has finished (gem5 leaves its event loop here; apta-sim's queue just drains).
+  virtual void finished() {}
+};
+
+class System {
+ public:
+  System(const Plan& plan, Params p, Config c, Scenario s, Backend& b);
+  void start();                   // schedule the failures and the first placements
+  RunResult& finish();            // after the event loop: completion, totals
+  RunResult& result() { return R; }
+  const Params& params() const { return P; }
+  const Config& config() const { return C; }
+
+ private:
+  struct Server {
+    bool alive = true;
+    int running = -1;
+    uint32_t epoch = 0;
+    std::map<int, uint32_t> held;  // object cache: object id -> version of the copy held
+    Link up, down;
+  };
+  struct Run {
+    int state = 0;  // 0 waiting, 1 running, 2 done
+    int server = -1;
+    uint64_t gen = 0;
+    double t0 = 0;
+    size_t k = 0;
+    bool any_hit = false, any_inv = false;
+    Slots slots;
+  };
+  struct Stream;
+
+  const Plan& plan_;
+  Params P;
+  Config C;
+  Scenario S;
+  Backend& B;
+  std::mt19937_64 rng_;
+  std::vector<Server> sv_;
+  std::unique_ptr<Directory> dir_;
+  std::vector<uint32_t> version_, next_version_;
+  std::vector<uint64_t> sync_sharers_;
+  std::vector<Run> runs_;
+  bool scheduling_ = false, finished_ = false;
+  RunResult R;
+
+  double now() const { return B.now(); }
+  void at(double t, std::function<void()> f) { B.at(t, std::move(f)); }
+  double ms_ns(double cycles) const { return cycles / P.ms_clock_ghz; }
+  uint64_t lines_of(int obj) const;
+  void msg(int s, bool up, double bytes, std::function<void()> fn, double not_before = 0, double min_end = 0);
+  std::function<void()> sw_done(double t0, std::function<void()> cb);
+  bool live(int i, uint64_t gen) const;
+  void install(int s, int obj, uint32_t ver, bool cache);
+  void set_slots(int i, int obj, const char* kind, uint32_t ver);
+
+  void begin(int i, int s);
+  void get_next(int i, uint64_t gen);
+  void put_next(int i, uint64_t gen);
+  void do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool, uint32_t)> cb);
+  void fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint32_t)> cb);
+  void serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done);
+  void line_stream(int s, uint64_t n, bool write, bool dir, std::function<void()> cb);
+  void issue(const std::shared_ptr<Stream>& st);
+  void do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb);
+  void commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done);
+  void send_inval(const Snp& sn);
+  void logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint64_t n, size_t stage, bool inv,
+                  std::function<void(bool)> cb);
+  void sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending,
+                       std::shared_ptr<std::function<void()>> join);
+  bool deps_done(int i) const;
+  bool placeable(int s) const;
+  void schedule();
+  void fail_server(int s);
+};
+
+}  // namespace apta
