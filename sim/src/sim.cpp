@@ -60,7 +60,7 @@ class Analytic final : public Backend {
     double d = replay(i, s, ph, slots);
     at(now_ + d, [done, d] { done(d); });
   }
-  void ms_dram(double t, uint64_t lines, bool, std::function<void(double, double)> done) override {
+  void ms_dram(double t, uint32_t, uint64_t, uint64_t lines, bool, std::function<void(double, double)> done) override {
     double last = msdram_.access(t, lines);
     if (done) done(t + P.dram_lat_ns, last);  // the first line after one access latency
   }

@@ -220,7 +220,7 @@ void System::fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint3
   uint64_t n = lines_of(obj);
   if (C.line_gran) {  // CXL: one cache-line request per line, MSHR-limited
     bool dir = C.cache == Caching::Sync;
-    line_stream(s, n, false, dir, [this, s, obj, cb] {
+    line_stream(s, obj, n, false, dir, [this, s, obj, cb] {
       uint32_t v = version_[size_t(obj)];
       if (C.cache == Caching::Sync) sync_sharers_[size_t(obj)] |= 1ull << s;
       install(s, obj, v, C.cache != Caching::None);
@@ -251,7 +251,7 @@ void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std
   *vp = v;
   // the reply streams as lines come out of DRAM: it starts with the first line and its
   // channel is busy at least until the last line is out
-  B.ms_dram(now(), n, false, [this, s, obj, v, n, done](double first, double last) {
+  B.ms_dram(now(), uint32_t(obj), 0, n, false, [this, s, obj, v, n, done](double first, double last) {
     msg(s, false, double(n) * P.flit_bytes, [this, s, obj, v, done] {
       if (!sv_[size_t(s)].alive) return;
       install(s, obj, v, C.cache != Caching::None);
@@ -263,21 +263,22 @@ void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std
 // CXL line-granular transfers: up to `mshrs` outstanding line requests. A read sends a request
 // flit and gets a data flit back; a write sends a data flit and gets a completion flit.
 struct System::Stream {
-  int s;
+  int s, obj;
   uint64_t n, issued = 0, done = 0;
   unsigned out = 0;
   bool write, dir;
   std::function<void()> cb;
 };
-void System::line_stream(int s, uint64_t n, bool write, bool dir, std::function<void()> cb) {
-  auto st = std::make_shared<Stream>(Stream{s, n, 0, 0, 0, write, dir, std::move(cb)});
+void System::line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb) {
+  auto st = std::make_shared<Stream>(Stream{s, obj, n, 0, 0, 0, write, dir, std::move(cb)});
   if (n == 0) { st->cb(); return; }
   issue(st);
 }
 void System::issue(const std::shared_ptr<Stream>& st) {
   while (st->out < P.mshrs && st->issued < st->n) {
+    const uint64_t line = st->issued;
     ++st->issued; ++st->out;
-    msg(st->s, true, P.flit_bytes, [this, st] {
+    msg(st->s, true, P.flit_bytes, [this, st, line] {
       double t = now() + (st->dir ? ms_ns(P.otc_cycles) : 0);
       auto reply = [this, st] {
         if (!sv_[size_t(st->s)].alive) return;
@@ -286,10 +287,10 @@ void System::issue(const std::shared_ptr<Stream>& st) {
       };
       // a write completes when accepted; a read when its data is out of DRAM
       if (st->write) {
-        B.ms_dram(t, 1, true, nullptr);
+        B.ms_dram(t, uint32_t(st->obj), line, 1, true, nullptr);
         msg(st->s, false, P.flit_bytes, reply, t);
       } else {
-        B.ms_dram(t, 1, false, [this, st, reply](double, double last) { msg(st->s, false, P.flit_bytes, reply, last); });
+        B.ms_dram(t, uint32_t(st->obj), line, 1, false, [this, st, reply](double, double last) { msg(st->s, false, P.flit_bytes, reply, last); });
       }
     });
   }
@@ -326,7 +327,7 @@ void System::commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bo
     }
   }
   version_[size_t(obj)] = ver;
-  B.ms_dram(now(), n, true, nullptr);  // the OPC drains its staging to DRAM after the commit
+  B.ms_dram(now(), uint32_t(obj), 0, n, true, nullptr);  // the OPC drains its staging to DRAM after the commit
   msg(s, false, P.flit_bytes, [this, s, obj, ver, done] {
     if (!sv_[size_t(s)].alive) return;
     if (C.cache != Caching::None) sv_[size_t(s)].held[obj] = ver;  // write-allocate
@@ -390,11 +391,12 @@ void System::logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint6
           R.stall.clear();
           (*join)();
         });
-      line_stream(s, lines, true, true, [streams, join] { *streams = 0; (*join)(); });
+      line_stream(s, obj, lines, true, true, [streams, join] { *streams = 0; (*join)(); });
       return;
     }
   }
-  line_stream(s, lines, true, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); });
+  // the log, its flag and its clearing live in the memory server's redo-log area, apply writes the object
+  line_stream(s, k == "apply" ? obj : int(kRedoLog), lines, true, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); });
 }
 
 void System::sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending, std::shared_ptr<std::function<void()>> join) {

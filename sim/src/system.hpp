@@ -49,6 +49,9 @@ struct Link {
   }
 };
 
+// Backend::ms_dram's object for the lines of the CXL configurations' redo log (not an object's).
+constexpr uint32_t kRedoLog = 0xFFFFFFFFu;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -57,10 +60,12 @@ class Backend {
   // Replay phase `ph` of instance i's trace on compute server s: its ops at the CPI, its lines
   // through s's caches. done(ns) runs when the phase has finished, with its duration.
   virtual void compute(int i, int s, Phase ph, const Slots& slots, std::function<void(double)> done) = 0;
-  // `lines` lines of object data read or written in the memory server's DRAM, issued no earlier
-  // than t. done(first, last) gets when the first and the last line are through (it may run at
-  // once, with times in the future, or later); a null done is not waited for (a drain).
-  virtual void ms_dram(double t, uint64_t lines, bool write, std::function<void(double, double)> done) = 0;
+  // Lines [first_line, first_line + lines) of object obj read or written in the memory server's
+  // DRAM, issued no earlier than t. done(first, last) gets when the first and the last line are
+  // through (it may run at once, with times in the future, or later); a null done is not waited
+  // for (a drain).
+  virtual void ms_dram(double t, uint32_t obj, uint64_t first_line, uint64_t lines, bool write,
+                       std::function<void(double, double)> done) = 0;
   // Object obj in version ver (`lines` lines) has arrived at compute server s: it lands in the LLC.
   virtual void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) = 0;
   // Compute server s has died: whatever it was replaying stops.
@@ -127,7 +132,7 @@ class System {
   void do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool, uint32_t)> cb);
   void fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint32_t)> cb);
   void serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done);
-  void line_stream(int s, uint64_t n, bool write, bool dir, std::function<void()> cb);
+  void line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb);
   void issue(const std::shared_ptr<Stream>& st);
   void do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb);
   void commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done);
