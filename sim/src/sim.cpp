@@ -67,7 +67,7 @@ class Analytic final : public Backend {
   void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override {
     if (lines * P.line > P.l2_bytes) return;  // objects larger than the LLC are uncacheable (§III-A a2)
     Cache& l2 = cache_pool()[size_t(s)].l2;
-    for (uint64_t l = 0; l < lines; ++l) l2.access(obj_key(obj, ver, l));
+    for (uint64_t l = 0; l < lines; ++l) l2.access(object_line_key(obj, ver, l));
   }
 
   void bind(RunResult* r) { R_ = r; }  // where the replay's counters go (the system's result)
@@ -94,9 +94,6 @@ class Analytic final : public Backend {
   Dram msdram_;
 
   // ---- local replay: L1 -> L2 -> local DDR4 at a fixed CPI --------------------------------
-  static uint64_t obj_key(uint32_t obj, uint32_t ver, uint64_t line) {
-    return (1ull << 63) | (uint64_t(obj) << 44) | (uint64_t(ver & 0xFFFF) << 28) | (line & 0xFFFFFFF);
-  }
   // CPU time of this process: the replay rate on one core, whatever else shares the machine
   static double cpu_s() {
     timespec ts;
@@ -107,7 +104,6 @@ class Analytic final : public Backend {
     const double c0 = cpu_s();
     const auto& tr = plan_.traces[size_t(i)];
     CachePair& x = cache_pool()[size_t(s)];
-    const uint64_t asid = uint64_t(i + 1) << 42;  // one process per instance: its own lines
     const double dram_cyc = P.dram_lat_ns * P.clock_ghz;
     const double dram_line_cyc = P.line * 8.0 / P.dram_gbps * P.clock_ghz;
     double cyc = 0;
@@ -122,8 +118,8 @@ class Analytic final : public Backend {
         const Range& rg = tr.ranges[ev.first_range + k];
         lines += rg.lines;
         // keys of consecutive lines are consecutive (the line number is in the low bits)
-        const uint64_t key0 = rg.slot == 0xFF ? (asid | rg.first_line)
-                                              : obj_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line);
+        const uint64_t key0 = rg.slot == 0xFF ? local_line_key(i, rg.first_line)
+                                              : object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line);
         for (uint32_t l = 0; l < rg.lines; ++l) {
           const uint64_t key = key0 + l;
           if (x.l1.access(key)) { ++l1_hits; continue; }

@@ -49,6 +49,14 @@ struct Link {
   }
 };
 
+// The identity of a line in a compute server's caches: a line of an instance's own memory (each
+// instance is its own process, with its own address space) or line `line` of object obj in
+// version ver (a server's LLC keeps objects across functions; a new version is a new line).
+inline uint64_t local_line_key(int inst, uint64_t line) { return (uint64_t(inst + 1) << 42) | line; }
+inline uint64_t object_line_key(uint32_t obj, uint32_t ver, uint64_t line) {
+  return (1ull << 63) | (uint64_t(obj) << 44) | (uint64_t(ver & 0xFFFF) << 28) | (line & 0xFFFFFFF);
+}
+
 // Backend::ms_dram's object for the lines of the CXL configurations' redo log (not an object's).
 constexpr uint32_t kRedoLog = 0xFFFFFFFFu;
 
