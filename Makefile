@@ -12,7 +12,7 @@ APT     := tools/install-apt.sh
 
 .PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
         rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants bench test-rtl-netlist workloads \
-        test-history test-ms
+        test-history test-ms gem5 gem5-check test-gem5 eval-gem5 bench-gem5
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
@@ -37,6 +37,8 @@ help:
 	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (part of make test)"
 	@echo "make test-sched-daemon  the e2e cluster against the memory-server daemon: workflows placed by kube-scheduler (part of make test)"
 	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
+	@echo "make gem5 GEM5_SRC=<gem5 checkout>  build gem5 v24.0.0.1 with the apta extension (sim/gem5/) into build/gem5/"
+	@echo "make test-gem5 / eval-gem5 / bench-gem5  the extension's tests, the workflows in gem5 beside apta-sim, its speed"
 	@echo "make clean        remove build/ and the venv"
 
 # --- dependencies -------------------------------------------------------------------------------
@@ -150,6 +152,38 @@ eval: traces sim venv
 # Simulator speed (trace events/s through the replay loop, one core) -> build/bench/sim.json
 bench-sim: traces sim venv
 	nice -n 10 $(PY) sim/bench.py --size $(TRACE_SIZE)
+
+# --- gem5 (sim/gem5/README.md) ------------------------------------------------------------------
+# gem5 is brought by the user: GEM5_SRC names a gem5 v24.0.0.1 checkout; the extension (sim/gem5/)
+# is built into it with EXTRAS=, into GEM5_BUILD (outside the checkout). Nothing else depends on
+# these targets; without GEM5_SRC or a gem5 binary they stop at once and say what to provide.
+GEM5_BUILD ?= $(CURDIR)/build/gem5
+GEM5       ?= $(GEM5_BUILD)/gem5.opt
+GEM5_DEPS  := scons libprotobuf-dev protobuf-compiler libgoogle-perftools-dev libhdf5-serial-dev libcapstone-dev \
+              libelf-dev build-essential python3-dev m4 zlib1g-dev libpng-dev
+
+gem5: venv
+	@test -n "$(GEM5_SRC)" || { echo "make gem5: name a gem5 v24.0.0.1 source checkout: make gem5 GEM5_SRC=<dir> (sim/gem5/README.md says how to get one)"; exit 2; }
+	$(PY) -m apta.gem5 check-source "$(GEM5_SRC)"
+	@$(APT) $(GEM5_DEPS)
+	# scons must see Debian's python3 and its python3-config (not a venv's or pyenv's)
+	cd "$(GEM5_SRC)" && export PATH=/usr/sbin:/usr/bin:/sbin:/bin && \
+	  { test -d "$(GEM5_BUILD)/gem5.build" || scons defconfig "$(GEM5_BUILD)" build_opts/NULL; } && \
+	  nice -n 10 scons "$(GEM5_BUILD)/gem5.opt" -j$$(nproc) --ignore-style EXTRAS=$(CURDIR)/sim/gem5
+	@echo "make gem5: $(GEM5) built with the apta extension"
+
+gem5-check:
+	@test -x "$(GEM5)" || { echo "$(GEM5): no gem5 binary with the apta extension; run make gem5 GEM5_SRC=<gem5 v24.0.0.1 checkout> first (or name it: GEM5=<gem5.opt>)"; exit 2; }
+
+# the vector replay inside gem5, one tiny workflow per configuration, a failure run, the cross-check
+test-gem5: gem5-check vectors sim venv
+	APTA_GEM5="$(GEM5)" $(PY) -m pytest -q tests/test_gem5.py
+
+eval-gem5: gem5-check traces sim venv
+	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE)
+
+bench-gem5: gem5-check traces sim venv
+	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --no-failures --bench build/bench/gem5.json
 
 # --- CXL emulation (qemu-cxl/README.md) ---------------------------------------------------------
 # The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/

@@ -1,0 +1,272 @@
+"""What the gem5 extension (sim/gem5/) needs that runs without gem5: the system's gem5 values
+from sim/params.json (one definition for both simulators), the gem5 build checks, gem5's
+statistics, and the cross-check of gem5's results against apta-sim's.
+
+The gem5 config script (sim/gem5/configs/apta.py) builds its SimObjects from `system_spec`;
+sim/gem5/eval.py runs the workflows and writes the comparison from `crosscheck`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import schema
+from .paths import ROOT
+
+PARAMS = ROOT / "sim" / "params.json"
+GEM5_VERSION = "v24.0.0.1"  # the gem5 release the extension is built and measured against
+GEM5_COMMIT = "b1a44b89c7bae73fae2dc547bc1f871452075b85"
+
+# Each memory (a server's local DDR4, the memory server's DDR4) is one DDR4-2400 8x8 channel of
+# two ranks: 2 x 8 devices x 1 GiB = 16 GiB, the address range its controller is given.
+MEM_BYTES = 16 << 30
+# The memory server's DRAM controller queues: gem5's MemCtrl defaults (read 32, write 64
+# entries); the memory server keeps up to their sum in flight and lets the controller push back.
+MS_OUTSTANDING = 96
+
+
+class Gem5Error(Exception):
+    """A gem5 checkout, build or output that is not what we need (the message says what to do)."""
+
+
+def _val(p: dict, sec: str, key: str):
+    try:
+        return p[sec][key]["value"]
+    except KeyError:
+        raise Gem5Error(f"{PARAMS}: {sec}.{key}: missing (or no 'value')") from None
+
+
+def load_params(path: str | Path = PARAMS, overrides: dict | None = None) -> dict:
+    """sim/params.json with schema references resolved and a scenario's "section.key" overrides
+    applied, exactly as apta-sim's Params::load does (unknown keys are errors)."""
+    p = schema.load_sim_params(path)
+    for k, v in (overrides or {}).items():
+        sec, dot, key = k.partition(".")
+        if not dot:
+            raise Gem5Error(f"overrides: key '{k}' must be section.parameter")
+        if sec not in p or not isinstance(p[sec], dict) or key not in p[sec]:
+            raise Gem5Error(f"overrides: unknown parameter '{k}' (not in {path})")
+        p[sec][key]["value"] = v
+    return p
+
+
+def _ghz(x: float) -> str:
+    return f"{x}GHz"
+
+
+def system_spec(path: str | Path = PARAMS, overrides: dict | None = None) -> dict:
+    """The gem5 objects' values for Table II's system, from sim/params.json: clocks, caches
+    (size, ways, latencies, MSHRs), the cores' CPI, one 16 GiB DDR4-2400 range per compute server
+    and one for the memory server."""
+    p = load_params(path, overrides)
+    servers = int(_val(p, "compute", "servers"))
+    if not 1 <= servers <= 64:
+        raise Gem5Error(f"{path}: compute.servers: must be 1..64, got {servers}")
+    line = int(_val(p, "compute", "line_bytes"))
+    mshrs = int(_val(p, "compute", "mshrs"))
+    l1_kb, l2_kb = int(_val(p, "compute", "l1_kb")), int(_val(p, "compute", "l2_kb"))
+    spec = {
+        "servers": servers,
+        "line_bytes": line,
+        "cpu_clock": _ghz(_val(p, "compute", "clock_ghz")),
+        "ms_clock": _ghz(_val(p, "memory_server", "clock_ghz")),
+        "cpi": float(_val(p, "compute", "cpi_int_fp")),
+        # Table II gives MSHRs only for the L2; the L1 gets as many, so the L2's count is the
+        # bound on a core's outstanding misses, as in apta-sim.
+        "l1": {"size": f"{l1_kb}KiB", "assoc": int(_val(p, "compute", "l1_ways")),
+               "latency": int(_val(p, "compute", "l1_latency_cycles")), "mshrs": mshrs},
+        "l2": {"size": f"{l2_kb}KiB", "assoc": int(_val(p, "compute", "l2_ways")),
+               "latency": int(_val(p, "compute", "l2_latency_cycles")), "mshrs": mshrs},
+        "llc_bytes": l2_kb * 1024,
+        "mshrs": mshrs,
+        "local_ranges": [(s * MEM_BYTES, (s + 1) * MEM_BYTES) for s in range(servers)],
+        "ms_range": (servers * MEM_BYTES, (servers + 1) * MEM_BYTES),
+        "ms_outstanding": MS_OUTSTANDING,
+        "dram": "DDR4_2400_8x8",
+    }
+    return spec
+
+
+def horizon_ticks(scenario: dict) -> int:
+    """gem5 ticks (ps) for a scenario's horizon_ns (apta-sim's default 1e12 ns when absent)."""
+    h = scenario.get("horizon_ns", 1e12)
+    if not isinstance(h, (int, float)) or h <= 0 or math.isinf(h):
+        raise Gem5Error(f"scenario {scenario.get('name')!r}: horizon_ns: a positive number, got {h!r}")
+    return int(h * 1000)
+
+
+# ---- the gem5 checkout and build ------------------------------------------------------------------
+def check_source(src: str | Path) -> str:
+    """The gem5 checkout the user names: it must exist and be the release we build against.
+    Returns its version line; raises Gem5Error with what to provide otherwise."""
+    s = Path(src)
+    if not (s / "SConstruct").is_file() or not (s / "src" / "base" / "version.cc").is_file():
+        raise Gem5Error(f"GEM5_SRC={src}: not a gem5 source checkout (no SConstruct, src/base/version.cc); "
+                        f"get gem5 {GEM5_VERSION} (sim/gem5/README.md) and name it: make gem5 GEM5_SRC=<dir>")
+    text = (s / "src" / "base" / "version.cc").read_text()
+    m = re.search(r'gem5Version\s*=\s*"([^"]+)"', text)
+    found = m.group(1) if m else "unknown"
+    want = GEM5_VERSION.lstrip("v")
+    if found != want:
+        raise Gem5Error(f"GEM5_SRC={src}: gem5 {found}, the extension is built against {want} "
+                        f"(commit {GEM5_COMMIT}); check out that release")
+    return found
+
+
+# ---- gem5's statistics ---------------------------------------------------------------------------------
+_STAT = re.compile(r"^(\S+)\s+(-?[0-9.eE+-]+|nan|inf)\s")
+
+
+def parse_stats(text: str, where: str = "stats.txt") -> dict:
+    """The first dump of a gem5 stats.txt as {name: float}. Malformed input raises Gem5Error
+    naming the line."""
+    out: dict[str, float] = {}
+    begun = False
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("---------- Begin Simulation Statistics"):
+            if begun:
+                break
+            begun = True
+            continue
+        if line.startswith("---------- End Simulation Statistics"):
+            break
+        if not line.strip() or not begun:
+            continue
+        m = _STAT.match(line)
+        if not m:
+            raise Gem5Error(f"{where}:{n}: not a statistic line: {line[:60]!r}")
+        v = m.group(2)
+        out[m.group(1)] = float(v) if v not in ("nan", "inf") else float(v)
+    if not begun:
+        raise Gem5Error(f"{where}: no statistics dump")
+    return out
+
+
+def cache_and_dram_stats(stats: dict, servers: int) -> dict:
+    """What the cross-check reads of gem5's statistics: per-run L1/L2 hits and misses (summed over
+    the compute servers), and the memory server's DRAM row-buffer hit rates."""
+    def total(pattern: str) -> float:
+        rx = re.compile(pattern)
+        return sum(v for k, v in stats.items() if rx.fullmatch(k))
+    return {
+        "l1_hits": int(total(r"system\.c\d+\.l1\.demandHits::total")),
+        "l1_misses": int(total(r"system\.c\d+\.l1\.demandMisses::total")),
+        "l2_hits": int(total(r"system\.c\d+\.l2\.demandHits::total")),
+        "l2_misses": int(total(r"system\.c\d+\.l2\.demandMisses::total")),
+        "ms_read_row_hits": int(total(r"system\.ms_mem\.dram\.readRowHits")),
+        "ms_reads": int(total(r"system\.ms_mem\.dram\.readBursts")),
+        "ms_write_row_hits": int(total(r"system\.ms_mem\.dram\.writeRowHits")),
+        "ms_writes": int(total(r"system\.ms_mem\.dram\.writeBursts")),
+    }
+
+
+# ---- the cross-check -------------------------------------------------------------------------------------
+TOLERANCE = 0.10  # makespan within +-10% of apta-sim's (the issue's bound)
+
+
+@dataclass
+class Cell:
+    app: str
+    run: str      # the scenario's name: "base", or "fail" (a failure run)
+    config: str
+    apta_sim_ns: float | None
+    gem5_ns: float | None
+    ratio: float | None = None
+    within: bool = False
+    table_iv_equal: bool = False
+
+
+@dataclass
+class CrossCheck:
+    cells: list[Cell] = field(default_factory=list)
+    ranking_equal: dict[str, bool] = field(default_factory=dict)
+
+    def outside(self) -> list[Cell]:
+        return [c for c in self.cells if not c.within]
+
+    def to_json(self) -> dict:
+        return {"tolerance": TOLERANCE,
+                "cells": [c.__dict__ for c in self.cells],
+                "ranking_equal": self.ranking_equal,
+                "outside": len(self.outside())}
+
+
+def _by(results: list[dict], where: str) -> dict:
+    out = {}
+    for r in results:
+        for k in ("app", "config", "completed", "table_iv"):
+            if k not in r:
+                raise Gem5Error(f"{where}: a result without '{k}'")
+        key = (r["app"], r.get("name", "base"), r["config"])
+        if key in out:
+            raise Gem5Error(f"{where}: two results for {key}")
+        out[key] = r
+    return out
+
+
+def ranking(results: dict, app: str) -> list[str]:
+    """Configurations of one workflow's base runs, fastest first (unfinished runs last, by name)."""
+    rs = [r for (a, run, _), r in results.items() if a == app and run == "base"]
+    done = sorted((r for r in rs if r["completed"]), key=lambda r: (r["makespan_ns"], r["config"]))
+    stalled = sorted(r["config"] for r in rs if not r["completed"])
+    return [r["config"] for r in done] + stalled
+
+
+def crosscheck(apta_sim: list[dict], gem5: list[dict]) -> CrossCheck:
+    """Compare the two simulators' results on the same traces: per workflow x configuration the
+    makespan ratio (gem5 / apta-sim) and whether it is within TOLERANCE, Table IV's counts, and per
+    workflow whether the configurations rank the same. A result is a run's JSON with "app" added;
+    runs pair up by (app, scenario name, configuration)."""
+    a, g = _by(apta_sim, "apta-sim results"), _by(gem5, "gem5 results")
+    cc = CrossCheck()
+    for key in sorted(set(a) | set(g)):
+        ra, rg = a.get(key), g.get(key)
+        ma = ra["makespan_ns"] if ra and ra["completed"] else None
+        mg = rg["makespan_ns"] if rg and rg["completed"] else None
+        c = Cell(key[0], key[1], key[2], ma, mg)
+        if ma and mg:
+            c.ratio = mg / ma
+            c.within = abs(c.ratio - 1) <= TOLERANCE
+        else:
+            # both stalled (CXL cached after a crash) agree; one stalled alone does not
+            c.within = bool(ra and rg) and ma is None and mg is None
+        c.table_iv_equal = bool(ra and rg) and ra["table_iv"] == rg["table_iv"]
+        cc.cells.append(c)
+    for app in sorted({k[0] for k in a} & {k[0] for k in g}):
+        cc.ranking_equal[app] = ranking(a, app) == ranking(g, app)
+    return cc
+
+
+def load_results(path: str | Path) -> list[dict]:
+    """A results file of apta-sim (`{"app", "results": [...]}`) or a list of gem5 run results,
+    as a list of runs each with "app"."""
+    data = json.loads(Path(path).read_text())
+    if isinstance(data, dict) and "results" in data:
+        return [dict(r, app=data.get("app")) for r in data["results"]]
+    if isinstance(data, list):
+        return data
+    raise Gem5Error(f"{path}: neither apta-sim results nor a list of gem5 results")
+
+
+def main(argv=None) -> int:
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(description="checks for the gem5 extension (sim/gem5/)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check-source", help="is DIR the gem5 release the extension builds against?")
+    c.add_argument("dir")
+    args = ap.parse_args(argv)
+    try:
+        v = check_source(args.dir)
+    except Gem5Error as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"gem5 {v} at {args.dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+#include "apta_core.hh"
+
+#include <cmath>
+
+#include "base/logging.hh"
+#include "sim/system.hh"
+
+namespace gem5
+{
+
+AptaCore::AptaCore(const Params &p)
+    : ClockedObject(p),
+      port(name() + ".port", *this, p.mshrs, p.line_bytes),
+      fillPort(name() + ".fill_port", *this, p.mshrs, p.line_bytes),
+      cpi(p.cpi), lineBytes(p.line_bytes), memBase(p.mem_range.start()),
+      frames(p.mem_range.size() / (uint64_t(p.line_bytes) * kPageLines)),
+      stepEvent([this] { access(); }, name() + ".step")
+{
+    fatal_if(frames == 0, "%s: mem_range holds no page", name());
+}
+
+void
+AptaCore::init()
+{
+    ClockedObject::init();
+    fatal_if(!port.isConnected() || !fillPort.isConnected(),
+             "%s: port and fill_port must be connected", name());
+    port.setRequestorId(params().system->getRequestorId(this, "data"));
+    fillPort.setRequestorId(params().system->getRequestorId(this, "fill"));
+}
+
+Port &
+AptaCore::getPort(const std::string &if_name, PortID idx)
+{
+    if (if_name == "port")
+        return port;
+    if (if_name == "fill_port")
+        return fillPort;
+    return ClockedObject::getPort(if_name, idx);
+}
+
+// First-touch placement: frames are handed out in order and reused round-robin once local
+// memory is exhausted (a warning; the traces' footprints are far below it).
+Addr
+AptaCore::translate(uint64_t key)
+{
+    const uint64_t page = key / kPageLines;
+    auto it = pageTable.find(page);
+    if (it == pageTable.end()) {
+        if (nextFrame == frames)
+            warn_once("%s: local memory exhausted, frames are reused", name());
+        it = pageTable.emplace(page, nextFrame++ % frames).first;
+    }
+    return memBase + (it->second * kPageLines + key % kPageLines) * lineBytes;
+}
+
+void
+AptaCore::replay(const ::apta::TraceInstance &tr, int i, ::apta::Phase ph,
+                 const ::apta::Slots &s, std::function<void()> done)
+{
+    panic_if(trace, "%s: a phase is already being replayed", name());
+    trace = &tr;
+    slots = s;
+    inst = i;
+    next = tr.phase_begin[ph];
+    end = tr.phase_begin[ph + 1];
+    phaseDone = std::move(done);
+    computeThenAccess();
+}
+
+// the next event's ops, then its lines
+void
+AptaCore::computeThenAccess()
+{
+    if (next == end) {
+        trace = nullptr;
+        auto done = std::move(phaseDone);
+        done();
+        return;
+    }
+    carry += double(trace->events[next].ops) * cpi;
+    const Cycles c(uint64_t(std::floor(carry)));
+    carry -= double(uint64_t(c));
+    schedule(stepEvent, clockEdge(c));
+}
+
+void
+AptaCore::access()
+{
+    const ::apta::Event &ev = trace->events[next++];
+    ++events;
+    // the event's lines in trace order, bit 0 marking a write (line addresses are aligned)
+    auto addrs = std::make_shared<std::vector<Addr>>();
+    for (uint32_t k = 0; k < ev.nranges; ++k) {
+        const ::apta::Range &rg = trace->ranges[ev.first_range + k];
+        for (uint32_t l = 0; l < rg.lines; ++l) {
+            const uint64_t key = rg.slot == 0xFF
+                ? ::apta::local_line_key(inst, rg.first_line + l)
+                : ::apta::object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line + l);
+            addrs->push_back(translate(key) | (rg.write ? 1 : 0));
+        }
+    }
+    lines += addrs->size();
+    auto b = std::make_shared<AptaLinePort::Batch>();
+    b->n = addrs->size();
+    b->addrOf = [addrs](uint64_t k) { return (*addrs)[k] & ~Addr(1); };
+    b->isWrite = [addrs](uint64_t k) { return ((*addrs)[k] & 1) != 0; };
+    const uint64_t g = gen;
+    b->done = [this, g](Tick, Tick) { if (g == gen) computeThenAccess(); };
+    port.enqueue(b);
+}
+
+void
+AptaCore::fill(uint32_t obj, uint32_t ver, uint64_t n)
+{
+    auto b = std::make_shared<AptaLinePort::Batch>();
+    b->n = n;
+    b->addrOf = [this, obj, ver](uint64_t k) { return translate(::apta::object_line_key(obj, ver, k)); };
+    b->isWrite = [](uint64_t) { return true; };
+    b->writeCmd = MemCmd::WriteLineReq;
+    fillPort.enqueue(b);
+}
+
+void
+AptaCore::abort()
+{
+    ++gen;
+    port.cancelAll();
+    fillPort.cancelAll();
+    if (stepEvent.scheduled())
+        deschedule(stepEvent);
+    trace = nullptr;
+    phaseDone = nullptr;
+}
+
+} // namespace gem5

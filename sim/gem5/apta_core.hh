@@ -1,0 +1,75 @@
+// A compute server's core in gem5 (Table II: 3.0 GHz, int/fp ops at a fixed CPI): it replays
+// one phase of a function instance's trace at a time. Per trace event, its ops take ops x CPI
+// cycles, then every line the event touches goes to the L1 data cache, one per cycle, at most
+// `mshrs` in flight; the next event starts when all of them are answered. Lines are placed in
+// the server's local memory by a first-touch page table (4 KiB frames). A second port fills
+// fetched objects into the LLC (whole-line writes), as the GET controller does (§III-D1).
+#ifndef APTA_GEM5_APTA_CORE_HH
+#define APTA_GEM5_APTA_CORE_HH
+
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "line_port.hh"
+#include "params/AptaCore.hh"
+#include "sim/clocked_object.hh"
+#include "system.hpp"
+#include "trace.hpp"
+
+namespace gem5
+{
+
+class AptaCore : public ClockedObject
+{
+  public:
+    PARAMS(AptaCore);
+    explicit AptaCore(const Params &p);
+
+    Port &getPort(const std::string &if_name, PortID idx = InvalidPortID) override;
+    void init() override;
+
+    // Replay phase `ph` of instance `inst`'s trace; done() when its last event has finished.
+    void replay(const ::apta::TraceInstance &tr, int inst, ::apta::Phase ph,
+                const ::apta::Slots &slots, std::function<void()> done);
+    // Object `obj` (version `ver`, `lines` lines) arrived: write it into the LLC.
+    void fill(uint32_t obj, uint32_t ver, uint64_t lines);
+    // The server died: whatever it replays or fills stops, nothing it had in flight reports.
+    void abort();
+
+    uint64_t eventsReplayed() const { return events; }
+    uint64_t lineAccesses() const { return lines; }
+
+  private:
+    static constexpr unsigned kPageLines = 64;  // 4 KiB pages of 64-byte lines
+
+    AptaLinePort port, fillPort;
+    const double cpi;
+    const unsigned lineBytes;
+    const Addr memBase;
+    const uint64_t frames;
+
+    std::unordered_map<uint64_t, uint64_t> pageTable;  // line key / 64 -> frame
+    uint64_t nextFrame = 0;
+
+    // the phase being replayed
+    const ::apta::TraceInstance *trace = nullptr;
+    ::apta::Slots slots;
+    int inst = -1;
+    uint32_t next = 0, end = 0;
+    double carry = 0;  // fractional cycles of the ops replayed so far
+    uint64_t gen = 0;  // bumped by abort(): callbacks of an older phase do nothing
+    std::function<void()> phaseDone;
+    EventFunctionWrapper stepEvent;
+
+    uint64_t events = 0, lines = 0;
+
+    Addr translate(uint64_t key);
+    void computeThenAccess();
+    void access();
+};
+
+} // namespace gem5
+
+#endif // APTA_GEM5_APTA_CORE_HH

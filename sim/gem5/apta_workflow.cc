@@ -1,0 +1,152 @@
+#include "apta_workflow.hh"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "base/logging.hh"
+#include "json.hpp"
+#include "sim/core.hh"
+#include "sim/sim_exit.hh"
+
+namespace gem5
+{
+
+namespace
+{
+
+double
+wallNow()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+} // anonymous namespace
+
+// Bad input (a malformed plan, scenario or parameter file) stops the run with the file and
+// field named, before anything is simulated.
+AptaWorkflow::AptaWorkflow(const Params &p)
+    : SimObject(p), cores(p.cores), memServer(p.mem_server), llcBytes(p.llc_bytes)
+{
+    try {
+        ::json::Value sc = ::json::parse(p.scenario, "scenario");
+        scenario = ::apta::Scenario::from(sc, "scenario");
+        ::apta::Params params = ::apta::Params::load(p.params_file, scenario.overrides);
+        ::apta::Config config = ::apta::Config::from(params, scenario.config);
+        plan = ::apta::Plan::load(p.plan, params.line);
+        fatal_if(int(cores.size()) != params.servers,
+                 "%s: %d cores for %d compute servers (compute.servers in %s)", name(),
+                 int(cores.size()), params.servers, p.params_file);
+        sys = std::make_unique<::apta::System>(plan, params, config, scenario, *this);
+    } catch (const std::exception &e) {
+        fatal("%s: %s", name(), e.what());
+    }
+}
+
+void
+AptaWorkflow::startup()
+{
+    SimObject::startup();
+    memServer->layout(plan.object_bytes);
+    wall0 = wallNow();
+    sys->start();
+}
+
+Tick
+AptaWorkflow::toTick(double ns) const
+{
+    return Tick(std::llround(ns * double(sim_clock::as_int::ns)));
+}
+
+double
+AptaWorkflow::toNs(Tick t) const
+{
+    return double(t) / double(sim_clock::as_int::ns);
+}
+
+double
+AptaWorkflow::now() const
+{
+    return toNs(curTick());
+}
+
+void
+AptaWorkflow::at(double t, std::function<void()> fn)
+{
+    auto *ev = new EventFunctionWrapper(std::move(fn), name() + ".at", true);
+    schedule(ev, std::max(curTick(), toTick(t)));
+}
+
+void
+AptaWorkflow::compute(int i, int s, ::apta::Phase ph, const ::apta::Slots &slots,
+                      std::function<void(double)> done)
+{
+    const Tick t0 = curTick();
+    cores.at(size_t(s))->replay(plan.traces.at(size_t(i)), i, ph, slots,
+                                [this, t0, done] { done(toNs(curTick() - t0)); });
+}
+
+void
+AptaWorkflow::ms_dram(double t, uint32_t obj, uint64_t first_line, uint64_t lines, bool write,
+                      std::function<void(double, double)> done)
+{
+    at(t, [this, obj, first_line, lines, write, done] {
+        std::function<void(Tick, Tick)> cb;
+        if (done)
+            cb = [this, done](Tick first, Tick last) { done(toNs(first), toNs(last)); };
+        memServer->access(obj, first_line, lines, write, cb);
+    });
+}
+
+void
+AptaWorkflow::install(int s, uint32_t obj, uint32_t ver, uint64_t lines)
+{
+    const auto &P = sys->params();
+    if (lines * P.line > llcBytes)
+        return;  // objects larger than the LLC are uncacheable (§III-A a2)
+    cores.at(size_t(s))->fill(obj, ver, lines);
+}
+
+void
+AptaWorkflow::failed(int s)
+{
+    cores.at(size_t(s))->abort();
+}
+
+void
+AptaWorkflow::finished()
+{
+    exitSimLoop("apta: workflow finished");
+}
+
+bool
+AptaWorkflow::writeResult(const std::string &path)
+{
+    ::apta::RunResult &r = sys->finish();
+    r.wall_s = wallNow() - wall0;
+    r.events = r.line_accesses = 0;
+    for (auto *c : cores) {
+        r.events += c->eventsReplayed();
+        r.line_accesses += c->lineAccesses();
+    }
+    ::json::Value o = r.to_json(plan);
+    o["simulator"] = "gem5";
+    o["app"] = plan.app;
+    o["sim_ticks"] = (long long)curTick();
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary);
+        if (!(f << o.dump() << "\n")) {
+            warn("%s: cannot write %s", name(), tmp);
+            return false;
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        warn("%s: cannot rename %s", name(), tmp);
+        return false;
+    }
+    return r.completed;
+}
+
+} // namespace gem5

@@ -1,0 +1,62 @@
+// One workflow run in gem5: the system of sim/src/system.hpp (the seven configurations'
+// protocols, links, protocol engine, scheduler, failures) on a gem5 backend. Time is gem5's
+// tick; a compute phase is replayed by the server's AptaCore through gem5's caches and its local
+// DDR4; object data moves through AptaMemServer and the memory server's DDR4 controller; a
+// fetched object is written into the LLC. The plan, scenario and result are apta-sim's documents
+// (sim/src/model.hpp), so both simulators' results compare field by field.
+#ifndef APTA_GEM5_APTA_WORKFLOW_HH
+#define APTA_GEM5_APTA_WORKFLOW_HH
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apta_core.hh"
+#include "apta_mem_server.hh"
+#include "model.hpp"
+#include "params/AptaWorkflow.hh"
+#include "sim/sim_object.hh"
+#include "system.hpp"
+
+namespace gem5
+{
+
+class AptaWorkflow : public SimObject, public ::apta::Backend
+{
+  public:
+    PARAMS(AptaWorkflow);
+    explicit AptaWorkflow(const Params &p);
+
+    void startup() override;
+
+    // Ends the run (whether or not the workflow finished) and writes the result document to
+    // `path`: apta-sim's result fields plus the gem5 run's own (exported to the config script).
+    bool writeResult(const std::string &path);
+
+    // ::apta::Backend
+    double now() const override;
+    void at(double t, std::function<void()> fn) override;
+    void compute(int i, int s, ::apta::Phase ph, const ::apta::Slots &slots,
+                 std::function<void(double)> done) override;
+    void ms_dram(double t, uint32_t obj, uint64_t firstLine, uint64_t lines, bool write,
+                 std::function<void(double, double)> done) override;
+    void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override;
+    void failed(int s) override;
+    void finished() override;
+
+  private:
+    std::vector<AptaCore *> cores;
+    AptaMemServer *memServer;
+    const uint64_t llcBytes;
+    ::apta::Plan plan;
+    ::apta::Scenario scenario;
+    std::unique_ptr<::apta::System> sys;
+    double wall0 = 0;
+
+    Tick toTick(double ns) const;
+    double toNs(Tick t) const;
+};
+
+} // namespace gem5
+
+#endif // APTA_GEM5_APTA_WORKFLOW_HH

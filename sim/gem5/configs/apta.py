@@ -1,0 +1,132 @@
+# The gem5 config of one apta run (sim/gem5/README.md). Started by sim/gem5/eval.py and the
+# tests as
+#   gem5.opt -d OUTDIR sim/gem5/configs/apta.py --plan PLAN --scenario JSON --out RESULT.json
+#   gem5.opt -d OUTDIR sim/gem5/configs/apta.py --vectors build/vectors/X.jsonl [--mutant M] --out R.json
+# with PYTHONPATH naming the repository's python/ (the apta package). Every value comes from
+# sim/params.json through apta.gem5.system_spec; the configuration (one of the seven of §IV-A)
+# is the scenario's, chosen at run time.
+#
+# Per compute server c<k>: AptaCore -> L1 (Cache) -> L2XBar -> L2 (Cache) -> SystemXBar ->
+# MemCtrl(DDR4-2400 8x8) for its local memory, and the core's fill port into the L2XBar (fetched
+# objects land in the LLC). The memory server: AptaMemServer -> MemCtrl(DDR4-2400 8x8). The
+# links, the protocol engine and the scheduler are sim/src/system.cpp inside AptaWorkflow.
+import argparse
+import json
+import sys
+
+import m5
+from m5.objects import (
+    AddrRange,
+    AptaCore,
+    AptaMemServer,
+    AptaWorkflow,
+    Cache,
+    L2XBar,
+    MemCtrl,
+    Root,
+    SrcClockDomain,
+    System,
+    SystemXBar,
+    VoltageDomain,
+)
+import m5.objects
+
+from apta import gem5 as g5
+
+ap = argparse.ArgumentParser(description="one apta workflow run (or a vector replay) in gem5")
+ap.add_argument("--plan", help="plan JSON (sim/plan.py)")
+ap.add_argument("--scenario", help="one scenario as JSON text (sim/README.md)")
+ap.add_argument("--params", default=str(g5.PARAMS), help="sim/params.json")
+ap.add_argument("--vectors", action="append", default=[], help="replay these model vectors through the engine")
+ap.add_argument("--mutant", default="", help="a mutant of the engine (vector replay only)")
+ap.add_argument("--out", required=True, help="result JSON")
+args = ap.parse_args()
+
+
+def fail(msg: str) -> None:
+    print(f"apta gem5 config: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+if not args.vectors and not (args.plan and args.scenario):
+    fail("give --plan and --scenario, or --vectors")
+scenario = {}
+if args.scenario:
+    try:
+        scenario = json.loads(args.scenario)
+    except json.JSONDecodeError as e:
+        fail(f"--scenario: not JSON ({e})")
+    if not isinstance(scenario, dict):
+        fail("--scenario: a JSON object")
+try:
+    spec = g5.system_spec(args.params, scenario.get("overrides"))
+    horizon = g5.horizon_ticks(scenario) if scenario else None
+except g5.Gem5Error as e:
+    fail(str(e))
+
+
+def cache(c: dict) -> Cache:
+    return Cache(size=c["size"], assoc=c["assoc"], tag_latency=c["latency"], data_latency=c["latency"],
+                 response_latency=c["latency"], mshrs=c["mshrs"], tgts_per_mshr=16, write_buffers=c["mshrs"])
+
+
+def dram(lo: int, hi: int) -> MemCtrl:
+    d = getattr(m5.objects, spec["dram"])(range=AddrRange(lo, hi - 1), null=True)
+    return MemCtrl(dram=d)
+
+
+system = System(mem_mode="timing")
+system.clk_domain = SrcClockDomain(clock=spec["cpu_clock"], voltage_domain=VoltageDomain())
+system.cache_line_size = spec["line_bytes"]
+ranges = spec["local_ranges"] + [spec["ms_range"]]
+system.mem_ranges = [AddrRange(lo, hi - 1) for lo, hi in ranges]
+
+cores = []
+for s in range(spec["servers"]):
+    lo, hi = spec["local_ranges"][s]
+    core = AptaCore(cpi=spec["cpi"], mshrs=spec["mshrs"], line_bytes=spec["line_bytes"], mem_range=AddrRange(lo, hi - 1))
+    core.l1 = cache(spec["l1"])
+    core.l2bus = L2XBar()
+    core.l2 = cache(spec["l2"])
+    core.membus = SystemXBar()
+    core.mem = dram(lo, hi)
+    core.port = core.l1.cpu_side
+    core.l1.mem_side = core.l2bus.cpu_side_ports
+    core.fill_port = core.l2bus.cpu_side_ports
+    core.l2bus.mem_side_ports = core.l2.cpu_side
+    core.l2.mem_side = core.membus.cpu_side_ports
+    core.membus.mem_side_ports = core.mem.port
+    setattr(system, f"c{s + 1}", core)
+    cores.append(core)
+system.system_port = cores[0].membus.cpu_side_ports
+
+lo, hi = spec["ms_range"]
+system.ms = AptaMemServer(max_outstanding=spec["ms_outstanding"], line_bytes=spec["line_bytes"],
+                          mem_range=AddrRange(lo, hi - 1),
+                          clk_domain=SrcClockDomain(clock=spec["ms_clock"], voltage_domain=VoltageDomain()))
+system.ms_mem = dram(lo, hi)
+system.ms.port = system.ms_mem.port
+
+if not args.vectors:
+    system.workflow = AptaWorkflow(plan=args.plan, scenario=json.dumps(scenario), params_file=args.params,
+                                   cores=cores, mem_server=system.ms, llc_bytes=spec["llc_bytes"])
+
+root = Root(full_system=False, system=system)
+m5.instantiate()
+
+if args.vectors:
+    reports = [json.loads(system.ms.getCCObject().replayVectors(v, args.mutant)) for v in args.vectors]
+    for r in reports:
+        print(f"vectors {r['vectors']}: " + (f"error {r['error']}" if "error" in r else
+              f"{r['scenarios']} scenarios, {r['steps']} steps, {r['failed']} failed"), file=sys.stderr)
+    with open(args.out, "w") as f:
+        json.dump({"simulator": "gem5", "mutant": args.mutant or "none", "reports": reports}, f)
+    bad = any("error" in r or r["failed"] for r in reports)
+    sys.exit(1 if bad else 0)
+
+ev = m5.simulate(horizon)
+cause = ev.getCause()
+print(f"apta gem5: {cause} at {m5.curTick() / 1e3:.1f} ns", file=sys.stderr)
+m5.stats.dump()
+done = system.workflow.getCCObject().writeResult(args.out)
+sys.exit(0)

@@ -1,0 +1,196 @@
+"""`make eval-gem5`: the workflows' traces in gem5 and in apta-sim, side by side.
+
+    python3 sim/gem5/eval.py --gem5 build/gem5/gem5.opt                  # paper traces, 7 configs + failures
+    python3 sim/gem5/eval.py --gem5 BIN --size tiny --apps phi --out build/eval-gem5-tiny
+    python3 sim/gem5/eval.py --gem5 BIN --bench build/bench/gem5.json    # + the speed record
+
+For each workflow: its plan (sim/plan.py), the seven configurations and the failure runs of
+`make eval` (sim/eval.py chooses the victim from apta-sim's own timeline; both simulators run that
+same scenario), each one gem5 process (sim/gem5/configs/apta.py) and all of them in one apta-sim
+process. Writes OUT/results.json (both simulators' runs, gem5's cache and DRAM statistics, the
+cross-check of apta.gem5.crosscheck) and OUT/REPORT.md; gem5's output directories in OUT/raw/.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from apta import gem5 as g5
+from apta import workflow
+from apta.paths import ROOT, load_script
+
+SIM = ROOT / "sim"
+planlib = load_script("apta_sim_plan", SIM / "plan.py")
+simeval = load_script("apta_sim_eval", SIM / "eval.py")
+CONFIG_SCRIPT = SIM / "gem5" / "configs" / "apta.py"
+CONFIGS = simeval.CONFIGS
+
+
+def log(msg: str) -> None:
+    print(f"[eval-gem5 {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def gem5_env() -> dict:
+    # the config script imports the apta package (python/); gem5's embedded Python honours PYTHONPATH
+    return dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+
+
+def run_gem5(gem5: str, plan_path: Path, scenario: dict, outdir: Path, params: str, timeout: float) -> dict:
+    """One scenario in gem5: its result document plus gem5's statistics, or a failed run."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    res = outdir / "result.json"
+    res.unlink(missing_ok=True)
+    cmd = [gem5, "-r", "-e", "-d", str(outdir), str(CONFIG_SCRIPT), "--plan", str(plan_path),
+           "--scenario", json.dumps(scenario), "--params", params, "--out", str(res)]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, env=gem5_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"config": scenario["config"], "name": scenario["name"], "completed": False,
+                "stall": f"gem5 run exceeded {timeout:.0f} s (wall)", "error": "timeout", "table_iv": None}
+    wall = time.monotonic() - t0
+    if p.returncode != 0 or not res.exists():
+        err = (outdir / "simerr").read_text()[-2000:] if (outdir / "simerr").exists() else ""
+        return {"config": scenario["config"], "name": scenario["name"], "completed": False,
+                "stall": f"gem5 exited {p.returncode}", "error": err, "table_iv": None}
+    r = json.loads(res.read_text())
+    stats = g5.parse_stats((outdir / "stats.txt").read_text(), str(outdir / "stats.txt"))
+    spec = g5.system_spec(params, scenario.get("overrides"))
+    r["gem5_stats"] = g5.cache_and_dram_stats(stats, spec["servers"])
+    r["process_wall_s"] = wall
+    return r
+
+
+def eval_app(app: str, args) -> dict:
+    wf_path = os.path.join(workflow.WORKFLOW_DIR, f"{app}.json")
+    wf = workflow.load(wf_path)
+    plan = planlib.build_plan(wf_path, os.path.join(args.traces, app), wf=wf)
+    raw = Path(args.out) / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    plan_path = raw / f"{app}.plan.json"
+    planlib.write_json_atomic(str(plan_path), plan)
+    base = [{"name": "base", "config": c} for c in args.configs]
+    sim_res = simeval.run_sim(args.sim, str(plan_path), base, str(raw / f"{app}.apta-sim.json"), args.params)
+    by = {r["config"]: r for r in sim_res["results"]}
+    fails = [] if args.no_failures else [
+        {k: v for k, v in f.items() if k != "why"} | {"name": "fail"} for f in simeval.failure_scenarios(plan, by)]
+    if fails:
+        fres = simeval.run_sim(args.sim, str(plan_path), fails, str(raw / f"{app}.apta-sim.failure.json"), args.params)
+        sim_runs = sim_res["results"] + fres["results"]
+    else:
+        sim_runs = sim_res["results"]
+    scenarios = base + fails
+    log(f"{app}: {len(plan['instances'])} instances, {sim_res['trace_events']} trace events, "
+        f"{len(scenarios)} gem5 runs")
+    runs = []
+    with cf.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        futs = {ex.submit(run_gem5, args.gem5, plan_path, sc, raw / app / f"{sc['name']}-{sc['config']}",
+                          args.params, args.timeout): sc for sc in scenarios}
+        for f in cf.as_completed(futs):
+            sc, r = futs[f], f.result()
+            runs.append(r)
+            ms = f"{r['makespan_ns'] / 1000:.1f} us" if r.get("completed") else f"STALLED ({r.get('stall')})"
+            log(f"{app} {sc['name']:5s} {sc['config']:13s} gem5 {ms}")
+    for r in runs + sim_runs:
+        r["app"] = app
+    return {"app": app, "trace_events": sim_res["trace_events"], "apta_sim": sim_runs, "gem5": runs}
+
+
+def report(results: dict, cc: g5.CrossCheck) -> str:
+    L = ["# apta-sim and gem5 on the same traces", "",
+         f"gem5 {g5.GEM5_VERSION} (commit {g5.GEM5_COMMIT}), NULL ISA, classic caches; both simulators run "
+         "sim/src/system.cpp (protocols, links, engine, scheduler); they differ in the compute servers' caches "
+         "and local DDR4, the memory server's DRAM (gem5: DDR4-2400 8x8 with banks and row buffers) and the "
+         "LLC fills (gem5: whole-line writes through the L2 crossbar).", "",
+         f"Makespan per workflow x configuration; within = |gem5 / apta-sim - 1| <= {g5.TOLERANCE:.0%}.", "",
+         "| app | config | run | apta-sim (us) | gem5 (us) | gem5 / apta-sim | within | Table IV equal |",
+         "|---|---|---|---|---|---|---|---|"]
+    for c in cc.cells:
+        f = lambda x: f"{x / 1000:.1f}" if x else "stalled"
+        ratio = f"{c.ratio:.3f}" if c.ratio else "-"
+        L.append(f"| {c.app} | {c.config} | {c.run} | {f(c.apta_sim_ns)} | {f(c.gem5_ns)} | {ratio} | "
+                 f"{'yes' if c.within else '**no**'} | {'yes' if c.table_iv_equal else '**no**'} |")
+    L += ["", "Ranking of the configurations per workflow (fastest first) equal in both: " +
+          ", ".join(f"{a} {'yes' if v else '**no**'}" for a, v in cc.ranking_equal.items()), ""]
+    L += ["## Speed", "", "| app | trace events | apta-sim wall (s) | gem5 wall (s, sum of runs) | gem5 / apta-sim |",
+          "|---|---|---|---|---|"]
+    for a in results["apps"]:
+        sw = sum(r.get("wall_s", 0) for r in a["apta_sim"])
+        gw = sum(r.get("process_wall_s", 0) for r in a["gem5"])
+        L.append(f"| {a['app']} | {a['trace_events']} | {sw:.2f} | {gw:.1f} | {gw / sw if sw else float('nan'):.0f}x |")
+    L += ["", "## gem5's caches and DRAM", "", "| app | config | L1 hits | L1 misses | L2 misses | MS DRAM read row hits |",
+          "|---|---|---|---|---|---|"]
+    for a in results["apps"]:
+        for r in sorted(a["gem5"], key=lambda r: (r.get("name", ""), r["config"])):
+            s = r.get("gem5_stats")
+            if s:
+                rh = f"{s['ms_read_row_hits'] / s['ms_reads']:.0%}" if s["ms_reads"] else "-"
+                L.append(f"| {a['app']} | {r['config']} {r.get('name', '')} | {s['l1_hits']} | {s['l1_misses']} | {s['l2_misses']} | {rh} |")
+    return "\n".join(L) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gem5", required=True, help="gem5.opt built with the extension (make gem5)")
+    ap.add_argument("--size", default="paper")
+    ap.add_argument("--traces", help="trace root (default build/traces/SIZE)")
+    ap.add_argument("--apps", help="comma-separated workflows (default: every workflow)")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--no-failures", action="store_true")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=4 * 3600, help="wall seconds per gem5 run")
+    ap.add_argument("--params", default=str(SIM / "params.json"))
+    ap.add_argument("--sim", default=str(ROOT / "build" / "simulator" / "apta-sim"))
+    ap.add_argument("--out", default=str(ROOT / "build" / "eval-gem5"))
+    ap.add_argument("--bench", help="also write the speed record here (make bench-gem5)")
+    args = ap.parse_args(argv)
+    args.traces = args.traces or str(ROOT / "build" / "traces" / args.size)
+    args.configs = [c for c in args.configs.split(",") if c]
+    bad = [c for c in args.configs if c not in CONFIGS]
+    if bad:
+        ap.error(f"--configs: unknown {bad} (known: {CONFIGS})")
+    if not os.access(args.gem5, os.X_OK):
+        ap.error(f"--gem5 {args.gem5}: not an executable; build it with make gem5 GEM5_SRC=<gem5 checkout>")
+    apps = args.apps.split(",") if args.apps else [os.path.splitext(f)[0] for f in sorted(os.listdir(workflow.WORKFLOW_DIR)) if f.endswith(".json")]
+    t0 = time.monotonic()
+    results = {"gem5": {"version": g5.GEM5_VERSION, "commit": g5.GEM5_COMMIT}, "apps": []}
+    for app in apps:
+        results["apps"].append(eval_app(app, args))
+    cc = g5.crosscheck([r for a in results["apps"] for r in a["apta_sim"]],
+                       [r for a in results["apps"] for r in a["gem5"]])
+    results["crosscheck"] = cc.to_json()
+    out = Path(args.out)
+    planlib.write_json_atomic(str(out / "results.json"), results)
+    (out / "REPORT.md").write_text(report(results, cc))
+    if args.bench:
+        speed = []
+        for a in results["apps"]:
+            for r in a["gem5"]:
+                s = next((x for x in a["apta_sim"] if x["config"] == r["config"] and x.get("name") == r.get("name")), None)
+                if r.get("completed") and s:
+                    speed.append({"app": a["app"], "config": r["config"], "trace_events": a["trace_events"],
+                                  "gem5_wall_s": r["process_wall_s"], "apta_sim_wall_s": s["wall_s"],
+                                  "gem5_events_per_s": r["trace_events"] / r["process_wall_s"],
+                                  "ratio": r["process_wall_s"] / s["wall_s"] if s["wall_s"] else None})
+        planlib.write_json_atomic(args.bench, {"gem5": results["gem5"], "runs": speed})
+    n = len(cc.cells)
+    within = n - len(cc.outside())
+    print(f"eval-gem5: {len(apps)} workflows, {n} runs per simulator; makespan within {g5.TOLERANCE:.0%} of "
+          f"apta-sim in {within}/{n}; Table IV equal in {sum(c.table_iv_equal for c in cc.cells)}/{n}; "
+          f"ranking equal in {sum(cc.ranking_equal.values())}/{len(cc.ranking_equal)} ({time.monotonic() - t0:.0f} s) "
+          f"-> {out / 'REPORT.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (g5.Gem5Error, RuntimeError) as e:
+        print(f"eval-gem5: error: {e}", file=sys.stderr)
+        sys.exit(1)

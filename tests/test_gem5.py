@@ -1,0 +1,226 @@
+"""The gem5 extension (sim/gem5/). Without gem5 (make test): the config's values from
+sim/params.json, the gem5 checkout check, the statistics parser and the cross-check's comparison
+on recorded inputs, and the Makefile's refusal without gem5. With a gem5 binary built by
+`make gem5` (make test-gem5 sets APTA_GEM5): the model's vectors through the engine inside gem5
+(and a mutant rejected there), one tiny workflow per configuration, a failure run and the
+cross-check against apta-sim within tolerance."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apta import gem5 as g5
+from apta import schema, sim_synth, workflow
+from apta.paths import ROOT
+
+PARAMS = json.loads((ROOT / "sim" / "params.json").read_text())
+
+
+def pv(sec, key):
+    return schema.load_sim_params(ROOT / "sim" / "params.json")[sec][key]["value"]
+
+
+# --- without gem5 -----------------------------------------------------------------------------------------
+def test_system_spec_is_table_ii_from_params_json():
+    s = g5.system_spec()
+    assert s["servers"] == pv("compute", "servers")
+    assert s["cpu_clock"] == f"{pv('compute', 'clock_ghz')}GHz"
+    assert s["l1"] == {"size": f"{pv('compute', 'l1_kb')}KiB", "assoc": pv("compute", "l1_ways"),
+                       "latency": pv("compute", "l1_latency_cycles"), "mshrs": pv("compute", "mshrs")}
+    assert s["l2"]["size"] == f"{pv('compute', 'l2_kb')}KiB" and s["l2"]["latency"] == pv("compute", "l2_latency_cycles")
+    assert s["llc_bytes"] == pv("compute", "l2_kb") * 1024
+    # one memory range per compute server and one for the memory server, disjoint
+    rs = s["local_ranges"] + [s["ms_range"]]
+    assert len(rs) == s["servers"] + 1 and all(a[1] <= b[0] for a, b in zip(rs, rs[1:]))
+
+
+def test_scenario_overrides_reach_the_gem5_config_and_unknown_ones_are_errors():
+    s = g5.system_spec(overrides={"compute.cpi_int_fp": 0.5, "compute.l1_kb": 64})
+    assert s["cpi"] == 0.5 and s["l1"]["size"] == "64KiB"
+    with pytest.raises(g5.Gem5Error, match="unknown parameter 'compute.l3_kb'"):
+        g5.system_spec(overrides={"compute.l3_kb": 1})
+    with pytest.raises(g5.Gem5Error, match="must be section.parameter"):
+        g5.system_spec(overrides={"cpi": 1})
+
+
+def test_horizon_ticks():
+    assert g5.horizon_ticks({"horizon_ns": 2.5}) == 2500
+    assert g5.horizon_ticks({}) == 10 ** 15
+    with pytest.raises(g5.Gem5Error, match="horizon_ns"):
+        g5.horizon_ticks({"name": "x", "horizon_ns": -1})
+
+
+def test_check_source_names_what_to_provide(tmp_path):
+    with pytest.raises(g5.Gem5Error, match="not a gem5 source checkout"):
+        g5.check_source(tmp_path)
+    (tmp_path / "SConstruct").write_text("")
+    (tmp_path / "src" / "base").mkdir(parents=True)
+    (tmp_path / "src" / "base" / "version.cc").write_text('const char *gem5Version = "23.1.0.0";\n')
+    with pytest.raises(g5.Gem5Error, match="gem5 23.1.0.0, the extension is built against 24.0.0.1"):
+        g5.check_source(tmp_path)
+    (tmp_path / "src" / "base" / "version.cc").write_text('const char *gem5Version = "24.0.0.1";\n')
+    assert g5.check_source(tmp_path) == "24.0.0.1"
+
+
+def test_make_gem5_without_a_checkout_stops_at_once_and_says_what_to_provide():
+    env = dict(os.environ)
+    env.pop("GEM5_SRC", None)
+    r = subprocess.run(["make", "-s", "gem5"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "GEM5_SRC=<dir>" in r.stdout + r.stderr
+    r = subprocess.run(["make", "-s", "eval-gem5", "GEM5=/nonexistent/gem5.opt"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "make gem5 GEM5_SRC=" in r.stdout + r.stderr
+
+
+STATS = """
+---------- Begin Simulation Statistics ----------
+simSeconds                                   0.000123                       # Number of seconds simulated (Second)
+system.c1.l1.demandHits::total                   1000                       # number of demand (read+write) hits (Count)
+system.c2.l1.demandHits::total                    500                       # number of demand (read+write) hits (Count)
+system.c1.l1.demandMisses::total                   40                       # misses
+system.c1.l2.demandMisses::total                   10                       # misses
+system.c1.l2.demandHits::total                     30                       # hits
+system.ms_mem.dram.readBursts                     200                       # bursts
+system.ms_mem.dram.readRowHits                    150                       # row hits
+system.ms_mem.dram.writeBursts                      0                       # bursts
+system.ms_mem.dram.writeRowHits                     0                       # row hits
+system.c1.l1.demandAvgMissLatency::total          nan                       # nan is a value
+---------- End Simulation Statistics   ----------
+
+---------- Begin Simulation Statistics ----------
+system.c1.l1.demandHits::total                 999999                       # a second dump is not read
+---------- End Simulation Statistics   ----------
+"""
+
+
+def test_stats_are_parsed_and_summed_over_servers():
+    s = g5.parse_stats(STATS)
+    assert s["simSeconds"] == 0.000123
+    c = g5.cache_and_dram_stats(s, 3)
+    assert c == {"l1_hits": 1500, "l1_misses": 40, "l2_hits": 30, "l2_misses": 10, "ms_read_row_hits": 150,
+                 "ms_reads": 200, "ms_write_row_hits": 0, "ms_writes": 0}
+
+
+def test_malformed_stats_name_the_line():
+    with pytest.raises(g5.Gem5Error, match=r"stats.txt:3: not a statistic line"):
+        g5.parse_stats("---------- Begin Simulation Statistics ----------\nsimSeconds 1 # x\ngarbage here\n")
+    with pytest.raises(g5.Gem5Error, match="no statistics dump"):
+        g5.parse_stats("")
+
+
+def res(app, config, ms, name="base", tiv=None):
+    return {"app": app, "name": name, "config": config, "completed": ms is not None, "makespan_ns": ms,
+            "table_iv": tiv or {"gets": {"hit": 1, "miss": 2}, "puts": {"inv": 0, "no_inv": 3}}}
+
+
+def test_crosscheck_ratios_tolerance_table_iv_and_ranking():
+    a = [res("phi", "rdma", 100.0), res("phi", "apta", 50.0), res("phi", "cxl_cached", 80.0),
+         res("phi", "cxl_cached", None, name="fail"), res("phi", "apta", 60.0, name="fail")]
+    g = [res("phi", "rdma", 105.0), res("phi", "apta", 56.0), res("phi", "cxl_cached", 79.0),
+         res("phi", "cxl_cached", None, name="fail"),
+         res("phi", "apta", 61.0, name="fail", tiv={"gets": {"hit": 0, "miss": 3}, "puts": {"inv": 0, "no_inv": 3}})]
+    cc = g5.crosscheck(a, g)
+    cell = {(c.run, c.config): c for c in cc.cells}
+    assert cell[("base", "rdma")].within and abs(cell[("base", "rdma")].ratio - 1.05) < 1e-12
+    assert not cell[("base", "apta")].within            # 12% off
+    assert cell[("fail", "cxl_cached")].within          # both stalled: they agree
+    assert not cell[("fail", "apta")].table_iv_equal and cell[("base", "apta")].table_iv_equal
+    assert cc.ranking_equal == {"phi": True}            # apta < cxl_cached < rdma in both
+    g[2]["makespan_ns"] = 40.0                           # gem5: cxl_cached now beats apta
+    assert g5.crosscheck(a, g).ranking_equal == {"phi": False}
+    # a run one simulator stalled and the other finished is outside, not a division by zero
+    g[0]["completed"], g[0]["makespan_ns"] = False, None
+    c = {(c.run, c.config): c for c in g5.crosscheck(a, g).cells}[("base", "rdma")]
+    assert c.ratio is None and not c.within
+
+
+def test_crosscheck_rejects_duplicate_or_incomplete_results():
+    with pytest.raises(g5.Gem5Error, match="two results"):
+        g5.crosscheck([res("phi", "apta", 1.0), res("phi", "apta", 2.0)], [])
+    bad = res("phi", "apta", 1.0)
+    del bad["table_iv"]
+    with pytest.raises(g5.Gem5Error, match="without 'table_iv'"):
+        g5.crosscheck([bad], [])
+
+
+# --- with gem5 (make test-gem5) -------------------------------------------------------------------------------
+GEM5 = os.environ.get("APTA_GEM5")
+needs_gem5 = pytest.mark.skipif(not GEM5, reason="no gem5 binary: make test-gem5 GEM5=<gem5.opt built by make gem5>")
+CONFIG = ROOT / "sim" / "gem5" / "configs" / "apta.py"
+VECTORS = ROOT / "build" / "vectors"
+
+
+def gem5_run(outdir: Path, *args, timeout=1800):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    return subprocess.run([GEM5, "-d", str(outdir), str(CONFIG), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@needs_gem5
+def test_vectors_pass_through_the_engine_inside_gem5(tmp_path):
+    files = sorted(VECTORS.glob("*.jsonl"))
+    assert files, f"{VECTORS}: no vectors (make vectors)"
+    r = gem5_run(tmp_path, *sum((["--vectors", str(f)] for f in files), []), "--out", str(tmp_path / "v.json"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = json.loads((tmp_path / "v.json").read_text())["reports"]
+    assert len(rep) == len(files) and all(x["failed"] == 0 and x["steps"] > 0 for x in rep)
+
+
+@needs_gem5
+@pytest.mark.parametrize("mutant", ["sa_get_to_s", "put_waits_acks", "ack_old_epoch"])
+def test_a_mutant_engine_inside_gem5_is_rejected(tmp_path, mutant):
+    files = sorted(VECTORS.glob("*.jsonl"))
+    r = gem5_run(tmp_path, *sum((["--vectors", str(f)] for f in files), []), "--mutant", mutant,
+                 "--out", str(tmp_path / "v.json"))
+    assert r.returncode == 1, r.stderr[-3000:]
+    assert any(x["failed"] for x in json.loads((tmp_path / "v.json").read_text())["reports"])
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """Synthetic tiny traces of the sentiment workflow and its plan (sim/plan.py)."""
+    from apta.paths import load_script
+    planlib = load_script("apta_sim_plan_t", ROOT / "sim" / "plan.py")
+    root = tmp_path_factory.mktemp("g5traces")
+    wf = os.path.join(workflow.WORKFLOW_DIR, "sentiment.json")
+    sim_synth.make_traces(wf, str(root), "tiny", compute_events=20)
+    plan = planlib.build_plan(wf, str(root / "tiny" / "sentiment"))
+    p = root / "plan.json"
+    p.write_text(json.dumps(plan))
+    return p
+
+
+@needs_gem5
+@pytest.mark.parametrize("config", ["rdma", "rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_uncached", "cxl_cached", "apta"])
+def test_a_tiny_workflow_completes_in_gem5_in_every_configuration(tmp_path, tiny, config):
+    sc = {"name": "base", "config": config}
+    r = gem5_run(tmp_path, "--plan", str(tiny), "--scenario", json.dumps(sc), "--out", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads((tmp_path / "r.json").read_text())
+    assert out["completed"] and out["makespan_ns"] > 0 and out["simulator"] == "gem5"
+    assert out["trace_events"] > 0 and out["line_accesses"] > 0
+    assert (tmp_path / "stats.txt").exists()
+
+
+@needs_gem5
+def test_gem5_within_tolerance_of_apta_sim_and_failure_runs(tmp_path, tiny):
+    """The cross-check on tiny traces: every configuration's makespan within the tolerance, the
+    same Table IV and ranking; a crash: Apta completes, CXL cached stalls, in both simulators."""
+    ev = [sys.executable, str(ROOT / "sim" / "gem5" / "eval.py"), "--gem5", GEM5, "--size", "tiny",
+          "--traces", str(tiny.parent / "tiny"), "--apps", "sentiment", "--out", str(tmp_path / "e")]
+    r = subprocess.run(ev, capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    res = json.loads((tmp_path / "e" / "results.json").read_text())
+    cells = res["crosscheck"]["cells"]
+    assert all(c["table_iv_equal"] for c in cells), cells
+    assert res["crosscheck"]["ranking_equal"] == {"sentiment": True}
+    outside = [c for c in cells if not c["within"]]
+    assert not outside, outside
+    fails = {c["config"]: c for c in cells if c["run"] == "fail"}
+    if "apta" in fails and "cxl_cached" in fails:
+        assert fails["apta"]["gem5_ns"] and fails["cxl_cached"]["gem5_ns"] is None
