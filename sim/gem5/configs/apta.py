@@ -71,7 +71,7 @@ def cache(c: dict) -> Cache:
 
 
 def dram(lo: int, hi: int) -> MemCtrl:
-    d = getattr(m5.objects, spec["dram"])(range=AddrRange(lo, hi - 1), null=True)
+    d = getattr(m5.objects, spec["dram"])(range=AddrRange(start=lo, size=hi - lo), null=True)
     return MemCtrl(dram=d)
 
 
@@ -79,12 +79,12 @@ system = System(mem_mode="timing")
 system.clk_domain = SrcClockDomain(clock=spec["cpu_clock"], voltage_domain=VoltageDomain())
 system.cache_line_size = spec["line_bytes"]
 ranges = spec["local_ranges"] + [spec["ms_range"]]
-system.mem_ranges = [AddrRange(lo, hi - 1) for lo, hi in ranges]
+system.mem_ranges = [AddrRange(start=lo, size=hi - lo) for lo, hi in ranges]
 
 cores = []
 for s in range(spec["servers"]):
     lo, hi = spec["local_ranges"][s]
-    core = AptaCore(cpi=spec["cpi"], mshrs=spec["mshrs"], line_bytes=spec["line_bytes"], mem_range=AddrRange(lo, hi - 1))
+    core = AptaCore(cpi=spec["cpi"], mshrs=spec["mshrs"], line_bytes=spec["line_bytes"], mem_range=AddrRange(start=lo, size=hi - lo))
     core.l1 = cache(spec["l1"])
     core.l2bus = L2XBar()
     core.l2 = cache(spec["l2"])
@@ -102,7 +102,7 @@ system.system_port = cores[0].membus.cpu_side_ports
 
 lo, hi = spec["ms_range"]
 system.ms = AptaMemServer(max_outstanding=spec["ms_outstanding"], line_bytes=spec["line_bytes"],
-                          mem_range=AddrRange(lo, hi - 1),
+                          mem_range=AddrRange(start=lo, size=hi - lo),
                           clk_domain=SrcClockDomain(clock=spec["ms_clock"], voltage_domain=VoltageDomain()))
 system.ms_mem = dram(lo, hi)
 system.ms.port = system.ms_mem.port
