@@ -18,9 +18,6 @@ from apta import gem5 as g5
 from apta import schema, sim_synth, workflow
 from apta.paths import ROOT
 
-PARAMS = json.loads((ROOT / "sim" / "params.json").read_text())
-
-
 def pv(sec, key):
     return schema.load_sim_params(ROOT / "sim" / "params.json")[sec][key]["value"]
 
@@ -101,7 +98,7 @@ system.c1.l1.demandHits::total                 999999                       # a 
 def test_stats_are_parsed_and_summed_over_servers():
     s = g5.parse_stats(STATS)
     assert s["simSeconds"] == 0.000123
-    c = g5.cache_and_dram_stats(s, 3)
+    c = g5.cache_and_dram_stats(s)
     assert c == {"l1_hits": 1500, "l1_misses": 40, "l2_hits": 30, "l2_misses": 10, "ms_read_row_hits": 150,
                  "ms_reads": 200, "ms_write_row_hits": 0, "ms_writes": 0}
 

@@ -138,14 +138,13 @@ def parse_stats(text: str, where: str = "stats.txt") -> dict:
         m = _STAT.match(line)
         if not m:
             raise Gem5Error(f"{where}:{n}: not a statistic line: {line[:60]!r}")
-        v = m.group(2)
-        out[m.group(1)] = float(v) if v not in ("nan", "inf") else float(v)
+        out[m.group(1)] = float(m.group(2))
     if not begun:
         raise Gem5Error(f"{where}: no statistics dump")
     return out
 
 
-def cache_and_dram_stats(stats: dict, servers: int) -> dict:
+def cache_and_dram_stats(stats: dict) -> dict:
     """What the cross-check reads of gem5's statistics: per-run L1/L2 hits and misses (summed over
     the compute servers), and the memory server's DRAM row-buffer hit rates."""
     def total(pattern: str) -> float:

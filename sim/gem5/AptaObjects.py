@@ -51,4 +51,3 @@ class AptaWorkflow(SimObject):
     params_file = Param.String("sim/params.json")
     cores = VectorParam.AptaCore("the compute servers' cores, c1 first")
     mem_server = Param.AptaMemServer("the memory server")
-    llc_bytes = Param.MemorySize("the LLC's size: larger objects are not filled")

@@ -27,7 +27,7 @@ wallNow()
 // Bad input (a malformed plan, scenario or parameter file) stops the run with the file and
 // field named, before anything is simulated.
 AptaWorkflow::AptaWorkflow(const Params &p)
-    : SimObject(p), cores(p.cores), memServer(p.mem_server), llcBytes(p.llc_bytes)
+    : SimObject(p), cores(p.cores), memServer(p.mem_server)
 {
     try {
         ::json::Value sc = ::json::parse(p.scenario, "scenario");
@@ -102,9 +102,6 @@ AptaWorkflow::ms_dram(double t, uint32_t obj, uint64_t first_line, uint64_t line
 void
 AptaWorkflow::install(int s, uint32_t obj, uint32_t ver, uint64_t lines)
 {
-    const auto &P = sys->params();
-    if (lines * P.line > llcBytes)
-        return;  // objects larger than the LLC are uncacheable (§III-A a2)
     cores.at(size_t(s))->fill(obj, ver, lines);
 }
 

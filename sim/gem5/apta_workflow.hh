@@ -47,7 +47,6 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
   private:
     std::vector<AptaCore *> cores;
     AptaMemServer *memServer;
-    const uint64_t llcBytes;
     ::apta::Plan plan;
     ::apta::Scenario scenario;
     std::unique_ptr<::apta::System> sys;

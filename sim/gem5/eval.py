@@ -61,8 +61,7 @@ def run_gem5(gem5: str, plan_path: Path, scenario: dict, outdir: Path, params: s
                 "stall": f"gem5 exited {p.returncode}", "error": err, "table_iv": None}
     r = json.loads(res.read_text())
     stats = g5.parse_stats((outdir / "stats.txt").read_text(), str(outdir / "stats.txt"))
-    spec = g5.system_spec(params, scenario.get("overrides"))
-    r["gem5_stats"] = g5.cache_and_dram_stats(stats, spec["servers"])
+    r["gem5_stats"] = g5.cache_and_dram_stats(stats)
     r["process_wall_s"] = wall
     return r
 

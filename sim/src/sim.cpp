@@ -11,6 +11,7 @@
 #include <queue>
 #include <stdexcept>
 
+#include "cache.hpp"
 #include "system.hpp"
 
 namespace apta {
@@ -65,7 +66,6 @@ class Analytic final : public Backend {
     if (done) done(t + P.dram_lat_ns, last);  // the first line after one access latency
   }
   void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override {
-    if (lines * P.line > P.l2_bytes) return;  // objects larger than the LLC are uncacheable (§III-A a2)
     Cache& l2 = cache_pool()[size_t(s)].l2;
     for (uint64_t l = 0; l < lines; ++l) l2.access(object_line_key(obj, ver, l));
   }

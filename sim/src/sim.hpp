@@ -5,7 +5,6 @@
 #pragma once
 #include <string>
 
-#include "cache.hpp"
 #include "model.hpp"
 
 namespace apta {

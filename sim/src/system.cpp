@@ -86,9 +86,11 @@ std::function<void()> System::sw_done(double t0, std::function<void()> cb) {
 
 bool System::live(int i, uint64_t gen) const { return runs_[size_t(i)].gen == gen && runs_[size_t(i)].state == 1; }
 
-// a fetched object's lines land in the LLC; `cache`: it is also an object-cache copy (versioned)
+// a fetched object's lines land in the LLC, unless it is larger than the LLC (uncacheable,
+// §III-A a2); `cache`: it is also an object-cache copy (versioned)
 void System::install(int s, int obj, uint32_t ver, bool cache) {
-  B.install(s, uint32_t(obj), ver, lines_of(obj));
+  const uint64_t n = lines_of(obj);
+  if (n * P.line <= P.l2_bytes) B.install(s, uint32_t(obj), ver, n);
   if (cache) sv_[size_t(s)].held[obj] = ver;
 }
 

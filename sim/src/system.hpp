@@ -74,7 +74,8 @@ class Backend {
   // for (a drain).
   virtual void ms_dram(double t, uint32_t obj, uint64_t first_line, uint64_t lines, bool write,
                        std::function<void(double, double)> done) = 0;
-  // Object obj in version ver (`lines` lines) has arrived at compute server s: it lands in the LLC.
+  // Object obj in version ver (`lines` lines, no more than the LLC holds) has arrived at compute
+  // server s: it lands in the LLC.
   virtual void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) = 0;
   // Compute server s has died: whatever it was replaying stops.
   virtual void failed(int s) { (void)s; }
@@ -89,7 +90,6 @@ class System {
   RunResult& finish();            // after the event loop: completion, totals
   RunResult& result() { return R; }
   const Params& params() const { return P; }
-  const Config& config() const { return C; }
 
  private:
   struct Server {

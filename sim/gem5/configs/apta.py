@@ -109,7 +109,7 @@ system.ms.port = system.ms_mem.port
 
 if not args.vectors:
     system.workflow = AptaWorkflow(plan=args.plan, scenario=json.dumps(scenario), params_file=args.params,
-                                   cores=cores, mem_server=system.ms, llc_bytes=spec["llc_bytes"])
+                                   cores=cores, mem_server=system.ms)
 
 root = Root(full_system=False, system=system)
 m5.instantiate()
