@@ -148,7 +148,7 @@ def test_crosscheck_rejects_duplicate_or_incomplete_results():
 # --- with gem5 (make test-gem5) -------------------------------------------------------------------------------
 GEM5 = os.environ.get("APTA_GEM5")
 needs_gem5 = pytest.mark.skipif(not GEM5, reason="no gem5 binary: make test-gem5 GEM5=<gem5.opt built by make gem5>")
-CONFIG = ROOT / "sim" / "gem5" / "configs" / "apta.py"
+CONFIG = ROOT / "sim" / "gem5" / "configs" / "run_apta.py"
 VECTORS = ROOT / "build" / "vectors"
 
 

@@ -2,7 +2,7 @@
 from sim/params.json (one definition for both simulators), the gem5 build checks, gem5's
 statistics, and the cross-check of gem5's results against apta-sim's.
 
-The gem5 config script (sim/gem5/configs/apta.py) builds its SimObjects from `system_spec`;
+The gem5 config script (sim/gem5/configs/run_apta.py) builds its SimObjects from `system_spec`;
 sim/gem5/eval.py runs the workflows and writes the comparison from `crosscheck`.
 """
 from __future__ import annotations
@@ -80,6 +80,10 @@ def system_spec(path: str | Path = PARAMS, overrides: dict | None = None) -> dic
                "latency": int(_val(p, "compute", "l1_latency_cycles")), "mshrs": mshrs},
         "l2": {"size": f"{l2_kb}KiB", "assoc": int(_val(p, "compute", "l2_ways")),
                "latency": int(_val(p, "compute", "l2_latency_cycles")), "mshrs": mshrs},
+        # gem5's classic caches take a line write from a non-cache only through a cache (its
+        # IOCache pattern): fetched objects enter through a write buffer of one line per MSHR that
+        # invalidates the core's copies and hands its lines to the L2 as writebacks (DDIO-like).
+        "fill": {"size": f"{max(1, mshrs * line // 1024)}KiB", "assoc": 8, "latency": 1, "mshrs": mshrs},
         "llc_bytes": l2_kb * 1024,
         "mshrs": mshrs,
         "local_ranges": [(s * MEM_BYTES, (s + 1) * MEM_BYTES) for s in range(servers)],

@@ -1,5 +1,5 @@
 # The apta SimObjects (README.md here). Every value the config script gives them comes from
-# sim/params.json (configs/apta.py reads it); there are no defaults for Table II parameters here.
+# sim/params.json (configs/run_apta.py reads it); there are no defaults for Table II parameters here.
 from m5.params import *
 from m5.proxy import *
 from m5.objects.ClockedObject import ClockedObject

@@ -27,7 +27,7 @@ wallNow()
 // Bad input (a malformed plan, scenario or parameter file) stops the run with the file and
 // field named, before anything is simulated.
 AptaWorkflow::AptaWorkflow(const Params &p)
-    : SimObject(p), cores(p.cores), memServer(p.mem_server)
+    : SimObject(p), cores(p.cores), memServer(p.mem_server), replaying(p.cores.size(), false)
 {
     try {
         ::json::Value sc = ::json::parse(p.scenario, "scenario");
@@ -51,6 +51,16 @@ AptaWorkflow::startup()
     memServer->layout(plan.object_bytes);
     wall0 = wallNow();
     sys->start();
+    settle();
+}
+
+void
+AptaWorkflow::settle()
+{
+    if (work == 0 && !ended) {
+        ended = true;
+        exitSimLoop("apta: stalled (nothing left to do)");
+    }
 }
 
 Tick
@@ -74,7 +84,9 @@ AptaWorkflow::now() const
 void
 AptaWorkflow::at(double t, std::function<void()> fn)
 {
-    auto *ev = new EventFunctionWrapper(std::move(fn), name() + ".at", true);
+    ++work;
+    auto *ev = new EventFunctionWrapper([this, fn = std::move(fn)] { --work; fn(); settle(); },
+                                        name() + ".at", true);
     schedule(ev, std::max(curTick(), toTick(t)));
 }
 
@@ -83,8 +95,14 @@ AptaWorkflow::compute(int i, int s, ::apta::Phase ph, const ::apta::Slots &slots
                       std::function<void(double)> done)
 {
     const Tick t0 = curTick();
-    cores.at(size_t(s))->replay(plan.traces.at(size_t(i)), i, ph, slots,
-                                [this, t0, done] { done(toNs(curTick() - t0)); });
+    ++work;
+    replaying.at(size_t(s)) = true;
+    cores.at(size_t(s))->replay(plan.traces.at(size_t(i)), i, ph, slots, [this, s, t0, done] {
+        replaying[size_t(s)] = false;
+        --work;
+        done(toNs(curTick() - t0));
+        settle();
+    });
 }
 
 void
@@ -93,8 +111,10 @@ AptaWorkflow::ms_dram(double t, uint32_t obj, uint64_t first_line, uint64_t line
 {
     at(t, [this, obj, first_line, lines, write, done] {
         std::function<void(Tick, Tick)> cb;
-        if (done)
-            cb = [this, done](Tick first, Tick last) { done(toNs(first), toNs(last)); };
+        if (done) {
+            ++work;
+            cb = [this, done](Tick first, Tick last) { --work; done(toNs(first), toNs(last)); settle(); };
+        }
         memServer->access(obj, first_line, lines, write, cb);
     });
 }
@@ -109,11 +129,16 @@ void
 AptaWorkflow::failed(int s)
 {
     cores.at(size_t(s))->abort();
+    if (replaying.at(size_t(s))) {  // its phase's completion will never come
+        replaying[size_t(s)] = false;
+        --work;
+    }
 }
 
 void
 AptaWorkflow::finished()
 {
+    ended = true;
     exitSimLoop("apta: workflow finished");
 }
 

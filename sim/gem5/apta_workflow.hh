@@ -52,6 +52,16 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     std::unique_ptr<::apta::System> sys;
     double wall0 = 0;
 
+    // Stall detection. apta-sim's run ends when its event queue drains; gem5's never does (DRAM
+    // refresh), so the system's own outstanding work is counted: scheduled callbacks, phases
+    // being replayed, memory-server accesses whose completion the system waits for. When none
+    // is left and the workflow has not finished, it is stalled (CXL cached after a crash) and
+    // the run ends there rather than at the horizon.
+    uint64_t work = 0;
+    std::vector<bool> replaying;  // per core: a phase in flight (a crash cancels it)
+    bool ended = false;
+    void settle();
+
     Tick toTick(double ns) const;
     double toNs(Tick t) const;
 };

@@ -6,7 +6,7 @@
 
 For each workflow: its plan (sim/plan.py), the seven configurations and the failure runs of
 `make eval` (sim/eval.py chooses the victim from apta-sim's own timeline; both simulators run that
-same scenario), each one gem5 process (sim/gem5/configs/apta.py) and all of them in one apta-sim
+same scenario), each one gem5 process (sim/gem5/configs/run_apta.py) and all of them in one apta-sim
 process. Writes OUT/results.json (both simulators' runs, gem5's cache and DRAM statistics, the
 cross-check of apta.gem5.crosscheck) and OUT/REPORT.md; gem5's output directories in OUT/raw/.
 """
@@ -26,9 +26,10 @@ from apta import workflow
 from apta.paths import ROOT, load_script
 
 SIM = ROOT / "sim"
+sys.path.insert(0, str(SIM))  # sim/eval.py imports its siblings (plan, ...) by name
 planlib = load_script("apta_sim_plan", SIM / "plan.py")
 simeval = load_script("apta_sim_eval", SIM / "eval.py")
-CONFIG_SCRIPT = SIM / "gem5" / "configs" / "apta.py"
+CONFIG_SCRIPT = SIM / "gem5" / "configs" / "run_apta.py"
 CONFIGS = simeval.CONFIGS
 
 
@@ -66,6 +67,21 @@ def run_gem5(gem5: str, plan_path: Path, scenario: dict, outdir: Path, params: s
     return r
 
 
+def run_all(args, app: str, plan_path: Path, scenarios: list[dict]) -> list[dict]:
+    """Scenarios in gem5, one process each, args.jobs at a time."""
+    runs = []
+    raw = Path(args.out) / "raw"
+    with cf.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        futs = {ex.submit(run_gem5, args.gem5, plan_path, sc, raw / app / f"{sc['name']}-{sc['config']}",
+                          args.params, args.timeout): sc for sc in scenarios}
+        for f in cf.as_completed(futs):
+            sc, r = futs[f], f.result()
+            runs.append(r)
+            ms = f"{r['makespan_ns'] / 1000:.1f} us" if r.get("completed") else f"STALLED ({r.get('stall')})"
+            log(f"{app} {sc['name']:5s} {sc['config']:13s} gem5 {ms}")
+    return runs
+
+
 def eval_app(app: str, args) -> dict:
     wf_path = os.path.join(workflow.WORKFLOW_DIR, f"{app}.json")
     wf = workflow.load(wf_path)
@@ -76,29 +92,27 @@ def eval_app(app: str, args) -> dict:
     planlib.write_json_atomic(str(plan_path), plan)
     base = [{"name": "base", "config": c} for c in args.configs]
     sim_res = simeval.run_sim(args.sim, str(plan_path), base, str(raw / f"{app}.apta-sim.json"), args.params)
-    by = {r["config"]: r for r in sim_res["results"]}
-    fails = [] if args.no_failures else [
-        {k: v for k, v in f.items() if k != "why"} | {"name": "fail"} for f in simeval.failure_scenarios(plan, by)]
-    if fails:
-        fres = simeval.run_sim(args.sim, str(plan_path), fails, str(raw / f"{app}.apta-sim.failure.json"), args.params)
-        sim_runs = sim_res["results"] + fres["results"]
-    else:
-        sim_runs = sim_res["results"]
-    scenarios = base + fails
-    log(f"{app}: {len(plan['instances'])} instances, {sim_res['trace_events']} trace events, "
-        f"{len(scenarios)} gem5 runs")
-    runs = []
-    with cf.ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        futs = {ex.submit(run_gem5, args.gem5, plan_path, sc, raw / app / f"{sc['name']}-{sc['config']}",
-                          args.params, args.timeout): sc for sc in scenarios}
-        for f in cf.as_completed(futs):
-            sc, r = futs[f], f.result()
-            runs.append(r)
-            ms = f"{r['makespan_ns'] / 1000:.1f} us" if r.get("completed") else f"STALLED ({r.get('stall')})"
-            log(f"{app} {sc['name']:5s} {sc['config']:13s} gem5 {ms}")
+    log(f"{app}: {len(plan['instances'])} instances, {sim_res['trace_events']} trace events")
+    runs = run_all(args, app, plan_path, base)
+    sim_runs = sim_res["results"]
+    if not args.no_failures:
+        # a failure run kills the server that holds a copy a later put must invalidate, right
+        # after it cached it: each simulator's victim and time come from its own base timeline
+        # (sim/eval.py's rule), so both crash at the same point of the workflow
+        fails = {}
+        for sim, results in (("apta_sim", sim_runs), ("gem5", runs)):
+            by = {r["config"]: r for r in results if r.get("completed")}
+            fails[sim] = [{k: v for k, v in f.items() if k != "why"} | {"name": "fail"}
+                          for f in simeval.failure_scenarios(plan, by)]
+        if fails["apta_sim"]:
+            fres = simeval.run_sim(args.sim, str(plan_path), fails["apta_sim"],
+                                   str(raw / f"{app}.apta-sim.failure.json"), args.params)
+            sim_runs = sim_runs + fres["results"]
+        runs += run_all(args, app, plan_path, fails["gem5"])
     for r in runs + sim_runs:
         r["app"] = app
-    return {"app": app, "trace_events": sim_res["trace_events"], "apta_sim": sim_runs, "gem5": runs}
+    return {"app": app, "trace_events": sim_res["trace_events"], "apta_sim": sim_runs, "gem5": runs,
+            "failure_scenarios": fails if not args.no_failures else {}}
 
 
 def report(results: dict, cc: g5.CrossCheck) -> str:
@@ -106,7 +120,8 @@ def report(results: dict, cc: g5.CrossCheck) -> str:
          f"gem5 {g5.GEM5_VERSION} (commit {g5.GEM5_COMMIT}), NULL ISA, classic caches; both simulators run "
          "sim/src/system.cpp (protocols, links, engine, scheduler); they differ in the compute servers' caches "
          "and local DDR4, the memory server's DRAM (gem5: DDR4-2400 8x8 with banks and row buffers) and the "
-         "LLC fills (gem5: whole-line writes through the L2 crossbar).", "",
+         "LLC fills (gem5: whole-line writes through a write buffer into the L2). A failure run's victim and "
+         "time come from each simulator's own base timeline (the same rule as make eval).", "",
          f"Makespan per workflow x configuration; within = |gem5 / apta-sim - 1| <= {g5.TOLERANCE:.0%}.", "",
          "| app | config | run | apta-sim (us) | gem5 (us) | gem5 / apta-sim | within | Table IV equal |",
          "|---|---|---|---|---|---|---|---|"]

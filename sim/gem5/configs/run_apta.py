@@ -1,14 +1,14 @@
 # The gem5 config of one apta run (sim/gem5/README.md). Started by sim/gem5/eval.py and the
 # tests as
-#   gem5.opt -d OUTDIR sim/gem5/configs/apta.py --plan PLAN --scenario JSON --out RESULT.json
-#   gem5.opt -d OUTDIR sim/gem5/configs/apta.py --vectors build/vectors/X.jsonl [--mutant M] --out R.json
+#   gem5.opt -d OUTDIR sim/gem5/configs/run_apta.py --plan PLAN --scenario JSON --out RESULT.json
+#   gem5.opt -d OUTDIR sim/gem5/configs/run_apta.py --vectors build/vectors/X.jsonl [--mutant M] --out R.json
 # with PYTHONPATH naming the repository's python/ (the apta package). Every value comes from
 # sim/params.json through apta.gem5.system_spec; the configuration (one of the seven of §IV-A)
 # is the scenario's, chosen at run time.
 #
 # Per compute server c<k>: AptaCore -> L1 (Cache) -> L2XBar -> L2 (Cache) -> SystemXBar ->
-# MemCtrl(DDR4-2400 8x8) for its local memory, and the core's fill port into the L2XBar (fetched
-# objects land in the LLC). The memory server: AptaMemServer -> MemCtrl(DDR4-2400 8x8). The
+# MemCtrl(DDR4-2400 8x8) for its local memory, and the core's fill port through a one-line-per-MSHR
+# write buffer (a Cache, as gem5's IOCache) into the L2XBar: fetched objects land in the LLC. The memory server: AptaMemServer -> MemCtrl(DDR4-2400 8x8). The
 # links, the protocol engine and the scheduler are sim/src/system.cpp inside AptaWorkflow.
 import argparse
 import json
@@ -92,7 +92,9 @@ for s in range(spec["servers"]):
     core.mem = dram(lo, hi)
     core.port = core.l1.cpu_side
     core.l1.mem_side = core.l2bus.cpu_side_ports
-    core.fill_port = core.l2bus.cpu_side_ports
+    core.fill = cache(spec["fill"])
+    core.fill_port = core.fill.cpu_side
+    core.fill.mem_side = core.l2bus.cpu_side_ports
     core.l2bus.mem_side_ports = core.l2.cpu_side
     core.l2.mem_side = core.membus.cpu_side_ports
     core.membus.mem_side_ports = core.mem.port
