@@ -87,6 +87,12 @@ system.ms_mem.dram.readRowHits                    150                       # ro
 system.ms_mem.dram.writeBursts                      0                       # bursts
 system.ms_mem.dram.writeRowHits                     0                       # row hits
 system.c1.l1.demandAvgMissLatency::total          nan                       # nan is a value
+system.c1.l1.demandMissLatency::total            4000                       # ticks
+system.c2.l1.demandMissLatency::total             nan                       # a server with no misses
+system.c1.mem.dram.totMemAccLat                100000                       # ticks
+system.c1.mem.dram.readBursts                      20                       # bursts
+system.c2.mem.dram.totMemAccLat                 60000                       # ticks
+system.c2.mem.dram.readBursts                      20                       # bursts
 ---------- End Simulation Statistics   ----------
 
 ---------- Begin Simulation Statistics ----------
@@ -100,7 +106,8 @@ def test_stats_are_parsed_and_summed_over_servers():
     assert s["simSeconds"] == 0.000123
     c = g5.cache_and_dram_stats(s)
     assert c == {"l1_hits": 1500, "l1_misses": 40, "l2_hits": 30, "l2_misses": 10, "ms_read_row_hits": 150,
-                 "ms_reads": 200, "ms_write_row_hits": 0, "ms_writes": 0}
+                 "ms_reads": 200, "ms_write_row_hits": 0, "ms_writes": 0,
+                 "l1_miss_ns": 0.1, "local_dram_ns": 4.0, "ms_dram_ns": None}
 
 
 def test_malformed_stats_name_the_line():

@@ -163,7 +163,19 @@ def cache_and_dram_stats(stats: dict) -> dict:
         "ms_reads": int(total(r"system\.ms_mem\.dram\.readBursts")),
         "ms_write_row_hits": int(total(r"system\.ms_mem\.dram\.writeRowHits")),
         "ms_writes": int(total(r"system\.ms_mem\.dram\.writeBursts")),
+        # where the time of a miss goes: the L1's mean miss latency, and the mean DRAM access
+        # latency per burst (queueing included) of the local memories and the memory server's
+        "l1_miss_ns": _mean(stats, r"system\.c\d+\.l1\.demandMissLatency::total", r"system\.c\d+\.l1\.demandMisses::total"),
+        "local_dram_ns": _mean(stats, r"system\.c\d+\.mem\.dram\.totMemAccLat", r"system\.c\d+\.mem\.dram\.readBursts"),
+        "ms_dram_ns": _mean(stats, r"system\.ms_mem\.dram\.totMemAccLat", r"system\.ms_mem\.dram\.readBursts"),
     }
+
+
+def _mean(stats: dict, ticks: str, count: str) -> float | None:
+    """sum(ticks) / sum(count) in ns over the statistics matching the two patterns (None: neither)."""
+    tv = [v for k, v in stats.items() if re.fullmatch(ticks, k) and not math.isnan(v)]
+    n = sum(v for k, v in stats.items() if re.fullmatch(count, k) and not math.isnan(v))
+    return round(sum(tv) / n / 1000, 2) if tv and n else None
 
 
 # ---- the cross-check -------------------------------------------------------------------------------------

@@ -138,14 +138,20 @@ def report(results: dict, cc: g5.CrossCheck) -> str:
         sw = sum(r.get("wall_s", 0) for r in a["apta_sim"])
         gw = sum(r.get("process_wall_s", 0) for r in a["gem5"])
         L.append(f"| {a['app']} | {a['trace_events']} | {sw:.2f} | {gw:.1f} | {gw / sw if sw else float('nan'):.0f}x |")
-    L += ["", "## gem5's caches and DRAM", "", "| app | config | L1 hits | L1 misses | L2 misses | MS DRAM read row hits |",
-          "|---|---|---|---|---|---|"]
+    L += ["", "## gem5's caches and DRAM", "",
+          "apta-sim charges an L2 miss its fixed DRAM latency (dram.latency_ns, closed page, no controller or "
+          "crossbar latency, bandwidth as a floor); gem5's columns say what a miss costs there (ns).", "",
+          "| app | config | L1 hits | L1 misses | L2 misses | L1 miss (ns) | local DRAM access (ns) | "
+          "MS DRAM access (ns) | MS DRAM read row hits |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for a in results["apps"]:
         for r in sorted(a["gem5"], key=lambda r: (r.get("name", ""), r["config"])):
             s = r.get("gem5_stats")
             if s:
                 rh = f"{s['ms_read_row_hits'] / s['ms_reads']:.0%}" if s["ms_reads"] else "-"
-                L.append(f"| {a['app']} | {r['config']} {r.get('name', '')} | {s['l1_hits']} | {s['l1_misses']} | {s['l2_misses']} | {rh} |")
+                ns = lambda k: "-" if s.get(k) is None else f"{s[k]:.0f}"
+                L.append(f"| {a['app']} | {r['config']} {r.get('name', '')} | {s['l1_hits']} | {s['l1_misses']} | "
+                         f"{s['l2_misses']} | {ns('l1_miss_ns')} | {ns('local_dram_ns')} | {ns('ms_dram_ns')} | {rh} |")
     return "\n".join(L) + "\n"
 
 

@@ -59,8 +59,10 @@ AptaLinePort::issue()
     if (b->issued == b->n)
         queue.pop_front();
     const bool write = b->isWrite && b->isWrite(k);
-    auto req = std::make_shared<Request>(b->addrOf(k), lineBytes, 0, requestor);
-    PacketPtr pkt = new Packet(req, write ? b->writeCmd : MemCmd(MemCmd::ReadReq));
+    const MemCmd cmd = write ? b->writeCmd : MemCmd(MemCmd::ReadReq);
+    const unsigned size = cmd == MemCmd::WriteReq ? kStoreBytes : lineBytes;
+    auto req = std::make_shared<Request>(b->addrOf(k), size, 0, requestor);
+    PacketPtr pkt = new Packet(req, cmd);
     pkt->allocate();
     pkt->pushSenderState(new Tag(b));
     ++inFlight;

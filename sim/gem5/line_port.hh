@@ -24,12 +24,16 @@ namespace gem5
 class AptaLinePort : public RequestPort
 {
   public:
+    static constexpr unsigned kStoreBytes = 8;  // a 64-bit store
     struct Batch
     {
         uint64_t n = 0;                        // accesses in the batch
         std::function<Addr(uint64_t)> addrOf;  // the k-th access's line address
         std::function<bool(uint64_t)> isWrite; // null: all reads
-        MemCmd writeCmd = MemCmd::WriteReq;    // WriteLineReq for whole-line fills
+        // A core's store writes part of a line (a store word), so the L1 reads the line for
+        // ownership first, as a CPU does (a whole-line WriteReq would be promoted to a
+        // WriteLineReq and skip the read); fills write whole lines (WriteLineReq).
+        MemCmd writeCmd = MemCmd::WriteReq;
         std::function<void(Tick, Tick)> done;  // (first response, last response); may be null
         uint64_t issued = 0, completed = 0;
         Tick first = 0;
