@@ -177,6 +177,7 @@ gem5-check:
 
 # the vector replay inside gem5, one tiny workflow per configuration, a failure run, the cross-check
 test-gem5: gem5-check vectors sim venv
+	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
 	APTA_GEM5="$(GEM5)" $(PY) -m pytest -q tests/test_gem5.py
 
 eval-gem5: gem5-check traces sim venv

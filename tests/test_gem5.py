@@ -134,9 +134,11 @@ def test_crosscheck_ratios_tolerance_table_iv_and_ranking():
     assert not cell[("base", "apta")].within            # 12% off
     assert cell[("fail", "cxl_cached")].within          # both stalled: they agree
     assert not cell[("fail", "apta")].table_iv_equal and cell[("base", "apta")].table_iv_equal
-    assert cc.ranking_equal == {"phi": True}            # apta < cxl_cached < rdma in both
+    assert cc.ranking_equal == {"phi": True} and cc.swaps == {"phi": []}  # apta < cxl_cached < rdma in both
     g[2]["makespan_ns"] = 40.0                           # gem5: cxl_cached now beats apta
-    assert g5.crosscheck(a, g).ranking_equal == {"phi": False}
+    swapped = g5.crosscheck(a, g)
+    assert swapped.ranking_equal == {"phi": False}
+    assert swapped.swaps == {"phi": [("apta", "cxl_cached", 0.6)]}   # apta-sim: cxl_cached 60% slower
     # a run one simulator stalled and the other finished is outside, not a division by zero
     g[0]["completed"], g[0]["makespan_ns"] = False, None
     c = {(c.run, c.config): c for c in g5.crosscheck(a, g).cells}[("base", "rdma")]
@@ -211,20 +213,29 @@ def test_a_tiny_workflow_completes_in_gem5_in_every_configuration(tmp_path, tiny
     assert (tmp_path / "stats.txt").exists()
 
 
+TINY = ROOT / "build" / "traces" / "tiny"   # the tracer's tiny traces of the six workflows (make traces)
+
+
 @needs_gem5
-def test_gem5_within_tolerance_of_apta_sim_and_failure_runs(tmp_path, tiny):
-    """The cross-check on tiny traces: every configuration's makespan within the tolerance, the
-    same Table IV and ranking; a crash: Apta completes, CXL cached stalls, in both simulators."""
+def test_gem5_within_tolerance_of_apta_sim_and_failure_runs(tmp_path):
+    """The cross-check on the six workflows' tiny traces: every configuration's makespan within the
+    tolerance, the same Table IV and ranking; a crash: Apta completes, CXL cached stalls, in both."""
+    assert (TINY / "phi").is_dir(), f"{TINY}: no tiny traces (make traces TRACE_SIZE=tiny)"
     ev = [sys.executable, str(ROOT / "sim" / "gem5" / "eval.py"), "--gem5", GEM5, "--size", "tiny",
-          "--traces", str(tiny.parent / "tiny"), "--apps", "sentiment", "--out", str(tmp_path / "e")]
+          "--traces", str(TINY), "--out", str(tmp_path / "e")]
     r = subprocess.run(ev, capture_output=True, text=True, timeout=3600)
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     res = json.loads((tmp_path / "e" / "results.json").read_text())
     cells = res["crosscheck"]["cells"]
-    assert all(c["table_iv_equal"] for c in cells), cells
-    assert res["crosscheck"]["ranking_equal"] == {"sentiment": True}
+    assert len({c["app"] for c in cells}) == 6
+    assert all(c["table_iv_equal"] for c in cells), [c for c in cells if not c["table_iv_equal"]]
+    assert all(res["crosscheck"]["ranking_equal"].values()), res["crosscheck"]["ranking_equal"]
     outside = [c for c in cells if not c["within"]]
     assert not outside, outside
-    fails = {c["config"]: c for c in cells if c["run"] == "fail"}
-    if "apta" in fails and "cxl_cached" in fails:
-        assert fails["apta"]["gem5_ns"] and fails["cxl_cached"]["gem5_ns"] is None
+    fails = {(c["app"], c["config"]): c for c in cells if c["run"] == "fail"}
+    assert fails, "no failure runs"
+    for (app, cfg), c in fails.items():
+        if cfg == "cxl_cached":
+            assert c["gem5_ns"] is None and c["apta_sim_ns"] is None, c   # stalls in both
+        else:
+            assert c["gem5_ns"] and c["apta_sim_ns"], c                   # completes in both

@@ -115,9 +115,11 @@ def test_cache_hits_and_misses_on_a_known_trace(sim, tmp_path):
     plan = {"app": "t", "objects": [], "instances": [inst("f", 0, trace(tmp_path / "g.0", ev2))]}
     r = run(sim, plan, [{"name": "x", "config": "apta"}], tmp_path)["x/apta"]
     ghz, cpi = p("compute", "clock_ghz"), p("compute", "cpi_int_fp")
-    miss_cyc = p("compute", "l2_latency_cycles") + p("dram", "latency_ns") * ghz   # one wave (32 <= 128 MSHRs)
-    bw_cyc = 32 * 64 * 8 / p("dram", "bandwidth_gbps") * ghz                      # ... or the DDR4 bandwidth floor
-    want = (100 * cpi + max(miss_cyc, bw_cyc) + 32 * p("compute", "l1_latency_cycles")) / ghz
+    # one wave (32 <= 128 MSHRs): the first line after the L2 and DRAM (controller + device)
+    # latencies, the other 31 one DDR4 burst apart
+    miss_cyc = p("compute", "l2_latency_cycles") + (p("dram", "controller_ns") + p("dram", "latency_ns")) * ghz
+    burst_cyc = 64 * 8 / p("dram", "bandwidth_gbps") * ghz
+    want = (100 * cpi + miss_cyc + 31 * burst_cyc + 32 * p("compute", "l1_latency_cycles")) / ghz
     assert r["compute_ns"] == pytest.approx(want, rel=1e-9)
 
 
@@ -141,8 +143,10 @@ def test_object_get_latency_is_link_arithmetic(sim, tmp_path, config, link):
     r = run(sim, get_plan(tmp_path, n * 64), [{"name": "x", "config": config}], tmp_path)[f"x/{config}"]
     lat, bw, flit = p("links", f"{link}_latency_ns"), p("links", f"{link}_bandwidth_gbps"), p("links", "flit_bytes")
     ms = (p("memory_server", "otc_lookup_cycles") + p("memory_server", "osc_translate_cycles")) / p("memory_server", "clock_ghz")
-    # request flit up; OTC + OSC; first line out of DRAM after one access; n lines streamed down
-    want = flit * 8 / bw + lat + ms + p("dram", "latency_ns") + n * flit * 8 / bw + lat
+    # request flit up; OTC + OSC; first line out of DRAM after one access (controller + device);
+    # n lines streamed down
+    dram = p("dram", "controller_ns") + p("dram", "latency_ns")
+    want = flit * 8 / bw + lat + ms + dram + n * flit * 8 / bw + lat
     assert r["get_ns"] == pytest.approx(want, rel=1e-9)
 
 

@@ -90,6 +90,8 @@ def system_spec(path: str | Path = PARAMS, overrides: dict | None = None) -> dic
         "ms_range": (servers * MEM_BYTES, (servers + 1) * MEM_BYTES),
         "ms_outstanding": MS_OUTSTANDING,
         "dram": "DDR4_2400_8x8",
+        # the controller's pipeline, split as gem5 splits it (front end, back end)
+        "dram_ctrl_ns": float(_val(p, "dram", "controller_ns")),
     }
     return spec
 
@@ -198,6 +200,9 @@ class Cell:
 class CrossCheck:
     cells: list[Cell] = field(default_factory=list)
     ranking_equal: dict[str, bool] = field(default_factory=dict)
+    # per workflow, the pairs of configurations the two simulators order differently, with
+    # apta-sim's gap between them (slower / faster - 1): a near tie swapped is not a reversal
+    swaps: dict[str, list] = field(default_factory=dict)
 
     def outside(self) -> list[Cell]:
         return [c for c in self.cells if not c.within]
@@ -206,6 +211,7 @@ class CrossCheck:
         return {"tolerance": TOLERANCE,
                 "cells": [c.__dict__ for c in self.cells],
                 "ranking_equal": self.ranking_equal,
+                "swaps": self.swaps,
                 "outside": len(self.outside())}
 
 
@@ -251,7 +257,11 @@ def crosscheck(apta_sim: list[dict], gem5: list[dict]) -> CrossCheck:
         c.table_iv_equal = bool(ra and rg) and ra["table_iv"] == rg["table_iv"]
         cc.cells.append(c)
     for app in sorted({k[0] for k in a} & {k[0] for k in g}):
-        cc.ranking_equal[app] = ranking(a, app) == ranking(g, app)
+        ra, rg = ranking(a, app), ranking(g, app)
+        cc.ranking_equal[app] = ra == rg
+        ms = {k[2]: r["makespan_ns"] for k, r in a.items() if k[0] == app and k[1] == "base" and r["completed"]}
+        cc.swaps[app] = [(x, y, round(ms[y] / ms[x] - 1, 4)) for i, x in enumerate(ra) for y in ra[i + 1:]
+                         if x in rg and y in rg and rg.index(y) < rg.index(x) and x in ms and y in ms]
     return cc
 
 

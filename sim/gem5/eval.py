@@ -132,6 +132,10 @@ def report(results: dict, cc: g5.CrossCheck) -> str:
                  f"{'yes' if c.within else '**no**'} | {'yes' if c.table_iv_equal else '**no**'} |")
     L += ["", "Ranking of the configurations per workflow (fastest first) equal in both: " +
           ", ".join(f"{a} {'yes' if v else '**no**'}" for a, v in cc.ranking_equal.items()), ""]
+    for a, sw in cc.swaps.items():
+        for x, y, gap in sw:
+            L.append(f"- {a}: gem5 puts {y} before {x}; apta-sim has {x} faster by {gap:.1%}")
+    L.append("")
     L += ["## Speed", "", "| app | trace events | apta-sim wall (s) | gem5 wall (s, sum of runs) | gem5 / apta-sim |",
           "|---|---|---|---|---|"]
     for a in results["apps"]:

@@ -65,6 +65,7 @@ Params Params::load(const std::string& path, const json::Value& overrides) {
     p.mshrs = unsigned(pval(root, "compute", "mshrs"));
     p.dram_lat_ns = pval(root, "dram", "latency_ns");
     p.dram_gbps = pval(root, "dram", "bandwidth_gbps");
+    p.dram_ctrl_ns = pval(root, "dram", "controller_ns");
     p.ms_clock_ghz = pval(root, "memory_server", "clock_ghz");
     p.otc_cycles = pval(root, "memory_server", "otc_lookup_cycles");
     p.osc_cycles = pval(root, "memory_server", "osc_translate_cycles");

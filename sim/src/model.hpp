@@ -21,7 +21,7 @@ struct Params {
   uint64_t l1_bytes, l2_bytes;
   unsigned l1_ways, l2_ways, l1_lat, l2_lat, mshrs;
   // DDR4
-  double dram_lat_ns, dram_gbps;
+  double dram_lat_ns, dram_gbps, dram_ctrl_ns;
   // memory server
   double ms_clock_ghz, otc_cycles, osc_cycles, stall_retry_ns;
   int dir_sets, dir_ways, max_pend;

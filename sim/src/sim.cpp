@@ -1,7 +1,7 @@
 // apta-sim: the System of system.hpp on an analytical backend, one event queue in ns. Compute
 // servers replay trace phases through LRU caches of line keys at fixed latencies (an event's
-// misses overlap up to the MSHR count, DDR4 bandwidth as a floor); the memory server's DRAM is a
-// bandwidth server with a fixed closed-page latency (sim/README.md "What it models").
+// misses overlap up to the MSHR count, its DRAM lines one burst apart); the memory server's DRAM is
+// a bandwidth server with a fixed latency (controller + closed page) (sim/README.md "What it models").
 #include "sim.hpp"
 
 #include <algorithm>
@@ -27,7 +27,7 @@ struct EvLater {
   bool operator()(const Ev& a, const Ev& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
 };
 
-// DDR4 channel: bandwidth server + fixed closed-page latency (banks not modelled).
+// DDR4 channel: bandwidth server + fixed latency (controller + closed-page tRCD + CL; banks not modelled).
 struct Dram {
   double line_ns = 1, lat = 0, free_at = 0;
   // returns when the last of `lines` lines has been read/written
@@ -52,7 +52,7 @@ class Analytic final : public Backend {
       cache_pool()[size_t(k)].l2.init(P.l2_bytes, P.l2_ways, P.line);
     }
     msdram_.line_ns = P.line * 8.0 / P.dram_gbps;
-    msdram_.lat = P.dram_lat_ns;
+    msdram_.lat = P.dram_ctrl_ns + P.dram_lat_ns;
   }
 
   double now() const override { return now_; }
@@ -63,7 +63,7 @@ class Analytic final : public Backend {
   }
   void ms_dram(double t, uint32_t, uint64_t, uint64_t lines, bool, std::function<void(double, double)> done) override {
     double last = msdram_.access(t, lines);
-    if (done) done(t + P.dram_lat_ns, last);  // the first line after one access latency
+    if (done) done(t + msdram_.lat, last);  // the first line after one access latency
   }
   void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override {
     Cache& l2 = cache_pool()[size_t(s)].l2;
@@ -104,7 +104,7 @@ class Analytic final : public Backend {
     const double c0 = cpu_s();
     const auto& tr = plan_.traces[size_t(i)];
     CachePair& x = cache_pool()[size_t(s)];
-    const double dram_cyc = P.dram_lat_ns * P.clock_ghz;
+    const double dram_cyc = (P.dram_ctrl_ns + P.dram_lat_ns) * P.clock_ghz;
     const double dram_line_cyc = P.line * 8.0 / P.dram_gbps * P.clock_ghz;
     double cyc = 0;
     uint64_t lines = 0;
@@ -132,8 +132,10 @@ class Analytic final : public Backend {
       R_->l1_misses += miss;
       R_->dram_lines += dram_lines;
       const double maxlat = l2_hit_only ? double(P.l2_lat) : P.l2_lat + dram_cyc;
-      // an event's misses overlap, at most `mshrs` outstanding; DDR4 bandwidth is a floor
-      if (miss) cyc += std::max(std::ceil(double(miss) / P.mshrs) * maxlat, double(dram_lines) * dram_line_cyc);
+      // an event's misses overlap, at most `mshrs` outstanding; its DRAM lines leave one channel
+      // one burst apart, the first after a whole miss latency (as the memory server's Dram)
+      if (miss) cyc += std::max(std::ceil(double(miss) / P.mshrs) * maxlat,
+                                dram_lines ? maxlat + double(dram_lines - 1) * dram_line_cyc : 0.0);
     }
     R_->events += tr.phase_begin[ph + 1] - tr.phase_begin[ph];
     R_->line_accesses += lines;

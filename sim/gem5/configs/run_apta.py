@@ -72,7 +72,8 @@ def cache(c: dict) -> Cache:
 
 def dram(lo: int, hi: int) -> MemCtrl:
     d = getattr(m5.objects, spec["dram"])(range=AddrRange(start=lo, size=hi - lo), null=True)
-    return MemCtrl(dram=d)
+    half = f"{spec['dram_ctrl_ns'] / 2}ns"
+    return MemCtrl(dram=d, static_frontend_latency=half, static_backend_latency=half)
 
 
 system = System(mem_mode="timing")
