@@ -146,12 +146,17 @@ def eval_app(app, args, params):
         r = by["base"][c]
         log(f"{app:9s} {c:13s} makespan {r['makespan_ns'] / 1e3:10.1f} us  get {r['get_ns'] / 1e3:9.1f} us  "
             f"put {r['put_ns'] / 1e3:9.1f} us  speedup {by['base'][BASE]['makespan_ns'] / r['makespan_ns']:.2f}")
+    return app, {"wf": wf, "plan": plan, "raw": res, "by": by, "failure": fres, "object_bytes": object_sizes(plan)}
+
+
+def object_sizes(plan):
+    """Each object's largest size over the plan's traces (bytes)."""
     sizes = {}
     for i in plan["instances"]:
         with open(os.path.join(i["trace"], "meta.json")) as fh:
             for o in json.load(fh)["objects"]:
                 sizes[o["name"]] = max(sizes.get(o["name"], 0), o["len"])
-    return app, {"wf": wf, "plan": plan, "raw": res, "by": by, "failure": fres, "object_bytes": sizes}
+    return sizes
 
 
 # --- analysis ---------------------------------------------------------------------------------------

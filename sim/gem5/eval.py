@@ -91,6 +91,8 @@ def eval_app(app: str, args) -> dict:
     plan_path = raw / f"{app}.plan.json"
     planlib.write_json_atomic(str(plan_path), plan)
     base = [{"name": "base", "config": c} for c in args.configs]
+    if args.results:  # the scenarios behind R1-R8: sweeps and jitter runs (sim/eval.py's), in both
+        base = simeval.main_scenarios(simeval.schema.load_sim_params(args.params), args.jitter_runs)
     sim_res = simeval.run_sim(args.sim, str(plan_path), base, str(raw / f"{app}.apta-sim.json"), args.params)
     log(f"{app}: {len(plan['instances'])} instances, {sim_res['trace_events']} trace events")
     runs = run_all(args, app, plan_path, base)
@@ -101,7 +103,7 @@ def eval_app(app: str, args) -> dict:
         # (sim/eval.py's rule), so both crash at the same point of the workflow
         fails = {}
         for sim, results in (("apta_sim", sim_runs), ("gem5", runs)):
-            by = {r["config"]: r for r in results if r.get("completed")}
+            by = {r["config"]: r for r in results if r.get("completed") and r.get("name") == "base"}
             fails[sim] = [{k: v for k, v in f.items() if k != "why"} | {"name": "fail"}
                           for f in simeval.failure_scenarios(plan, by)]
         if fails["apta_sim"]:
@@ -112,7 +114,30 @@ def eval_app(app: str, args) -> dict:
     for r in runs + sim_runs:
         r["app"] = app
     return {"app": app, "trace_events": sim_res["trace_events"], "apta_sim": sim_runs, "gem5": runs,
-            "failure_scenarios": fails if not args.no_failures else {}}
+            "failure_scenarios": fails if not args.no_failures else {}, "wf": wf, "plan": plan}
+
+
+CROSSCHECKED = ("base", "fail")  # the scenarios compared cell by cell; the sweeps enter through R1-R8
+
+
+def results_r(results: dict, params: dict) -> dict:
+    """R1-R8 (sim/eval.py's analysis) from each simulator's runs of the same scenarios."""
+    out = {}
+    for sim in ("apta_sim", "gem5"):
+        apps = {}
+        for a in results["apps"]:
+            by = {}
+            for r in a[sim]:
+                if r.get("name") != "fail":
+                    by.setdefault(r["name"], {})[r["config"]] = r
+            fail = [dict(r, why="") for r in a[sim] if r.get("name") == "fail"]
+            apps[a["app"]] = {"wf": a["wf"], "plan": a["plan"], "by": by, "failure": fail,
+                              "object_bytes": simeval.object_sizes(a["plan"])}
+        A = simeval.analyse(apps, params)
+        out[sim] = {c["id"]: c["ours"] for c in A["comparison"]}
+        out.setdefault("paper", {c["id"]: c["paper"] for c in A["comparison"]})
+        out.setdefault("what", {c["id"]: c["what"] for c in A["comparison"]})
+    return out
 
 
 def report(results: dict, cc: g5.CrossCheck) -> str:
@@ -136,6 +161,15 @@ def report(results: dict, cc: g5.CrossCheck) -> str:
         for x, y, gap in sw:
             L.append(f"- {a}: gem5 puts {y} before {x}; apta-sim has {x} faster by {gap:.1%}")
     L.append("")
+    if "r" in results:
+        R = results["r"]
+        L += ["## R1-R8 from both simulators", "",
+              f"sim/eval.py's analysis of each simulator's own runs of the same scenarios (sweeps, and "
+              f"{results['jitter_runs']} jitter runs per configuration for R4).", "",
+              "| result | what | paper | apta-sim | gem5 |", "|---|---|---|---|---|"]
+        for k in R["paper"]:
+            L.append(f"| {k} | {R['what'][k]} | {R['paper'][k]:+.0%} | {R['apta_sim'][k]:+.0%} | {R['gem5'][k]:+.0%} |")
+        L.append("")
     L += ["## Speed", "", "| app | trace events | apta-sim wall (s) | gem5 wall (s, sum of runs) | gem5 / apta-sim |",
           "|---|---|---|---|---|"]
     for a in results["apps"]:
@@ -159,6 +193,49 @@ def report(results: dict, cc: g5.CrossCheck) -> str:
     return "\n".join(L) + "\n"
 
 
+def plot(results: dict, cc: g5.CrossCheck, out: Path) -> list[str]:
+    """crosscheck.png: per workflow, gem5's makespan over apta-sim's for each configuration (base
+    runs), the tolerance band shaded; speedups.png: Fig. 8's speedups over RDMA from each simulator."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    apps = [a["app"] for a in results["apps"]]
+    cfgs = [c for c in CONFIGS if any(x.config == c for x in cc.cells)]
+    cell = {(x.app, x.config): x for x in cc.cells if x.run == "base"}
+    colors = plt.get_cmap("tab10").colors
+    w = 0.8 / len(cfgs)
+    files = []
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    ax.axhspan(1 - g5.TOLERANCE, 1 + g5.TOLERANCE, color="0.9", label=f"within {g5.TOLERANCE:.0%}")
+    for j, c in enumerate(cfgs):
+        ys = [cell[(a, c)].ratio if (a, c) in cell and cell[(a, c)].ratio else float("nan") for a in apps]
+        ax.bar([i + (j - (len(cfgs) - 1) / 2) * w for i in range(len(apps))], ys, w, label=c, color=colors[j])
+    ax.axhline(1, color="k", lw=0.6)
+    ax.set_xticks(range(len(apps)), apps)
+    ax.set_ylabel("makespan gem5 / apta-sim")
+    ax.set_ylim(0.8, max(1.3, max((x.ratio or 1) for x in cc.cells) + 0.05))
+    ax.legend(ncol=4, fontsize=7, loc="upper left")
+    files.append(str(out / "crosscheck.png"))
+    fig.savefig(files[-1], dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    if "rdma" in cfgs:
+        fig, axs = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+        for ax, (sim, key) in zip(axs, (("apta-sim", "apta_sim_ns"), ("gem5", "gem5_ns"))):
+            for j, c in enumerate(cfgs):
+                ys = [getattr(cell[(a, "rdma")], key) / getattr(cell[(a, c)], key)
+                      if (a, c) in cell and getattr(cell[(a, c)], key) and getattr(cell[(a, "rdma")], key) else float("nan")
+                      for a in apps]
+                ax.bar([i + (j - (len(cfgs) - 1) / 2) * w for i in range(len(apps))], ys, w, label=c, color=colors[j])
+            ax.set_xticks(range(len(apps)), apps)
+            ax.set_title(sim)
+        axs[0].set_ylabel("speedup over RDMA (Fig. 8)")
+        axs[0].legend(ncol=2, fontsize=7)
+        files.append(str(out / "speedups.png"))
+        fig.savefig(files[-1], dpi=110, bbox_inches="tight")
+        plt.close(fig)
+    return files
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gem5", required=True, help="gem5.opt built with the extension (make gem5)")
@@ -167,6 +244,9 @@ def main(argv=None) -> int:
     ap.add_argument("--apps", help="comma-separated workflows (default: every workflow)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--no-failures", action="store_true")
+    ap.add_argument("--results", action="store_true",
+                    help="also the sweeps and jitter runs, and R1-R8 from both simulators")
+    ap.add_argument("--jitter-runs", type=int, default=10, help="jitter runs per configuration (R4) with --results")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=4 * 3600, help="wall seconds per gem5 run")
     ap.add_argument("--params", default=str(SIM / "params.json"))
@@ -183,15 +263,21 @@ def main(argv=None) -> int:
         ap.error(f"--gem5 {args.gem5}: not an executable; build it with make gem5 GEM5_SRC=<gem5 checkout>")
     apps = args.apps.split(",") if args.apps else [os.path.splitext(f)[0] for f in sorted(os.listdir(workflow.WORKFLOW_DIR)) if f.endswith(".json")]
     t0 = time.monotonic()
-    results = {"gem5": {"version": g5.GEM5_VERSION, "commit": g5.GEM5_COMMIT}, "apps": []}
+    results = {"gem5": {"version": g5.GEM5_VERSION, "commit": g5.GEM5_COMMIT}, "apps": [],
+               "jitter_runs": args.jitter_runs if args.results else 0}
     for app in apps:
         results["apps"].append(eval_app(app, args))
-    cc = g5.crosscheck([r for a in results["apps"] for r in a["apta_sim"]],
-                       [r for a in results["apps"] for r in a["gem5"]])
+    cc = g5.crosscheck([r for a in results["apps"] for r in a["apta_sim"] if r.get("name") in CROSSCHECKED],
+                       [r for a in results["apps"] for r in a["gem5"] if r.get("name") in CROSSCHECKED])
     results["crosscheck"] = cc.to_json()
+    if args.results:
+        results["r"] = results_r(results, simeval.schema.load_sim_params(args.params))
+    for a in results["apps"]:  # the workflow objects are inputs, not results
+        a.pop("wf"), a.pop("plan")
     out = Path(args.out)
     planlib.write_json_atomic(str(out / "results.json"), results)
     (out / "REPORT.md").write_text(report(results, cc))
+    plot(results, cc, out)
     if args.bench:
         speed = []
         for a in results["apps"]:
