@@ -184,7 +184,7 @@ eval-gem5: gem5-check traces sim venv
 	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --results
 
 bench-gem5: gem5-check traces sim venv
-	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --no-failures --bench build/bench/gem5.json
+	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --no-failures --out build/bench/gem5-runs --bench build/bench/gem5.json
 
 # --- CXL emulation (qemu-cxl/README.md) ---------------------------------------------------------
 # The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/
