@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 import plan as planlib
 
-APPS = ["phi", "sentiment", "finra", "video", "image", "gemm"]
+APPS = planlib.workflow.names()   # every workflow file
 
 
 def main():

@@ -19,11 +19,11 @@ BUILD = ROOT / "build" / "simulator"
 BIN = BUILD / "apta-sim"
 VECTORS = ROOT / "build" / "vectors"
 import plan as planlib
-from apta import schema, sim_synth
+from apta import schema, sim_synth, workflow
 
 workflow = planlib.workflow
 PARAMS = schema.load_sim_params(SIMDIR / "params.json")
-APPS = ["phi", "sentiment", "finra", "video", "image", "gemm"]
+APPS = workflow.names()   # every workflow file
 
 
 def p(sec, key):

@@ -318,8 +318,14 @@ def table_iv(wf: Workflow, schedule: dict | None = None, rule: str = "any") -> d
     return {"gets": gets, "puts": puts}
 
 
+def names(directory: str = WORKFLOW_DIR) -> list:
+    """Every workflow of the directory (its file names without .json), sorted: a workflow is in the
+    evaluation by having a file there, not by being listed in a script."""
+    return sorted(f[:-len(".json")] for f in os.listdir(directory) if f.endswith(".json"))
+
+
 def load_all(directory: str = WORKFLOW_DIR) -> list:
-    return [load(os.path.join(directory, f)) for f in sorted(os.listdir(directory)) if f.endswith(".json")]
+    return [load(os.path.join(directory, f"{n}.json")) for n in names(directory)]
 
 
 if __name__ == "__main__":

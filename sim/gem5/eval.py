@@ -261,7 +261,7 @@ def main(argv=None) -> int:
         ap.error(f"--configs: unknown {bad} (known: {CONFIGS})")
     if not os.access(args.gem5, os.X_OK):
         ap.error(f"--gem5 {args.gem5}: not an executable; build it with make gem5 GEM5_SRC=<gem5 checkout>")
-    apps = args.apps.split(",") if args.apps else [os.path.splitext(f)[0] for f in sorted(os.listdir(workflow.WORKFLOW_DIR)) if f.endswith(".json")]
+    apps = args.apps.split(",") if args.apps else workflow.names()
     t0 = time.monotonic()
     results = {"gem5": {"version": g5.GEM5_VERSION, "commit": g5.GEM5_COMMIT}, "apps": [],
                "jitter_runs": args.jitter_runs if args.results else 0}
