@@ -181,7 +181,7 @@ test-gem5: gem5-check vectors sim venv
 	APTA_GEM5="$(GEM5)" $(PY) -m pytest -q tests/test_gem5.py
 
 eval-gem5: gem5-check traces sim venv
-	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --results
+	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --results --jitter-runs 50
 
 bench-gem5: gem5-check traces sim venv
 	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --no-failures --out build/bench/gem5-runs --bench build/bench/gem5.json
