@@ -25,6 +25,53 @@ SUITE = CHECKS["vectors"]["suites"]["vectors"]
 STALL = ("get.I.full", "get.SI", "get.owes", "commit.I.full", "commit.SI")
 
 
+# --- one definition of the core's cells --------------------------------------------------------
+ENGINE = ROOT / "sim" / "src" / "directory.cpp"
+SCOREBOARD = ROOT / "tests" / "rtl" / "core_scoreboard.py"
+
+
+def engine_cells(text: str) -> set[str]:
+    """The cell ids directory.cpp names: its dotted string literals (includes aside)."""
+    import re
+    body = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#include"))
+    return set(re.findall(r'"([a-z][A-Za-z]*\.[A-Za-z.]*[A-Za-z])"', body))
+
+
+def scoreboard_cells(text: str) -> set[str]:
+    """The cell ids the scoreboard names: whole dotted ids in its _expect/_count calls and in what it
+    assigns to `cell` (fragments of ids it composes, like ".I.full", are left out)."""
+    import ast
+    out = set()
+    import re
+    whole = re.compile(r"[a-z][A-Za-z]*\.[A-Za-z.]*[A-Za-z]")   # a whole id, not a fragment (".I.full")
+    def consts(node):
+        return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                and whole.fullmatch(n.value)}
+    for n in ast.walk(ast.parse(text)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("_expect", "_count"):
+            out |= consts(n)
+        elif isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "cell" for x in n.targets for t in ast.walk(x)):
+            out |= consts(n.value)
+    return out
+
+
+def test_every_cell_an_implementation_names_is_in_core_md():
+    """The engine and the scoreboard name only cells of rtl/CORE.md (Cells or Guards)."""
+    known = set(CELLS) | set(cells.guards())
+    for path, found in ((ENGINE, engine_cells(ENGINE.read_text())), (SCOREBOARD, scoreboard_cells(SCOREBOARD.read_text()))):
+        assert len(found) > 10, f"{path}: the cell extraction found almost nothing ({sorted(found)})"
+        unknown = sorted(found - known)
+        assert not unknown, f"{path}: cells not in rtl/CORE.md (Cells or Guards): {unknown}"
+    assert not set(CELLS) & set(cells.guards()), "a cell is both a model cell and a guard"
+
+
+def test_an_unknown_cell_name_is_caught():
+    text = ENGINE.read_text().replace('"commit.zombie"', '"commit.zombi"')
+    assert "commit.zombi" in engine_cells(text) - set(CELLS) - set(cells.guards())
+    text = SCOREBOARD.read_text().replace('"ack.nothingOwed"', '"ack.nothingOwd"')
+    assert "ack.nothingOwd" in scoreboard_cells(text) - set(CELLS) - set(cells.guards())
+
+
 @pytest.fixture(scope="module")
 def coverage() -> dict:
     path = OUT / "coverage.json"

@@ -4,6 +4,7 @@ top); rows whose first column is a backquoted id.
 
     from apta import cells; cells.load() -> [Cell(id, situation, outcome), ...]   # the core's
     cells.ids("ms") -> ["osc.get.mem", ...]                             # the memory server's
+    cells.guards() -> ["commit.zombie", ...]          # the core's checks the model has no cell for
 """
 from __future__ import annotations
 
@@ -26,12 +27,12 @@ class Cell:
     outcome: str
 
 
-def load(path: Path = CORE_MD) -> list[Cell]:
+def load(path: Path = CORE_MD, section: str = "Cells") -> list[Cell]:
     lines = path.read_text().splitlines()
     try:
-        start = next(i for i, l in enumerate(lines) if l.startswith("## Cells"))
+        start = next(i for i, l in enumerate(lines) if l.startswith(f"## {section}"))
     except StopIteration:
-        raise ValueError(f"{path}: no '## Cells' section") from None
+        raise ValueError(f"{path}: no '## {section}' section") from None
     out: list[Cell] = []
     for n, line in enumerate(lines[start + 1:], start + 2):
         if line.startswith("## "):
@@ -43,8 +44,14 @@ def load(path: Path = CORE_MD) -> list[Cell]:
                 raise ValueError(f"{path}:{n}: cell {c.id!r} listed twice")
             out.append(c)
     if not out:
-        raise ValueError(f"{path}: the Cells table is empty")
+        raise ValueError(f"{path}: the {section} table is empty")
     return out
+
+
+def guards() -> list[str]:
+    """The core's guard outcomes (rtl/CORE.md "Guards"): named by the RTL, the engine and the
+    scoreboard, with no cell in the model (so not in the vector suite)."""
+    return [c.id for c in load(CORE_MD, "Guards")]
 
 
 def ids(table: str = "core") -> list[str]:
