@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-from apta import messages
-import workflow_scripts as ws
+from apta import messages, workflow
 from compute_server import (FAULT_KINDS, IS_D_I, JOINING, LIVE, P_A, P_A_I, ComputeServer,
                             FaultPlan, ProtocolError, Transport, decode_line, line_data)
 from fake_memserver import run_workflow
@@ -24,7 +23,7 @@ APPS = ["phi", "sentiment", "finra", "video", "image", "gemm"]
 
 # ---- workflow scripts ----------------------------------------------------------------------------
 def test_every_script_loads():
-    names = {s.name: s for s in ws.load_all()}
+    names = {s.name: s for s in workflow.load_scripts(HERE / "workflows")}
     assert sorted(names) == sorted(PATTERNS + APPS)
     for s in names.values():
         for t in s.tasks:
@@ -72,26 +71,26 @@ LOADER_BAD = [
 @pytest.mark.parametrize("what,fn,fld,text", LOADER_BAD, ids=[x[0] for x in LOADER_BAD])
 def test_loader_rejects(tmp_path, what, fn, fld, text):
     p = _write(tmp_path, _mut(fn))
-    with pytest.raises(ws.ScriptError) as e:
-        ws.load(p)
+    with pytest.raises(workflow.WorkflowError) as e:
+        workflow.load_script(p)
     assert e.value.field == fld and text in str(e.value) and str(p) in str(e.value)
 
 
 def test_loader_app_files(tmp_path):
     p = _write(tmp_path, {"name": "v", "workload": "video", "objects": {"video": 1}})
-    with pytest.raises(ws.ScriptError, match=r"objects: object 'keyframes' of locateKeyFrame \(video.json\) has no size"):
-        ws.load(p)
+    with pytest.raises(workflow.WorkflowError, match=r"objects: object 'keyframes' of locateKeyFrame \(video.json\) has no size"):
+        workflow.load_script(p)
     p = _write(tmp_path, {"name": "v", "workload": "nope", "objects": {"x": 1}})
-    with pytest.raises(ws.ScriptError, match="workload: no workload file"):
-        ws.load(p)
+    with pytest.raises(workflow.WorkflowError, match="workload: no workload file"):
+        workflow.load_script(p)
     p = _write(tmp_path, {"name": "p", "workload": "phi", "objects": {
         "records": 1, "tagged": 1, "deidentified": 1, "anonymized": 1, "analytics": 1, "extra": 2}})
-    with pytest.raises(ws.ScriptError, match="objects.extra: unknown object"):
-        ws.load(p)
+    with pytest.raises(workflow.WorkflowError, match="objects.extra: unknown object"):
+        workflow.load_script(p)
     p = tmp_path / "j.json"
     p.write_text("{")
-    with pytest.raises(ws.ScriptError, match="line 1: invalid JSON"):
-        ws.load(p)
+    with pytest.raises(workflow.WorkflowError, match="line 1: invalid JSON"):
+        workflow.load_script(p)
 
 
 # ---- the compute-server model, flit by flit ---------------------------------------------------
@@ -197,7 +196,7 @@ def test_line_data_roundtrip():
 
 
 # ---- the runner on the plumbing fake -----------------------------------------------------------
-SCRIPTS = {s.name: s for s in ws.load_all()}
+SCRIPTS = {s.name: s for s in workflow.load_scripts(HERE / "workflows")}
 
 
 @pytest.mark.parametrize("name", PATTERNS + APPS)

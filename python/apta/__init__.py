@@ -7,7 +7,8 @@
     apta.cells       the protocol-table cells (rtl/CORE.md, rtl/MEMSERVER.md)
     apta.vectors_io  the model checker's test vectors: load and validate
     apta.history     the store-contract history checker (P1-P4, tests/HISTORY.md)
-    apta.workflow    the FaaS workflow model and its validation (workloads/workflows/)
+    apta.workflow    the FaaS workflow model and its validation (workloads/workflows/), and the
+                     object-level workflow scripts of the compute-server models (tests/workflows/)
     apta.sim_synth   synthetic traces for the simulator's tests and benchmark
     apta.summary     build/verify/summary.json, shared by both model checkers
 

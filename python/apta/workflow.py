@@ -24,6 +24,11 @@ Rules checked (each error names the file and the field):
     rewrite the same object);
   * external inputs are declared at the workflow level; external outputs are unique;
   * declared outputs are written by some function; table_iv has the right shape.
+
+The same module loads the object-level workflow scripts the compute-server models and the history
+checker run (`load_script`, `load_scripts`; see "Workflow scripts" below): the same function
+entries and checks, plus the size of every object in cache lines and the compute server of each
+instance.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .paths import ROOT
 
@@ -230,8 +236,8 @@ def load(path: str, apps_dir: str = APPS_DIR) -> Workflow:
 
 
 def index_functions(path: str, fns: list, required: dict, optional: dict) -> dict:
-    """The checks every list of function entries gets (workflow files here, the object-level
-    pattern scripts of tests/workflows/): not empty, each entry's fields, unique names.
+    """The checks every list of function entries gets (workflow files and the object-level
+    pattern scripts, load_script): not empty, each entry's fields, unique names.
     Returns name -> index."""
     if not fns:
         raise WorkflowError(path, "functions", "no functions")
@@ -326,6 +332,171 @@ def names(directory: str = WORKFLOW_DIR) -> list:
 
 def load_all(directory: str = WORKFLOW_DIR) -> list:
     return [load(os.path.join(directory, f"{n}.json")) for n in names(directory)]
+
+
+
+# --- Workflow scripts ---------------------------------------------------------------------------
+# Object-level workflow scripts for the compute-server models and the history checker: functions,
+# the DAG, objects read and written with their sizes in cache lines, and the compute server each
+# function instance runs on. Two kinds of file, one shape once loaded (`Script`):
+#
+# * Patterns (pipeline, broadcast, broadcast-gather, scatter-gather, map-reduce) are written in
+#   full. Their function entries use the fields of the workflow files above (`name`, `servers`
+#   (one compute server per parallel instance), `after`, `reads`, `writes`, `{i}` in an object
+#   name = the instance index), without `source` (there is no code behind them):
+#
+#     {"name": "pipeline", "doc": "...", "servers": ["c1", "c2"],
+#      "objects": {"x": 4, "y": 2},            # every object and its size in lines
+#      "inputs": ["x"],                        # objects that hold data before the workflow
+#      "functions": [{"name": "f1", "servers": ["c1"], "after": [], "reads": ["x"], "writes": ["y"]}, ...]}
+#
+# * Applications (Table III) reuse the real workload's file, so the schedule lives in one place:
+#   {"name": "video", "workload": "video", "objects": {"video": 63, ...}, "lines_note": "..."} loads
+#   workloads/workflows/video.json with `load` (its validation: DAG, cycles, races, topological
+#   order, unknown objects) and adds only what the C workloads do not have: the size of every
+#   object in lines. Objects the workload file uses but `objects` does not size (or the reverse)
+#   are errors.
+#
+# load_script(path) raises WorkflowError(file, field, reason) for a malformed file: unknown or
+# missing field, wrong type, a cycle (printed as a path), an unknown function in `after`, an
+# unknown object (read or written but not sized in `objects`, or sized but never used), an object
+# read before any function preceding the reader writes it (and not an input), a server not in
+# `servers`, a size that is not a positive integer.
+
+SCRIPT_REQUIRED = {"name": str, "objects": dict}
+SCRIPT_OPTIONAL = {"doc": str, "servers": list, "inputs": list, "functions": list, "workload": str,
+                   "lines_note": str, "pattern": str}
+SCRIPT_FN_REQUIRED = {"name": str, "servers": list, "reads": list, "writes": list}
+SCRIPT_FN_OPTIONAL = {"after": list, "doc": str}
+
+
+@dataclass
+class Task:
+    """One function instance of a script."""
+    name: str           # "f1", or "mapper[1]" for instance 1 of a parallel function
+    fn: str
+    index: int
+    server: str         # the server the schedule puts it on
+    after: list         # function names that must complete first (every instance of each)
+    reads: list
+    writes: list
+
+
+@dataclass
+class Script:
+    path: str
+    name: str
+    servers: list
+    objects: dict       # object -> lines
+    inputs: list
+    tasks: list         # in schedule order
+    functions: list     # function names in schedule order
+    doc: str = ""
+    kind: str = "pattern"
+
+    def instances_of(self, fn):
+        return [t for t in self.tasks if t.fn == fn]
+
+
+def load_script(path) -> Script:
+    """Parse and validate one workflow script (a pattern or an application's line sizes)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise WorkflowError(path, f"line {e.lineno}", f"invalid JSON: {e.msg}") from None
+    except OSError as e:
+        raise WorkflowError(path, "(file)", str(e)) from None
+    _check_fields(path, "", doc, SCRIPT_REQUIRED, SCRIPT_OPTIONAL)
+    for o, n in doc["objects"].items():
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise WorkflowError(path, f"objects.{o}", f"size must be a positive number of lines, got {n!r}")
+    if "workload" in doc:
+        return _load_app_script(path, doc)
+    for k in ("servers", "functions"):
+        if k not in doc:
+            raise WorkflowError(path, k, "missing required field (a pattern script lists its servers and functions)")
+    fns = doc["functions"]
+    servers = doc["servers"]
+    names = index_functions(path, fns, SCRIPT_FN_REQUIRED, SCRIPT_FN_OPTIONAL)
+    for j, f in enumerate(fns):
+        w = f"functions[{j}]"
+        if not f["servers"]:
+            raise WorkflowError(path, f"{w}.servers", "at least one server (one per instance)")
+        for k, s in enumerate(f["servers"]):
+            if s not in servers:
+                raise WorkflowError(path, f"{w}.servers[{k}]", f"unknown server {s!r} (servers: {servers})")
+    check_dag(path, fns, names)
+    inputs = doc.get("inputs", [])
+    objs = doc["objects"]
+    for k, o in enumerate(inputs):
+        if o not in objs:
+            raise WorkflowError(path, f"inputs[{k}]", f"unknown object {o!r} (not in objects)")
+    anc = _ancestors(fns)
+    writers = {}
+    used = set(inputs)
+    tasks = []
+    for j, f in enumerate(fns):
+        for i, s in enumerate(f["servers"]):
+            for kind in ("reads", "writes"):
+                for k, o in enumerate(expand(f[kind], i)):
+                    if o not in objs:
+                        raise WorkflowError(path, f"functions[{j}].{kind}[{k}]", f"unknown object {o!r} (not in objects)")
+                    used.add(o)
+            for o in expand(f["writes"], i):
+                writers.setdefault(o, set()).add(f["name"])
+    for j, f in enumerate(fns):
+        for i, s in enumerate(f["servers"]):
+            for k, o in enumerate(expand(f["reads"], i)):
+                if o not in inputs and not (writers.get(o, set()) & anc[f["name"]]):
+                    raise WorkflowError(path, f"functions[{j}].reads[{k}]",
+                                        f"object {o!r} is read by {f['name']!r} before any function preceding it writes it")
+            tasks.append(Task(name=f["name"] if len(f["servers"]) == 1 else f"{f['name']}[{i}]", fn=f["name"], index=i,
+                              server=s, after=list(f.get("after", [])), reads=expand(f["reads"], i),
+                              writes=expand(f["writes"], i)))
+    for o in objs:
+        if o not in used:
+            raise WorkflowError(path, f"objects.{o}", "unknown object: no function reads or writes it")
+    return Script(path=str(path), name=doc["name"], servers=list(servers), objects=dict(objs), inputs=list(inputs),
+                  tasks=tasks, functions=[f["name"] for f in fns], doc=doc.get("doc", ""))
+
+
+def _load_app_script(path, doc):
+    for k in ("functions", "servers", "inputs"):
+        if k in doc:
+            raise WorkflowError(path, k, "an application script takes its functions, servers and inputs from the workload file")
+    wpath = Path(WORKFLOW_DIR) / f"{doc['workload']}.json"
+    if not wpath.exists():
+        raise WorkflowError(path, "workload", f"no workload file {wpath.relative_to(ROOT)}")
+    try:
+        wf = load(str(wpath))
+    except WorkflowError as e:
+        raise WorkflowError(path, "workload", f"the workload file is invalid: {e}") from None
+    objs = doc["objects"]
+    used = wf.objects()
+    tasks, servers = [], []
+    for inst in wf.instances():
+        if inst.server not in servers:
+            servers.append(inst.server)
+        for kind in ("reads", "writes"):
+            for o in getattr(inst, kind):
+                if o not in objs:
+                    raise WorkflowError(path, "objects", f"object {o!r} of {inst.function} ({wpath.name}) has no size in lines")
+        fn = wf.function(inst.function)
+        tasks.append(Task(name=inst.function if inst.count == 1 else f"{inst.function}[{inst.index}]", fn=inst.function,
+                          index=inst.index, server=inst.server, after=list(fn.get("after", [])),
+                          reads=list(inst.reads), writes=list(inst.writes)))
+    for o in objs:
+        if o not in used:
+            raise WorkflowError(path, f"objects.{o}", f"unknown object: {wpath.name} never uses it")
+    return Script(path=str(path), name=doc["name"], servers=sorted(servers), objects=dict(objs), inputs=list(wf.inputs),
+                  tasks=tasks, functions=[f["name"] for f in wf.functions], doc=doc.get("lines_note", ""), kind="app")
+
+
+def load_scripts(*directories) -> list:
+    """Every script (*.json) of the directories, in file-name order."""
+    files = sorted((p for d in directories for p in Path(d).glob("*.json")), key=lambda p: (p.name, str(p)))
+    return [load_script(p) for p in files]
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ and read with python/apta/messages.py.
   step), `fence(server, epoch)`; the environment reports a fence that took effect with
   `WorkflowRunner.on_fenced` and a commit seen leaving the memory server with
   `WorkflowRunner.on_commit`.
-* `WorkflowRunner`: runs a tests/workflow_scripts.py `Script` on N models. A function instance is
+* `WorkflowRunner`: runs an `apta.workflow.Script` on N models. A function instance is
   placed only when its DAG predecessors completed and the control plane says its server is
   schedulable (rule "declared": no pending invalidations for its declared inputs = its reads;
   "all": none at all; "off" = the mutant without the rule), live, unfenced, idle. Its program: get

@@ -294,7 +294,7 @@ def race_script(rounds=8):
     w3 (c3) puts y at the same time (three puts, two staging slots: PutRetry), and g (c3) gets x
     while they run (a BISnp can overtake its ObjData: IS_D_I). Unordered accesses of one object
     are outside P1's promise only in what they may return; the history must still be clean."""
-    from workflow_scripts import Script, Task
+    from apta.workflow import Script, Task
     tasks, prev = [], []
     tasks.append(Task("seed", "seed", 0, "c1", [], [], ["x", "y"]))
     prev = ["seed"]
@@ -322,7 +322,7 @@ if cocotb is not None:
         from cocotbext.axi import AxiRam
         from ms_bfm import axi_bus
         from core_bfm import load_params, schema_for, start_clock
-        import workflow_scripts as ws
+        from apta import workflow
         variant = os.environ["APTA_VARIANT"]
         params = load_params(variant)
         S = schema_for(params)
@@ -335,7 +335,7 @@ if cocotb is not None:
         only = os.environ.get("APTA_MS_ONLY")
         results = []
         t0 = time.time()
-        scripts = ws.load_all()
+        scripts = workflow.load_scripts(ROOT / "tests" / "workflows")
         if os.environ.get("APTA_MS_RACES", "1") == "1":
             scripts.append(race_script())
         for script in scripts:
@@ -394,8 +394,8 @@ def test_ms_workflows(variant):
     runs = res.get("runs", [])
     bad = [r for r in runs if not r["ok"]]
     assert not failed and runs and not bad, f"ms_workflows on {variant}: {json.dumps(bad, default=str)[:3000]}"
-    import workflow_scripts as ws
-    assert {r["workflow"] for r in runs} >= {s.name for s in ws.load_all()} or os.environ.get("APTA_MS_ONLY")
+    from apta import workflow
+    assert {r["workflow"] for r in runs} >= {s.name for s in workflow.load_scripts(ROOT / "tests" / "workflows")} or os.environ.get("APTA_MS_ONLY")
     kinds = {k for r in runs for _, k, _ in r["faults"]}
     if not os.environ.get("APTA_MS_ONLY") and int(os.environ.get("APTA_MS_FAULTS", "3")) > 0:
         from compute_server import FAULT_KINDS
