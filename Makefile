@@ -251,9 +251,9 @@ bench: rtl deps-rtl-sim
 	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl}.json"
 
 # The store contract end to end (issue 5): python/apta/history.py (P1-P4 history checker), the workflow
-# scripts (tests/workflows/), the compute-server models and runner on a plumbing fake: plain pytest,
-# seconds, also part of `make test` (pytest tests). test-ms: the same models on the RTL memory
-# server (variant ms3) with crash injection; histories in build/ms/histories/.
+# scripts (workloads/patterns/, tests/workflows/), the compute-server models and runner on a plumbing
+# fake: plain pytest, seconds, also part of `make test` (pytest tests). test-ms: the same models on
+# the RTL memory server (variant ms3) with crash injection; histories in build/ms/histories/.
 test-history: venv
 	$(PY) -m pytest -q tests/test_history.py tests/test_compute_server.py
 

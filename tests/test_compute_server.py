@@ -19,11 +19,14 @@ from fake_memserver import run_workflow
 S = messages.load()
 PATTERNS = ["pipeline", "broadcast", "broadcast-gather", "scatter-gather", "map-reduce"]
 APPS = ["phi", "sentiment", "finra", "video", "image", "gemm"]
+# the patterns' scenarios (workloads/patterns/, beside their model and scheduler instances) and the
+# applications' line sizes (tests/workflows/)
+SCRIPT_DIRS = (workflow.PATTERN_DIR, HERE / "workflows")
 
 
 # ---- workflow scripts ----------------------------------------------------------------------------
 def test_every_script_loads():
-    names = {s.name: s for s in workflow.load_scripts(HERE / "workflows")}
+    names = {s.name: s for s in workflow.load_scripts(*SCRIPT_DIRS)}
     assert sorted(names) == sorted(PATTERNS + APPS)
     for s in names.values():
         for t in s.tasks:
@@ -91,6 +94,125 @@ def test_loader_app_files(tmp_path):
     p.write_text("{")
     with pytest.raises(workflow.WorkflowError, match="line 1: invalid JSON"):
         workflow.load_script(p)
+
+
+# ---- patterns: one file per pattern, every layer's instance of it -----------------------------
+ROOT = HERE.parent
+MODEL_PATTERNS = {"pipeline": ["pipeline", "pipe2"], "broadcast": ["broadcast"], "broadcast-gather": ["bgather"],
+                  "scatter-gather": ["scatter"], "map-reduce": ["mapreduce"], "diamond": ["diamond"]}
+
+
+def test_every_pattern_loads():
+    pats = {p.name: p for p in workflow.load_patterns()}
+    assert {n: list(p.model) for n, p in pats.items()} == MODEL_PATTERNS
+    assert sorted(n for n, p in pats.items() if p.script) == sorted(PATTERNS)
+    assert sorted(n for n, p in pats.items() if p.scheduler) == ["broadcast", "map-reduce", "pipeline", "scatter-gather"]
+
+
+def _cfg_workflows():
+    """Every workflow the TLA+ runs name: `Workflow = "..."` in spec/tla/*.cfg and in check.py's overrides."""
+    import re
+    out = []
+    for f in sorted((ROOT / "spec" / "tla").glob("*.cfg")):
+        out += [(f.name, m) for m in re.findall(r'^\s*Workflow\s*=\s*"([^"]+)"', f.read_text(), re.M)]
+    check = ROOT / "spec" / "tla" / "check.py"
+    out += [(check.name, m) for m in re.findall(r'"Workflow":\s*\'"([^"]+)"\'', check.read_text())]
+    return out
+
+
+def test_the_model_checks_the_patterns_model_instances():
+    """Every workflow a TLA+ run names is a model instance of a pattern file, every model instance is
+    checked by some run, and the only `Patterns` is the generated module's (spec/tla defines none)."""
+    defined = {m: p.path for p in workflow.load_patterns() for m in p.model}
+    named = _cfg_workflows()
+    assert len(named) >= 10
+    for where, m in named:
+        assert m in defined, f"spec/tla/{where}: Workflow = {m!r} is the model instance of no workloads/patterns/*.json"
+    unused = sorted(set(defined) - {m for _, m in named})
+    assert not unused, f"model instances no TLA+ run checks: {[(m, defined[m]) for m in unused]}"
+    module = workflow.tla_module()
+    for m in defined:
+        assert f"\n  {m} |-> [" in module
+    for f in (ROOT / "spec" / "tla").glob("*.tla"):
+        assert "Patterns ==" not in f.read_text(), f"{f}: workflows are defined in workloads/patterns/*.json"
+
+
+def test_the_scheduler_e2e_runs_the_patterns_scheduler_instances():
+    """The e2e's random-workflows scenario loads its workflows from the pattern files (Go
+    workflow.LoadPattern), and the Go package defines no workflow shape of its own."""
+    import re
+    e2e = (ROOT / "scheduler-plugin" / "test" / "e2e" / "scenarios_test.go").read_text()
+    m = re.search(r'range \[\]string\{([^}]*)\}\s*\{\s*w, err := workflow\.LoadPattern', e2e)
+    assert m, "scenarios_test.go no longer loads its workflows with workflow.LoadPattern"
+    names = re.findall(r'"([^"]+)"', m.group(1))
+    sched = {p.name for p in workflow.load_patterns() if p.scheduler}
+    for n in names:
+        assert n in sched, f"scheduler-plugin/test/e2e/scenarios_test.go runs pattern {n!r}, which has no scheduler instance"
+    go = "\n".join(f.read_text() for f in (ROOT / "scheduler-plugin").rglob("*.go"))
+    assert not re.search(r"Function\{Name:\s*(\"|fmt\.)", go), "a workflow shape written in Go: define it in workloads/patterns/"
+
+
+def _pattern_file(tmp_path, doc, name=None):
+    d = tmp_path / "patterns"
+    d.mkdir(exist_ok=True)
+    p = d / f"{name or doc['name']}.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+MODEL_ONLY = {"name": "m", "model": {"m1": {"functions": [
+    {"name": "f", "after": [], "reads": ["x"], "writes": ["x"]},
+    {"name": "g", "after": ["f"], "reads": ["x"], "writes": []}]}}}
+PATTERN_BAD = [
+    ("model function name", lambda d: d["model"]["m1"]["functions"][0].__setitem__("name", "f-1"),
+     "model.m1.functions[0].name", "bad function name"),
+    ("model cycle", lambda d: d["model"]["m1"]["functions"][0]["after"].append("g"), "model.m1.functions[1].after", "cycle"),
+    ("model missing field", lambda d: d["model"]["m1"]["functions"][1].pop("after"), "model.m1.functions[1].after", "missing"),
+    ("model instance name", lambda d: d["model"].__setitem__("m-2", d["model"]["m1"]), "model.m-2", "bad model instance name"),
+    ("scheduler read nobody wrote", lambda d: d.__setitem__("scheduler", {"functions": [
+        {"name": "a", "after": [], "reads": ["x"], "writes": ["y"]}]}), "scheduler.functions[0].reads[0]", "written by no function before it"),
+    ("scheduler pod name", lambda d: d.__setitem__("scheduler", {"functions": [
+        {"name": "A_1", "after": [], "reads": [], "writes": ["y"]}]}), "scheduler.functions[0].name", "bad function name"),
+    ("no instance", lambda d: d.__setitem__("model", {}), "(top level)", "needs a scenario, a model or a scheduler instance"),
+    ("nothing", lambda d: d.pop("model"), "objects", "missing required field"),
+]
+
+
+@pytest.mark.parametrize("what,fn,fld,text", PATTERN_BAD, ids=[x[0] for x in PATTERN_BAD])
+def test_pattern_loader_rejects(tmp_path, what, fn, fld, text):
+    d = json.loads(json.dumps(MODEL_ONLY))
+    fn(d)
+    p = _pattern_file(tmp_path, d)
+    with pytest.raises(workflow.WorkflowError) as e:
+        workflow.load_pattern(p)
+    assert e.value.field == fld and text in str(e.value) and str(p) in str(e.value)
+
+
+def test_pattern_files_name_and_model_instances_are_unique(tmp_path):
+    _pattern_file(tmp_path, MODEL_ONLY)
+    assert [p.name for p in workflow.load_patterns(tmp_path / "patterns")] == ["m"]
+    # a model-only pattern is no script; load_script says why
+    assert workflow.load_scripts(tmp_path / "patterns") == []
+    with pytest.raises(workflow.WorkflowError, match="objects: missing required field .this pattern has no scenario"):
+        workflow.load_script(tmp_path / "patterns" / "m.json")
+    other = dict(MODEL_ONLY, name="n")
+    p = _pattern_file(tmp_path, other)
+    with pytest.raises(workflow.WorkflowError, match=r"n\.json: model\.m1: model instance 'm1' is also defined in .*m\.json"):
+        workflow.load_patterns(tmp_path / "patterns")
+    p.unlink()
+    _pattern_file(tmp_path, dict(MODEL_ONLY, name="k"), name="q")
+    with pytest.raises(workflow.WorkflowError, match=r"q\.json: name: the pattern 'k' must be in the file k\.json"):
+        workflow.load_patterns(tmp_path / "patterns")
+
+
+def test_tla_module_renders_every_model_instance():
+    pat = workflow.load_pattern(ROOT / "workloads" / "patterns" / "pipeline.json")
+    text = workflow.tla_module([pat])
+    assert text.startswith("-" * 25 + " MODULE WorkflowPatterns " + "-" * 25) and text.rstrip().endswith("=" * 77)
+    assert ('  pipeline |-> [f1 |-> F({}, {"x"}, {}),\n'
+            '                f2 |-> F({"x"}, {"x"}, {"f1"}),\n'
+            '                f3 |-> F({"x"}, {"y"}, {"f2"})],\n') in text
+    assert '  pipe2 |-> [f1 |-> F({"x"}, {"x"}, {}),\n             f2 |-> F({"x"}, {"x"}, {"f1"})]\n]' in text
 
 
 # ---- the compute-server model, flit by flit ---------------------------------------------------
@@ -196,7 +318,7 @@ def test_line_data_roundtrip():
 
 
 # ---- the runner on the plumbing fake -----------------------------------------------------------
-SCRIPTS = {s.name: s for s in workflow.load_scripts(HERE / "workflows")}
+SCRIPTS = {s.name: s for s in workflow.load_scripts(*SCRIPT_DIRS)}
 
 
 @pytest.mark.parametrize("name", PATTERNS + APPS)

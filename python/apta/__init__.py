@@ -7,8 +7,9 @@
     apta.cells       the protocol-table cells (rtl/CORE.md, rtl/MEMSERVER.md)
     apta.vectors_io  the model checker's test vectors: load and validate
     apta.history     the store-contract history checker (P1-P4, tests/HISTORY.md)
-    apta.workflow    the FaaS workflow model and its validation (workloads/workflows/), and the
-                     object-level workflow scripts of the compute-server models (tests/workflows/)
+    apta.workflow    the FaaS workflow model and its validation (workloads/workflows/), the
+                     workflow patterns (workloads/patterns/: every layer's instance, the TLA+
+                     module WorkflowPatterns) and the compute-server models' workflow scripts
     apta.sim_synth   synthetic traces for the simulator's tests and benchmark
     apta.summary     build/verify/summary.json, shared by both model checkers
 

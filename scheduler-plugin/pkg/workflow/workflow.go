@@ -7,7 +7,9 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -37,62 +39,80 @@ type Workflow struct {
 	Funcs []Function
 }
 
-// Pipeline: f0 -> f1 -> ... each reads the previous output and writes its own.
-func Pipeline(n int) Workflow {
-	w := Workflow{Name: "pipeline"}
-	for i := 0; i < n; i++ {
-		f := Function{Name: fmt.Sprintf("f%d", i), Outputs: []string{fmt.Sprintf("o%d", i)}}
-		if i > 0 {
-			f.Inputs = []string{fmt.Sprintf("o%d", i-1)}
-			f.Preds = []string{fmt.Sprintf("f%d", i-1)}
-		}
-		w.Funcs = append(w.Funcs, f)
+// LoadPattern reads the workflow the scheduler runs for a pattern: the "scheduler" instance of a
+// pattern file, workloads/patterns/<pattern>.json, where every layer's instance of the pattern is
+// defined (the TLA+ model's, the compute-server models' and this one). Its functions, in the
+// file's order, become the DAG; the workflow is named after the pattern. The file is validated
+// (Validate); errors name the file.
+func LoadPattern(path string) (Workflow, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Workflow{}, err
 	}
-	return w
+	var doc struct {
+		Name      string `json:"name"`
+		Scheduler *struct {
+			Functions []struct {
+				Name   string   `json:"name"`
+				After  []string `json:"after"`
+				Reads  []string `json:"reads"`
+				Writes []string `json:"writes"`
+			} `json:"functions"`
+		} `json:"scheduler"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return Workflow{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.Scheduler == nil {
+		return Workflow{}, fmt.Errorf("%s: pattern %q has no scheduler instance", path, doc.Name)
+	}
+	w := Workflow{Name: doc.Name}
+	for _, f := range doc.Scheduler.Functions {
+		w.Funcs = append(w.Funcs, Function{Name: f.Name, Inputs: f.Reads, Outputs: f.Writes, Preds: f.After})
+	}
+	if err := w.Validate(); err != nil {
+		return Workflow{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return w, nil
 }
 
-// Broadcast: p writes x; c0..ck-1 read x.
-func Broadcast(k int) Workflow {
-	w := Workflow{Name: "broadcast", Funcs: []Function{{Name: "p", Outputs: []string{"x"}}}}
-	for i := 0; i < k; i++ {
-		w.Funcs = append(w.Funcs, Function{Name: fmt.Sprintf("c%d", i), Inputs: []string{"x"}, Outputs: []string{fmt.Sprintf("y%d", i)}, Preds: []string{"p"}})
+// Validate checks that the functions are listed in a topological order, their names are unique,
+// and every input is an output of a function before it in the DAG (so the runner never asks for
+// an object nobody committed).
+func (w Workflow) Validate() error {
+	if len(w.Funcs) == 0 {
+		return fmt.Errorf("workflow %q: no functions", w.Name)
 	}
-	return w
-}
-
-// ScatterGather: s writes x; workers read x and write y_i; g reads every y_i and rewrites x.
-func ScatterGather(k int) Workflow {
-	w := Workflow{Name: "scatter", Funcs: []Function{{Name: "s", Outputs: []string{"x"}}}}
-	g := Function{Name: "g", Outputs: []string{"x"}}
-	for i := 0; i < k; i++ {
-		y := fmt.Sprintf("y%d", i)
-		w.Funcs = append(w.Funcs, Function{Name: fmt.Sprintf("w%d", i), Inputs: []string{"x"}, Outputs: []string{y}, Preds: []string{"s"}})
-		g.Inputs = append(g.Inputs, y)
-		g.Preds = append(g.Preds, fmt.Sprintf("w%d", i))
-	}
-	w.Funcs = append(w.Funcs, g)
-	return w
-}
-
-// MapReduce: mappers write partitions; reducers each read one partition of every mapper.
-func MapReduce(m, r int) Workflow {
-	w := Workflow{Name: "mapreduce"}
-	for i := 0; i < m; i++ {
-		f := Function{Name: fmt.Sprintf("m%d", i)}
-		for j := 0; j < r; j++ {
-			f.Outputs = append(f.Outputs, fmt.Sprintf("p%d-%d", i, j))
+	outputs := map[string]map[string]bool{} // function -> the objects it or an ancestor writes
+	for _, f := range w.Funcs {
+		if _, dup := outputs[f.Name]; dup {
+			return fmt.Errorf("workflow %q: function %s listed twice", w.Name, f.Name)
 		}
-		w.Funcs = append(w.Funcs, f)
-	}
-	for j := 0; j < r; j++ {
-		f := Function{Name: fmt.Sprintf("r%d", j), Outputs: []string{fmt.Sprintf("out%d", j)}}
-		for i := 0; i < m; i++ {
-			f.Inputs = append(f.Inputs, fmt.Sprintf("p%d-%d", i, j))
-			f.Preds = append(f.Preds, fmt.Sprintf("m%d", i))
+		produced := map[string]bool{}
+		for _, p := range f.Preds {
+			po, ok := outputs[p]
+			if !ok {
+				return fmt.Errorf("workflow %q: %s: predecessor %s not listed before it", w.Name, f.Name, p)
+			}
+			for o := range po {
+				produced[o] = true
+			}
 		}
-		w.Funcs = append(w.Funcs, f)
+		for _, in := range f.Inputs {
+			if !produced[in] {
+				return fmt.Errorf("workflow %q: %s: input %s not produced by a function before it", w.Name, f.Name, in)
+			}
+		}
+		mine := map[string]bool{}
+		for o := range produced {
+			mine[o] = true
+		}
+		for _, o := range f.Outputs {
+			mine[o] = true
+		}
+		outputs[f.Name] = mine
 	}
-	return w
+	return nil
 }
 
 // Runner creates a workflow's pods.

@@ -38,6 +38,9 @@ import (
 
 const manifests = "../../manifests/apta"
 
+// patternsDir holds the workflow patterns, every layer's instance of each (workloads/patterns/).
+const patternsDir = "../../../workloads/patterns"
+
 // cluster is etcd + kube-apiserver, with the manifests applied and nodes created.
 type cluster struct {
 	admin   kubernetes.Interface

@@ -416,7 +416,15 @@ var scenarios = []scenario{
 				time.Sleep(time.Duration(50+r.rnd.Intn(150)) * time.Millisecond)
 			}
 		}()
-		wfs := []workflow.Workflow{workflow.Pipeline(4), workflow.Broadcast(3), workflow.ScatterGather(3), workflow.MapReduce(2, 2)}
+		// the patterns' scheduler instances (workloads/patterns/<pattern>.json, one definition per pattern)
+		var wfs []workflow.Workflow
+		for _, n := range []string{"pipeline", "broadcast", "scatter-gather", "map-reduce"} {
+			w, err := workflow.LoadPattern(filepath.Join(patternsDir, n+".json"))
+			if err != nil {
+				return "", err
+			}
+			wfs = append(wfs, w)
+		}
 		funcs, declared := 0, 0
 		for round := 0; round < 3; round++ {
 			for i, w := range wfs {
