@@ -82,7 +82,8 @@ def run_all(args, app: str, plan_path: Path, scenarios: list[dict]) -> list[dict
     return runs
 
 
-def eval_app(app: str, args) -> dict:
+def eval_app(app: str, args) -> tuple[dict, dict]:
+    """The app's runs in both simulators, and its inputs (workflow and plan) for R1-R8."""
     wf_path = os.path.join(workflow.WORKFLOW_DIR, f"{app}.json")
     wf = workflow.load(wf_path)
     plan = planlib.build_plan(wf_path, os.path.join(args.traces, app), wf=wf)
@@ -114,13 +115,13 @@ def eval_app(app: str, args) -> dict:
     for r in runs + sim_runs:
         r["app"] = app
     return {"app": app, "trace_events": sim_res["trace_events"], "apta_sim": sim_runs, "gem5": runs,
-            "failure_scenarios": fails if not args.no_failures else {}, "wf": wf, "plan": plan}
+            "failure_scenarios": fails if not args.no_failures else {}}, {"wf": wf, "plan": plan}
 
 
 CROSSCHECKED = ("base", "fail")  # the scenarios compared cell by cell; the sweeps enter through R1-R8
 
 
-def results_r(results: dict, params: dict) -> dict:
+def results_r(results: dict, inputs: dict, params: dict) -> dict:
     """R1-R8 (sim/eval.py's analysis) from each simulator's runs of the same scenarios."""
     out = {}
     for sim in ("apta_sim", "gem5"):
@@ -131,8 +132,9 @@ def results_r(results: dict, params: dict) -> dict:
                 if r.get("name") != "fail":
                     by.setdefault(r["name"], {})[r["config"]] = r
             fail = [dict(r, why="") for r in a[sim] if r.get("name") == "fail"]
-            apps[a["app"]] = {"wf": a["wf"], "plan": a["plan"], "by": by, "failure": fail,
-                              "object_bytes": simeval.object_sizes(a["plan"])}
+            plan = inputs[a["app"]]["plan"]
+            apps[a["app"]] = {"wf": inputs[a["app"]]["wf"], "plan": plan, "by": by, "failure": fail,
+                              "object_bytes": simeval.object_sizes(plan)}
         A = simeval.analyse(apps, params)
         out[sim] = {c["id"]: c["ours"] for c in A["comparison"]}
         out.setdefault("paper", {c["id"]: c["paper"] for c in A["comparison"]})
@@ -265,15 +267,15 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     results = {"gem5": {"version": g5.GEM5_VERSION, "commit": g5.GEM5_COMMIT}, "apps": [],
                "jitter_runs": args.jitter_runs if args.results else 0}
+    inputs = {}
     for app in apps:
-        results["apps"].append(eval_app(app, args))
+        res, inputs[app] = eval_app(app, args)
+        results["apps"].append(res)
     cc = g5.crosscheck([r for a in results["apps"] for r in a["apta_sim"] if r.get("name") in CROSSCHECKED],
                        [r for a in results["apps"] for r in a["gem5"] if r.get("name") in CROSSCHECKED])
     results["crosscheck"] = cc.to_json()
     if args.results:
-        results["r"] = results_r(results, simeval.schema.load_sim_params(args.params))
-    for a in results["apps"]:  # the workflow objects are inputs, not results
-        a.pop("wf"), a.pop("plan")
+        results["r"] = results_r(results, inputs, simeval.schema.load_sim_params(args.params))
     out = Path(args.out)
     planlib.write_json_atomic(str(out / "results.json"), results)
     (out / "REPORT.md").write_text(report(results, cc))
