@@ -226,10 +226,23 @@ class Core:
         if self.mutant_sig is not None:
             self.mutant_sig.value = mutant
         d.reset.value = 1
-        for _ in range(cycles):
+        for k in range(cycles):
             await RisingEdge(d.clock)
+            await self._quiet(f"during reset (cycle {k})")
         d.reset.value = 0
         await RisingEdge(d.clock)
+        await self._quiet("in the first cycle after reset")
+
+    async def _quiet(self, when: str):
+        """No output may be valid while the core resets or in the cycle after (a spurious beat
+        there would reach a consumer that has just reset too). Leaves the ReadOnly phase."""
+        from cocotb.triggers import ReadOnly, Timer
+        await ReadOnly()
+        on = [p for p, (v, _) in self.outs.items() if int(v.value)] + \
+             [p for p, v in self.valids.items() if int(v.value)]
+        if on:
+            raise AssertionError(f"io_{on[0]}_valid is 1 {when}")
+        await Timer(1, unit="ns")
 
     async def cycle(self):
         """One clock: drive, ReadOnly, sample, notify listeners. Returns the beats of the cycle."""
@@ -457,9 +470,12 @@ def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = 
     counts as a failure, never as a pass."""
     from cocotb_tools.runner import get_results
     env = {k: str(v) for k, v in (env or {}).items()}
+    # a mutant schema (tests/rtl/mutation.py) selects its live mutant by a plusarg
+    mutant = os.environ.get("APTA_RTL_MUTANT")
+    plusargs = [f"+apta_mutant={int(mutant)}"] if mutant else []
     try:
         results = runner.test(hdl_toplevel=top, test_module=test_module, test_dir=Path(__file__).parent,
-                              build_dir=bdir, extra_env=env, testcase=testcase,
+                              build_dir=bdir, extra_env=env, testcase=testcase, plusargs=plusargs,
                               results_xml=str(bdir / results_name))
         return get_results(results)
     except (SystemExit, RuntimeError):   # a failed test, or the simulator stopped (an RTL assertion)

@@ -57,6 +57,38 @@ def set_mutant(dut):
         dut.io_mutant.value = int(os.environ.get("APTA_MUTANT", "0"))
 
 
+OUT_VALIDS = ("io_rsp_valid", "io_snp_valid", "io_ctrlResp_valid", "io_queryResp_valid",
+              "io_mapUpdDone_valid", "io_err_valid", "axi_aw_valid", "axi_w_valid", "axi_ar_valid")
+
+
+async def reset(dut, cycles: int = 3, mutant: int | None = None):
+    """Reset the memory server for `cycles` clocks and release it; no output may be valid during
+    reset or in the first cycle after it (a spurious beat there would reach a consumer, or the
+    AXI RAM, that has just reset too). Returns at a rising edge, outside the ReadOnly phase."""
+    from cocotb.triggers import ReadOnly, RisingEdge, Timer
+    await RisingEdge(dut.clock)              # out of an earlier cycle's ReadOnly phase
+    if mutant is None:
+        set_mutant(dut)
+    elif hasattr(dut, "io_mutant"):
+        dut.io_mutant.value = mutant
+
+    async def quiet(when):
+        await ReadOnly()
+        on = [n for n in OUT_VALIDS if hasattr(dut, n) and int(getattr(dut, n).value)]
+        if on:
+            raise AssertionError(f"{on[0]} is 1 {when}")
+        await Timer(1, unit="ns")
+
+    dut.reset.value = 1
+    for k in range(cycles):
+        await RisingEdge(dut.clock)
+        await quiet(f"during reset (cycle {k})")
+    dut.reset.value = 0
+    await RisingEdge(dut.clock)
+    await quiet("in the first cycle after reset")
+    await RisingEdge(dut.clock)
+
+
 def axi_bus(dut):
     """cocotbext-axi AxiBus over Chisel's names (axi_aw_bits_addr for awaddr, axi_aw_valid ...)."""
     from cocotb_bus.bus import Bus
@@ -140,11 +172,7 @@ class Ms:
             getattr(d, f"io_req_{i}_valid").value = 0
         for p in ("birsp", "ctrl", "mapUpd", "query"):
             getattr(d, f"io_{p}_valid").value = 0
-        set_mutant(d)
-        d.reset.value = 1
-        await ClockCycles(d.clock, 3)
-        d.reset.value = 0
-        await RisingEdge(d.clock)
+        await reset(d)
         cocotb.start_soon(self._run())
 
     async def _run(self):

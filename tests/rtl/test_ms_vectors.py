@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from core_bfm import ROOT
+from ms_bfm import reset as ms_reset
 
 from apta import vectors_io
 
@@ -106,13 +107,7 @@ async def replay(ms, sc: dict, mutant: int = 0):
         ms.write_obj(o["base"], [vectors_io.line_word(o["obj"], l, 0) for l in range(o["size"])])
     ms.ram.write_if.aw_channel.pause = True
     d = ms.dut
-    await RisingEdge(d.clock)        # out of a previous scenario's ReadOnly phase
-    if hasattr(d, "io_mutant"):
-        d.io_mutant.value = mutant
-    d.reset.value = 1
-    await ClockCycles(d.clock, 3)
-    d.reset.value = 0
-    await RisingEdge(d.clock)
+    await ms_reset(d, mutant=mutant)
     timeout = ms.P.get("opcTimeout", 0)
     for si, step in enumerate(sc["steps"]):
         where = f"{sc['id']} ({sc.get('_where', '')}) step {si} rule {step['rule']!r}"

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 from apta import schema
+from ms_bfm import reset as ms_reset
 from compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
                             WorkflowRunner, object_table)
 
@@ -214,22 +215,9 @@ class MsEnv(Transport, ControlPlane):
                 and not any(self.deliver.values()))
 
 
-async def reset(dut, env_ins=()):
-    from cocotb.triggers import RisingEdge
-    from ms_bfm import set_mutant
-    await RisingEdge(dut.clock)               # leave the ReadOnly phase of the last cycle
-    set_mutant(dut)
-    dut.reset.value = 1
-    for _ in range(4):
-        await RisingEdge(dut.clock)
-    dut.reset.value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clock)
-
-
 async def run_one(dut, params, S, script, seed, faults, ram, log):
     rng = random.Random(seed)
-    await reset(dut)
+    await ms_reset(dut, cycles=4)
     ram.write(0, bytes(ram.size))          # every object back to version 0 (zeros), map cleared
     env = MsEnv(dut, params, S, random.Random(seed + 77))
     ids, sizes = object_table(script, params["linesPerObject"])

@@ -1,0 +1,504 @@
+"""Mutation testing of the RTL regression (`make rtl-mutation`; a seeded sample in `make test`).
+
+Single-point mutants of the generated Verilog of one variant per group (the core on m2s1w1, the
+model's geometry, so the vectors replay on it; the memory server's own modules on msv), built as
+one *mutant schema*: every mutation site becomes `apta_mut == K ? (mutated) : (original)`, with
+`apta_mut` read from the plusarg `+apta_mutant=K` (0 = the design as generated). One Verilator
+build per group instead of one per mutant; the tests run unchanged through RTL_DIR with
+APTA_RTL_MUTANT=K (core_bfm.simulate passes it on as the plusarg).
+
+Operators (one mutant each): a binary operator swapped (== !=, & |, + -, < >=, > <=, && ||, ^ |),
+a negation (~ !) removed, a sized constant off by one, a 1-bit right-hand side stuck at 0 and at 1,
+an `if` condition or a `?:` select inverted; constants in a reset branch count as "reset" mutants.
+Never inside string literals, assertions (`ifndef SYNTHESIS` blocks) or memory primitives.
+
+A mutant is killed by the first test (in the group's order, cheapest first) that fails on it: a
+wrong output, a scoreboard or history violation, an RTL assertion, a timeout. A survivor that is
+listed in mutation_equivalent.json (keyed by a stable id: module, hash of the statement, operator,
+position) is "equivalent" and carries its argument there; any other survivor is a finding.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, asdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+OUT = ROOT / "build" / "rtl-mutation"
+EQUIVALENT = HERE / "mutation_equivalent.json"
+
+# The controller each module belongs to (rtl/README.md); modules not named here are not mutated.
+CONTROLLER = {
+    "DirUpdate": "OTC", "Otc": "OTC",
+    "ServerTable": "OIC", "SnpIssuer": "OIC",
+    "CtrlUnit": "core top", "ChannelFront": "core top",
+    "ChannelFront_1": "core top", "CoherenceCore": "core top", "MsgDecoder": "core top",
+}
+MS_MODULES = {"Osc": "OSC", "Opc": "OPC", "ObjMap": "OPC", "AxiPort": "memory-server top",
+              "MemoryServer": "memory-server top"}
+# Chisel's library queues and arbiters and the memory primitives are not ours to mutate.
+
+STOPPED = "the test stopped before writing its result"
+SWAP = {"==": "!=", "!=": "==", "&": "|", "|": "&", "+": "-", "-": "+", "<": ">=", ">=": "<",
+        ">": "<=", "<=": ">", "&&": "||", "||": "&&", "^": "|"}
+TOKEN = re.compile(r"""\s*(?:
+    (?P<str>"(?:[^"\\]|\\.)*")
+  | (?P<lit>\d+'[hHbBdDoO][0-9a-fA-F_xXzZ]+)
+  | (?P<num>\d+)
+  | (?P<id>[A-Za-z_$][\w$]*(?:\.[A-Za-z_][\w$]*)*)
+  | (?P<op>===|!==|==|!=|<=|>=|&&|\|\||<<<|>>>|<<|>>|~&|~\||~\^|\^~|[-+*/%&|^~!<>?:()\[\]{},;=@#'.])
+)""", re.X)
+
+
+@dataclass
+class Mutant:
+    id: int                 # the schema's number (1..); 0 is the unmutated design
+    key: str                # stable across regenerations: module:hash(statement):kind:position
+    module: str
+    controller: str
+    line: int               # 1-based line of the statement in the generated file
+    kind: str               # operator, negation, constant, reset, stuck0, stuck1, condition
+    what: str               # e.g. "== -> !=" in "wire dec = io_dec_valid & io_dec_bits == 2'h0;"
+    status: str = "pending"  # killed, survived, equivalent, pending
+    by: str | None = None
+    seconds: float = 0.0
+    why: str | None = None   # for an equivalent mutant: the argument
+
+
+def tokens(text: str) -> list[tuple[str, str, int, int]]:
+    """(kind, text, start, end) of an expression; raises ValueError on what it cannot read."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i:].strip() == "":
+            break
+        m = TOKEN.match(text, i)
+        if not m or m.end() == i:
+            raise ValueError(f"cannot tokenize at {text[i:i + 20]!r}")
+        kind = m.lastgroup
+        out.append((kind, m.group(kind), m.start(kind), m.end(kind)))
+        i = m.end()
+    return out
+
+
+def _operand_end(tok) -> bool:
+    return tok is not None and (tok[0] in ("id", "lit", "num") or tok[1] in (")", "]", "}"))
+
+
+def expr_mutations(expr: str, one_bit: bool) -> list[tuple[str, str, str]]:
+    """(kind, description, mutated expression) for every single-point mutation of `expr`."""
+    toks = tokens(expr)
+    out = []
+    depth_br = 0
+    for n, (k, t, s, e) in enumerate(toks):
+        prev = toks[n - 1] if n else None
+        if t == "[":
+            depth_br += 1
+        elif t == "]":
+            depth_br -= 1
+        if depth_br:                   # bit selects are wiring, not logic
+            continue
+        if k == "op" and t in SWAP and _operand_end(prev):
+            out.append(("operator", f"{t} -> {SWAP[t]}", expr[:s] + SWAP[t] + expr[e:]))
+        elif k == "op" and t in ("~", "!") and not _operand_end(prev):
+            out.append(("negation", f"{t} removed", expr[:s] + expr[e:]))
+        elif k == "lit":
+            w, v = t.split("'")
+            width, base, digits = int(w), v[0].lower(), v[1:].replace("_", "")
+            if any(c in "xXzZ" for c in digits):
+                continue
+            val = int(digits, {"h": 16, "b": 2, "d": 10, "o": 8}[base])
+            new = val ^ 1 if width == 1 else (val + 1 if val + 1 < (1 << width) else val - 1)
+            out.append(("constant", f"{t} -> {width}'h{new:x}", expr[:s] + f"{width}'h{new:x}" + expr[e:]))
+        elif k == "op" and t == "?" and prev is not None and prev[0] == "id":
+            out.append(("condition", f"select {prev[1]} inverted", expr[:prev[2]] + f"(~{prev[1]})" + expr[prev[3]:]))
+    if one_bit and not (len(toks) == 1 and toks[0][0] == "lit"):
+        out.append(("stuck0", "stuck at 0", "1'h0"))
+        out.append(("stuck1", "stuck at 1", "1'h1"))
+    return out
+
+
+DECL = re.compile(r"^\s*(?:input|output|wire|reg|logic)\s+(?:\[(\d+):(\d+)\]\s*)?(\w+)")
+CONT = re.compile(r"^\s+(\w+)\s*[,)]?\s*$")
+
+
+def _widths(body: list[str]) -> dict[str, int]:
+    """name -> width from the module's declarations (firtool's port lists continue a width on
+    the next lines: `output [7:0] io_epochs_0,\\n io_epochs_1,`)."""
+    w, last = {}, None
+    for l in body:
+        m = DECL.match(l)
+        if m:
+            last = int(m.group(1)) - int(m.group(2)) + 1 if m.group(1) else 1
+            w[m.group(3)] = last
+            continue
+        m = CONT.match(l)
+        if m and last is not None and not l.strip().startswith(("end", "begin")):
+            w.setdefault(m.group(1), last)
+        elif l.strip() and not CONT.match(l):
+            last = None
+    return w
+
+
+def _controller(module: str, group: str) -> str | None:
+    if group == "core":
+        return CONTROLLER.get(module)
+    return MS_MODULES.get(module)
+
+
+def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
+    """The mutant schema of a generated Verilog file and its mutants."""
+    lines = src.read_text().splitlines()
+    out, mutants = [], []
+    i = 0
+    module = ctl = None
+    widths: dict[str, int] = {}
+    ifdef = 0
+    in_reset = 0
+    header_done = False
+
+    def emit_mutants(text, lineno, one_bit, reset):
+        nonlocal mutants
+        found = []
+        for kind, what, mexpr in expr_mutations(text, one_bit):
+            if reset and kind == "constant":
+                kind = "reset"
+            h = hashlib.sha1(" ".join(text.split()).encode()).hexdigest()[:10]
+            n = sum(1 for m in mutants if m.key.startswith(f"{module}:{h}:{kind}:{what}"))
+            mid = len(mutants) + 1
+            mutants.append(Mutant(mid, f"{module}:{h}:{kind}:{what}#{n}", module, ctl, lineno, kind,
+                                  f"{what} in `{' '.join(text.split())[:120]}`"))
+            found.append((mid, mexpr))
+        return found
+
+    def chain(found, orig):
+        s = f"({orig})"
+        for mid, m in reversed(found):
+            s = f"apta_mut == {mid} ? ({m}) : {s}"
+        return s
+
+    while i < len(lines):
+        l = lines[i]
+        st = l.strip()
+        m = re.match(r"^module\s+(\w+)", l)
+        if m:
+            module, header_done = m.group(1), False
+            ctl = _controller(module, group)
+            end = next(j for j in range(i, len(lines)) if lines[j].startswith("endmodule"))
+            widths = _widths(lines[i:end])
+        if module is None or ctl is None:
+            out.append(l)
+            i += 1
+            continue
+        if not header_done:
+            out.append(l)
+            if st.endswith(");") or st == ");":
+                header_done = True
+                out.append("  integer apta_mut;  // mutation schema: the live mutant (0 = none), +apta_mutant=K")
+                out.append('  initial if (!$value$plusargs("apta_mutant=%d", apta_mut)) apta_mut = 0;')
+            i += 1
+            continue
+        if st.startswith("`if"):
+            ifdef += 1
+        elif st.startswith("`endif"):
+            ifdef -= 1
+        if st.startswith("endmodule"):
+            module = None
+        if ifdef or st.startswith("`") or st.startswith("//"):
+            out.append(l)
+            i += 1
+            continue
+        if re.match(r"^if \(reset\)", st):
+            in_reset = 1
+        elif in_reset:
+            in_reset += st.count("begin") - len(re.findall(r"\bend\b", st))
+            if in_reset <= 0 or st.startswith("else"):
+                in_reset = 0
+        # gather one statement
+        am = re.match(r"^(\s*)(wire\b[^=;]*?|assign\s+[^=;]+?|[\w\[\]:.]+\s*)(<=|=)(?!=)(.*)$", l)
+        im = re.match(r"^(\s*(?:end\s+)?(?:else\s+)?if\s*)\((.*)$", l)
+        pm = re.match(r"^(\s*\.\w+\s*)\((.*)$", l)
+        if am and (am.group(2).startswith(("wire", "assign")) or am.group(3) == "<="):
+            j, text = i, am.group(4)
+            while not text.rstrip().endswith(";"):
+                j += 1
+                text += "\n" + lines[j]
+            rhs = text.rstrip()[:-1]
+            lhs = am.group(2).split()[-1].split("[")[0]
+            one_bit = widths.get(lhs) == 1
+            found = emit_mutants(rhs, i + 1, one_bit, in_reset > 0)
+            if found:
+                out.append(f"{am.group(1)}{am.group(2)}{am.group(3)} {chain(found, rhs.strip())};")
+            else:
+                out.extend(lines[i:j + 1])
+            i = j + 1
+            continue
+        if im:
+            j, text = i, im.group(2)
+            while text.count("(") + 1 > text.count(")"):
+                j += 1
+                text += "\n" + lines[j]
+            depth, k = 1, 0
+            for k, c in enumerate(text):
+                depth += (c == "(") - (c == ")")
+                if depth == 0:
+                    break
+            cond, rest = text[:k], text[k + 1:]
+            found = emit_mutants(cond, i + 1, False, False)
+            h = hashlib.sha1(" ".join(cond.split()).encode()).hexdigest()[:10]
+            mid = len(mutants) + 1
+            mutants.append(Mutant(mid, f"{module}:{h}:condition:if#0", module, ctl, i + 1, "condition",
+                                  f"if inverted: `if ({' '.join(cond.split())[:120]})`"))
+            found.append((mid, f"!({cond})"))
+            out.append(f"{im.group(1)}({chain(found, cond)}){rest}")
+            i = j + 1
+            continue
+        if pm and re.search(r"[&|^~!?+\-<>=]|'h", pm.group(2)):
+            j, text = i, pm.group(2)
+            while text.count("(") + 1 > text.count(")"):
+                j += 1
+                text += "\n" + lines[j]
+            depth, k = 1, 0
+            for k, c in enumerate(text):
+                depth += (c == "(") - (c == ")")
+                if depth == 0:
+                    break
+            expr, rest = text[:k], text[k + 1:]
+            found = emit_mutants(expr, i + 1, False, False)
+            out.append(f"{pm.group(1)}({chain(found, expr)}){rest}" if found else "\n".join(lines[i:j + 1]))
+            i = j + 1
+            continue
+        out.append(l)
+        i += 1
+    return "\n".join(out) + "\n", mutants
+
+
+# ---- the groups: a variant, its file, and the regression's tests in order -----------------------
+@dataclass
+class Group:
+    name: str
+    variant: str
+    top: str
+    file: str
+    tests: list = field(default_factory=list)
+
+
+def _core_vectors(variant: str, env: dict) -> str | None:
+    """The model's vectors of this geometry (test_core_vectors); the failure or None."""
+    import test_core_vectors as tv
+    from core_bfm import run, load_params
+    p = load_params(variant)
+    scen = [sc for sc in tv.load_all() if all(sc["params"][k] == p[k] for k in tv.GEOMETRY)]
+    if not scen:
+        raise RuntimeError(f"no vector matches variant {variant}")
+    d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
+    d.mkdir(parents=True, exist_ok=True)
+    sf, rf = d / "vectors.json", d / "vectors-result.json"
+    sf.write_text(json.dumps(scen))
+    rf.unlink(missing_ok=True)
+    n, failed = run(variant, "test_core_vectors", {"APTA_SCENARIOS": sf, "APTA_RESULT": rf},
+                    results_name=f"vectors-{env['APTA_RTL_MUTANT']}.xml")
+    r = json.loads(rf.read_text()) if rf.exists() else {"failed": [STOPPED]}
+    if n != 1 or failed or r["failed"]:
+        return (r["failed"] or ["cocotb failure"])[0][:300]
+    return None
+
+
+def _core_stress(variant: str, env: dict, ops: int = 20000, seed: int = 1) -> str | None:
+    from core_bfm import run
+    d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
+    d.mkdir(parents=True, exist_ok=True)
+    rf = d / "stress.json"
+    rf.unlink(missing_ok=True)
+    n, failed = run(variant, "test_core_stress", {"APTA_OPS": ops, "APTA_SEED": seed, "APTA_RESULT": rf},
+                    results_name=f"stress-{env['APTA_RTL_MUTANT']}.xml")
+    r = json.loads(rf.read_text()) if rf.exists() else {"violation": STOPPED}
+    if n != 1 or failed or r.get("violation"):
+        return str(r.get("violation") or "cocotb failure")[:300]
+    return None
+
+
+def _ms_vectors(variant: str, env: dict) -> str | None:
+    import test_ms_vectors as tm
+    from ms_bfm import run_ms
+    d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
+    d.mkdir(parents=True, exist_ok=True)
+    sf, rf = d / "ms-vectors.json", d / "ms-vectors-result.json"
+    sf.write_text(json.dumps(tm.load_all()))
+    rf.unlink(missing_ok=True)
+    run_ms(variant, "test_ms_vectors", {"APTA_SCENARIOS": sf, "APTA_RESULT": rf, "APTA_MUTANTS": "0"})
+    if not rf.exists():
+        return STOPPED
+    fails = json.loads(rf.read_text())["failed"]["0"]
+    return fails[0][:300] if fails else None
+
+
+def _ms_smoke(variant: str, env: dict) -> str | None:
+    from ms_bfm import run_ms
+    n, failed = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
+    return f"{failed} of {n} smoke tests failed" if failed or n < 7 else None
+
+
+def _ms_workflows(variant: str, env: dict) -> str | None:
+    from core_bfm import simulate
+    from ms_bfm import build_ms
+    runner, bdir = build_ms(variant)
+    out = OUT / "runs" / variant / env["APTA_RTL_MUTANT"] / "workflows.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    n, failed = simulate(runner, bdir, "MemoryServer", "test_ms_workflows",
+                         {"APTA_VARIANT": variant, "APTA_RESULT": out, "APTA_MS_SEEDS": 1},
+                         results_name=f"wf-{env['APTA_RTL_MUTANT']}.xml")
+    runs = json.loads(out.read_text())["runs"] if out.exists() else []
+    bad = [r for r in runs if not r["ok"]]
+    if n != 1 or failed or not runs or bad:
+        return (f"{bad[0]['workflow']}: {bad[0]['violations']} {bad[0]['errors']}" if bad else "cocotb failure")[:300]
+    return None
+
+
+GROUPS = {
+    "core": Group("core", "m2s1w1", "CoherenceCore", "CoherenceCore.sv",
+                  [("vectors", _core_vectors), ("stress", _core_stress)]),
+    "ms": Group("ms", "ms3", "MemoryServer", "MemoryServer.sv",
+                [("ms-smoke", _ms_smoke), ("ms-workflows", _ms_workflows)]),
+}
+
+
+def generate(group: Group, rtl: Path) -> tuple[Path, list[Mutant]]:
+    """build/rtl-mutation/<variant>/: the schema and the variant's params.json."""
+    src = rtl / group.variant / group.file
+    if not src.exists():
+        raise FileNotFoundError(f"{src} missing: run `make rtl` first")
+    text, mutants = schema(src, group.name)
+    d = OUT / "schema" / group.variant
+    d.mkdir(parents=True, exist_ok=True)
+    (d / group.file).write_text(text)
+    pj = json.loads((rtl / group.variant / "params.json").read_text())
+    (d / "params.json").write_text(json.dumps(pj, indent=1))
+    if (rtl / group.variant / "MsgDecoder.sv").exists() and group.file != "MsgDecoder.sv":
+        (d / "MsgDecoder.sv").write_text((rtl / group.variant / "MsgDecoder.sv").read_text())
+    return d, mutants
+
+
+def run_one(group: Group, mid: int, budget: float) -> tuple[str | None, str | None, float]:
+    """(the killing test, its failure) or (None, None) for a survivor, in a child process so that
+    a hung or crashing simulation costs only its budget."""
+    t0 = time.monotonic()
+    env = dict(os.environ, APTA_RTL_MUTANT=str(mid), RTL_DIR=str(OUT / "schema" / group.variant))
+    for name, _ in group.tests:
+        cmd = [sys.executable, __file__, "_one", group.name, name, str(mid)]
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget, cwd=HERE)
+        except subprocess.TimeoutExpired:
+            return name, f"timeout after {budget:.0f} s", time.monotonic() - t0
+        last = (r.stdout.strip().splitlines() or [""])[-1]
+        if r.returncode != 0 or not last.startswith("MUTATION-RESULT "):
+            return name, f"exit {r.returncode}: {(r.stderr or r.stdout)[-300:]}", time.monotonic() - t0
+        res = json.loads(last[len("MUTATION-RESULT "):])
+        if res["failure"]:
+            why = res["failure"]
+            if why == STOPPED or "cocotb failure" in why:   # the reason is in the simulation's log
+                m = re.search(r"(Assertion failed: [^\n]+|\w*(?:Error|Mismatch): [^\n]+)", r.stdout)
+                why = m.group(1).strip() if m else why
+            return name, why[:300], time.monotonic() - t0
+    return None, None, time.monotonic() - t0
+
+
+def _child(group: str, test: str, mid: str) -> int:
+    sys.path.insert(0, str(HERE))   # the child imports the test modules beside it, as pytest does
+    g = GROUPS[group]
+    fn = dict(g.tests)[test]
+    env = {"APTA_RTL_MUTANT": mid}
+    import io, contextlib
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        failure = fn(g.variant, env)
+    print("MUTATION-RESULT " + json.dumps({"failure": failure}))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="mutation testing of the RTL regression")
+    ap.add_argument("--groups", default="core,ms")
+    ap.add_argument("--sample", type=int, default=0, help="mutants per group, seeded (0 = all)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--budget", type=float, default=300, help="seconds per mutant and test")
+    ap.add_argument("--rtl", default=str(ROOT / "build" / "rtl"))
+    ap.add_argument("--out", default=str(ROOT / "build" / "bench" / "rtl-mutation.json"))
+    args = ap.parse_args(argv)
+    equivalent = json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
+    report = {"seed": args.seed, "sample": args.sample, "groups": {}}
+    t_all = time.monotonic()
+    for gname in args.groups.split(","):
+        g = GROUPS[gname]
+        t0 = time.monotonic()
+        d, mutants = generate(g, Path(args.rtl))
+        print(f"{gname}: {len(mutants)} mutants of {g.variant}/{g.file} -> {d}", flush=True)
+        # the unmutated schema must pass every test, or a kill means nothing
+        by, why, _ = run_one(g, 0, args.budget * 2)
+        if by:
+            print(f"{gname}: the unmutated schema fails {by}: {why}", file=sys.stderr)
+            return 2
+        chosen = mutants
+        if args.sample:
+            chosen = sorted(random.Random(args.seed).sample(mutants, min(args.sample, len(mutants))), key=lambda m: m.id)
+
+        def one(m: Mutant) -> Mutant:
+            m.by, why, m.seconds = run_one(g, m.id, args.budget)
+            if m.by:
+                m.status, m.why = "killed", why
+            elif m.key in equivalent:
+                m.status, m.why = "equivalent", equivalent[m.key]
+            else:
+                m.status = "survived"
+            print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} "
+                  f"{m.by or '':12s} {m.seconds:5.1f}s  {m.module}:{m.line} {m.what[:90]}", flush=True)
+            return m
+
+        with ThreadPoolExecutor(args.jobs) as ex:
+            done = list(ex.map(one, chosen))
+        report["groups"][gname] = {"variant": g.variant, "generated": len(mutants), "run": len(done),
+                                   "tests": [n for n, _ in g.tests], "seconds": round(time.monotonic() - t0, 1),
+                                   "mutants": [asdict(m) for m in done]}
+    report["seconds"] = round(time.monotonic() - t_all, 1)
+    report["table"] = table(report)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    print(report["table"])
+    surv = [m for g in report["groups"].values() for m in g["mutants"] if m["status"] == "survived"]
+    print(f"rtl-mutation: {sum(g['run'] for g in report['groups'].values())} mutants run, "
+          f"{len(surv)} non-equivalent survivors, {report['seconds']:.0f} s -> {args.out}")
+    return 1 if surv else 0
+
+
+def table(report: dict) -> str:
+    rows = ["| group | controller | generated | run | killed | by test | survived | equivalent |",
+            "|---|---|---|---|---|---|---|---|"]
+    for gname, g in report["groups"].items():
+        ctls = sorted({m["controller"] for m in g["mutants"]})
+        for c in ctls:
+            ms = [m for m in g["mutants"] if m["controller"] == c]
+            k = [m for m in ms if m["status"] == "killed"]
+            by = {}
+            for m in k:
+                by[m["by"]] = by.get(m["by"], 0) + 1
+            rows.append(f"| {gname} ({g['variant']}) | {c} | {g['generated']} | {len(ms)} | {len(k)} | "
+                        + ", ".join(f"{t} {n}" for t, n in by.items()) + f" | "
+                        f"{sum(m['status'] == 'survived' for m in ms)} | {sum(m['status'] == 'equivalent' for m in ms)} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "_one":
+        sys.exit(_child(*sys.argv[2:5]))
+    sys.exit(main())
