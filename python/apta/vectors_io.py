@@ -169,7 +169,8 @@ def validate(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
 
 
 def _validate_core_state(state: dict, sw: str, ids: set, n: int, maxpend: int) -> None:
-    """CORE.md's `state`: every object's entry, fenced, epoch (shared by both vector kinds)."""
+    """CORE.md's `state`: every object's entry, fenced, epoch, pending, schedulable (shared by
+    both vector kinds)."""
     objstate = _get(state, "objects", sw)
     if not isinstance(objstate, dict):
         raise _Bad(f"{sw}.objects", "expected an object {obj id: entry}")
@@ -185,7 +186,10 @@ def _validate_core_state(state: dict, sw: str, ids: set, n: int, maxpend: int) -
         if len(pend) != n or any(isinstance(x, bool) or not isinstance(x, int)
                                  or not 0 <= x <= maxpend for x in pend):
             raise _Bad(f"{ow}.pend", f"expected {n} counts 0..{maxpend}, got {pend!r}")
-    for key, kind in (("fenced", bool), ("epoch", int)):
+        sf = _list(e, "schedulableFor", ow)
+        if len(sf) != n or any(type(x) is not bool for x in sf):
+            raise _Bad(f"{ow}.schedulableFor", f"expected {n} bools, got {sf!r}")
+    for key, kind in (("fenced", bool), ("epoch", int), ("pending", bool), ("schedulable", bool)):
         v = _list(state, key, sw)
         if len(v) != n or any(type(x) is not kind for x in v):
             raise _Bad(f"{sw}.{key}", f"expected {n} {kind.__name__}s, got {v!r}")

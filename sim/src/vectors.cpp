@@ -79,18 +79,28 @@ void check_step(Directory& d, const json::Value& step, const json::Value& object
     const auto& e = state.at("objects").at(key);
     std::string wst = e.at("state").str(), gst = state_name(d.state(obj));
     if (wst != gst) bad.push_back({"state.objects." + key + ".state", "expected " + wst + ", got " + gst});
-    json::Value sh = json::Value::array(), pd = json::Value::array();
+    json::Value sh = json::Value::array(), pd = json::Value::array(), sf = json::Value::array();
     for (int s = 0; s < n; ++s) {
       if (d.sharers(obj) >> s & 1) sh.push(s);
       pd.push((long long)d.pend(obj, s));
+      sf.push(!d.fenced(s) && d.pend(obj, s) == 0);   // CORE.md's queryResp.schedulableFor
     }
+    if (e.at("schedulableFor").dump() != sf.dump())
+      bad.push_back({"state.objects." + key + ".schedulableFor", "expected " + e.at("schedulableFor").dump() + ", got " + sf.dump()});
     if (e.at("sharers").dump() != sh.dump())
       bad.push_back({"state.objects." + key + ".sharers", "expected " + e.at("sharers").dump() + ", got " + sh.dump()});
     if (e.at("pend").dump() != pd.dump())
       bad.push_back({"state.objects." + key + ".pend", "expected " + e.at("pend").dump() + ", got " + pd.dump()});
   }
-  json::Value fe = json::Value::array(), ep = json::Value::array();
-  for (int s = 0; s < n; ++s) { fe.push(d.fenced(s)); ep.push((long long)d.epoch(s)); }
+  json::Value fe = json::Value::array(), ep = json::Value::array(), pe = json::Value::array(), sc = json::Value::array();
+  for (int s = 0; s < n; ++s) {
+    fe.push(d.fenced(s));
+    ep.push((long long)d.epoch(s));
+    pe.push(d.owes_any(s));
+    sc.push(d.schedulable(s));
+  }
+  if (state.at("pending").dump() != pe.dump()) bad.push_back({"state.pending", "expected " + state.at("pending").dump() + ", got " + pe.dump()});
+  if (state.at("schedulable").dump() != sc.dump()) bad.push_back({"state.schedulable", "expected " + state.at("schedulable").dump() + ", got " + sc.dump()});
   if (state.at("fenced").dump() != fe.dump()) bad.push_back({"state.fenced", "expected " + state.at("fenced").dump() + ", got " + fe.dump()});
   if (state.at("epoch").dump() != ep.dump()) bad.push_back({"state.epoch", "expected " + state.at("epoch").dump() + ", got " + ep.dump()});
 }

@@ -308,12 +308,19 @@ class View:
         return self.complete(k) and self.dst(self.slot(k)["obj"]) == "I"
 
     def core(self) -> dict:
-        """The expected `state` of CORE.md: every object's entry, fenced, epoch."""
+        """The expected `state` of CORE.md: every object's entry (with the query's schedulableFor),
+        fenced, epoch, and the status port's pending (owes any ack) and schedulable
+        (= !fenced & !pending), the control plane's answer."""
+        pending = [any(self.pend(o, c) for o in range(self.nobj)) for c in range(self.n)]
         return {"objects": {str(o + 1): {"state": self.dst(o), "sharers": self.sharers(o),
-                                         "pend": [self.pend(o, c) for c in range(self.n)]}
+                                         "pend": [self.pend(o, c) for c in range(self.n)],
+                                         "schedulableFor": [not self.fenced(c) and self.pend(o, c) == 0
+                                                            for c in range(self.n)]}
                             for o in range(self.nobj)},
                 "fenced": [self.fenced(c) for c in range(self.n)],
-                "epoch": [self.mepoch(c) for c in range(self.n)]}
+                "epoch": [self.mepoch(c) for c in range(self.n)],
+                "pending": pending,
+                "schedulable": [not self.fenced(c) and not pending[c] for c in range(self.n)]}
 
 
 # ---------------------------------------------------------------------------------------------

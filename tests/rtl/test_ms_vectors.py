@@ -79,7 +79,9 @@ async def _query(ms, obj: int) -> dict:
             return {"hit": bool(int(d.io_queryResp_bits_hit.value)),
                     "state": STATES[int(d.io_queryResp_bits_state.value)],
                     "sharers": [i for i in range(ms.n) if sh >> i & 1],
-                    "pend": [int(getattr(d, f"io_queryResp_bits_pend_{i}").value) for i in range(ms.n)]}
+                    "pend": [int(getattr(d, f"io_queryResp_bits_pend_{i}").value) for i in range(ms.n)],
+                    "schedulableFor": [bool(int(d.io_queryResp_bits_schedulableFor.value) >> i & 1)
+                                       for i in range(ms.n)]}
         await RisingEdge(d.clock)
     raise Mismatch(f"no queryResp for object {obj}")
 
@@ -176,13 +178,19 @@ async def replay(ms, sc: dict, mutant: int = 0):
             q = await _query(ms, int(ok))
             if q["hit"] != (want["state"] != "I"):
                 _diff(where, f"query obj {ok}.hit", want["state"] != "I", q["hit"])
+            # servers beyond the model's idle: never fenced, owe nothing, schedulable
+            if q["schedulableFor"][:n_model] != want["schedulableFor"] or not all(q["schedulableFor"][n_model:]):
+                _diff(where, f"query obj {ok}.schedulableFor", want["schedulableFor"], q["schedulableFor"])
             for k in ("state", "sharers"):
                 if q[k] != want[k]:
                     _diff(where, f"query obj {ok}.{k}", want[k], q[k])
             if q["pend"][:n_model] != want["pend"] or any(q["pend"][n_model:]):
                 _diff(where, f"query obj {ok}.pend", want["pend"], q["pend"])
         fenced = int(d.io_status_fenced.value)
+        pending, sched = int(d.io_status_pending.value), int(d.io_status_schedulable.value)
         got = {"fenced": [bool(fenced >> c & 1) for c in range(n_model)],
+               "pending": [bool(pending >> c & 1) for c in range(n_model)],
+               "schedulable": [bool(sched >> c & 1) for c in range(n_model)],
                "epoch": [ms.epoch(c) for c in range(n_model)],
                "commitSeq": int(d.io_status_commitSeq.value)}
         for k, v in got.items():

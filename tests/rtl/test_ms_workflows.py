@@ -263,7 +263,10 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
     rec.write(out)
     rep = rec.check(str(out))
     res = {"workflow": script.name, "seed": seed, "rule": rule, "ack_delay": ack_delay, "cycles": env.cycle,
-           "ok": rep.ok and not env.errors and not runner.errors and runner.finished(),
+           # a run that hit its cycle limit, or left the memory server busy or a request
+           # unanswered, fails even when its history is clean
+           "ok": rep.ok and not env.errors and not runner.errors and runner.finished() and env.quiet(),
+           "idle_at_end": bool(env.quiet()),
            "props": rep.props(),
            "violations": [str(v) for v in rep.violations[:10]], "errors": (env.errors + runner.errors)[:10],
            "faults": runner.fault_log, "stats": rep.stats, "err_counts": env.err_counts,

@@ -19,8 +19,10 @@ GOOD = {"id": "smoke/get.S", "config": "smoke", "cell": "get.S",
                                 "base": 4096, "size": 2}],
                    "expect": {"resp": [{"op": "Get", "server": 0, "obj": 1, "result": "Served"}],
                               "snp": [], "ackResult": [], "ctrlResp": [],
-                              "state": {"objects": {"1": {"state": "S", "sharers": [0], "pend": [0, 0]}},
-                                        "fenced": [False, False], "epoch": [0, 0]}}}]}
+                              "state": {"objects": {"1": {"state": "S", "sharers": [0], "pend": [0, 0],
+                                                                    "schedulableFor": [True, True]}},
+                                        "fenced": [False, False], "epoch": [0, 0],
+                                        "pending": [False, False], "schedulable": [True, True]}}}]}
 
 
 def _write(tmp_path, lines):
@@ -67,6 +69,9 @@ CASES = [
     ("not an integer", lambda sc: _st(sc).update(epoch="0"), "steps[0].stimuli[0].epoch", "integer"),
     ("pend of the wrong length", lambda sc: _ex(sc)["state"]["objects"]["1"].update(pend=[0]),
      "steps[0].expect.state.objects.1.pend", "counts"),
+    ("schedulableFor not bools", lambda sc: _ex(sc)["state"]["objects"]["1"].update(schedulableFor=[1, 1]),
+     "steps[0].expect.state.objects.1.schedulableFor", "bools"),
+    ("pending missing", lambda sc: _ex(sc)["state"].pop("pending"), "steps[0].expect.state.pending", "missing"),
     ("applied not a bool", lambda sc: _ex(sc)["ackResult"].append(
         {"server": 0, "obj": 1, "applied": 1, "settled": False}), "steps[0].expect.ackResult[0].applied", "true/false"),
     ("unknown cell", lambda sc: sc.update(cell="get.X"), "cell", "unknown cell"),
