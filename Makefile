@@ -11,7 +11,7 @@ PY      := $(VENV)/bin/python
 APT     := tools/install-apt.sh
 
 .PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
-        rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants bench test-rtl-netlist workloads \
+        rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants rtl-mutation bench test-rtl-netlist workloads \
         test-history test-ms gem5 gem5-check test-gem5 eval-gem5 bench-gem5
 
 help:
@@ -23,6 +23,7 @@ help:
 	@echo "make test-rtl     cocotb + Verilator regression of the RTL: vectors, 100k-op stress, mutants"
 	@echo "make test-long    the RTL stress with 1M operations (stress variant) + 100k (default); QEMU workflows with kills, twice (executor / kube-scheduler placement)"
 	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
+	@echo "make rtl-mutation generated single-point mutants of the Verilog through the regression: kill table per controller and test"
 	@echo "make bench        OTC throughput / latency (build/bench/rtl.json), memory-server get/put cycles vs object size (build/bench/ms.json),"
 	@echo "                  simulator events/s (sim.json), scheduler throughput/latency with and without the plugin (scheduler.json)"
 	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
@@ -244,6 +245,12 @@ test-long: rtl deps-rtl-sim qemu-image daemon runner
 
 rtl-mutants: rtl deps-rtl-sim
 	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_ms_mutants.py
+
+# generated single-point mutants of the Verilog (tests/rtl/mutation.py): all of them, each through the
+# regression; results in build/bench/rtl-mutation.json, the table in rtl/README.md ("Mutation testing")
+rtl-mutation: rtl deps-rtl-sim vectors
+	nice -n 10 $(PY) tests/rtl/mutation.py --jobs 2
+	echo "rtl-mutation: the kill table above; every mutant killed or argued equivalent (build/bench/rtl-mutation.json)"
 
 bench: rtl deps-rtl-sim
 	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py tests/rtl/test_ms_bench.py

@@ -7,6 +7,7 @@ of the model to show that the translation follows the model (it has teeth).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "build" / "vectors"
+OUT = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors"))
 GEN = ROOT / "spec" / "murphi" / "vectors.py"
 CHECKS = json.loads((ROOT / "spec" / "murphi" / "checks.json").read_text())
 from apta import cells
@@ -129,7 +130,8 @@ def test_every_scenario_validates_and_ends_in_its_cell(scenarios):
     assert scenarios
     for sc in scenarios.values():
         vectors_io.validate(sc, tuple(CELLS))
-        assert sc["id"] == f"{sc['config']}/{sc['cell']}"
+        # the model's scenario, or its image under a renaming of the servers (`@servers<perm>`)
+        assert sc["id"].split("@servers")[0] == f"{sc['config']}/{sc['cell']}"
         assert sc["params"]["maxPendPerServer"] >= 1
 
 
@@ -258,7 +260,7 @@ def test_mutant_changes_the_vector(tmp_path, scenarios):
                         "--set", "MUTANT=M_SA_GET_TO_S", "--out", str(tmp_path)],
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
-    (mut,) = vectors_io.load_vectors(tmp_path / "smoke.jsonl")
+    (mut,) = [sc for sc in vectors_io.load_vectors(tmp_path / "smoke.jsonl") if "@" not in sc["id"]]
     o = str(mut["steps"][-1]["stimuli"][0]["obj"])
     assert real[0]["steps"][-1]["expect"]["state"]["objects"][o]["state"] == "SA"
     assert mut["steps"][-1]["expect"]["state"]["objects"][o]["state"] == "S"
@@ -337,3 +339,44 @@ def test_ms_loader_names_file_line_field(tmp_path, ms_scenarios):
     f.write_text("\n" + json.dumps(sc) + "\n")
     with pytest.raises(vectors_io.VectorError, match=r"bad.jsonl:2: steps\[\d+\].expect.err\[0\]: unknown err code"):
         vectors_io.load_vectors(f, ms=True)
+
+
+# --- every server in the control-plane scenarios (the model's symmetry) -------------------------
+def test_every_server_is_fenced_rejoined_and_acked_in_some_vector():
+    """The model names one server in a counterexample; the vectors add its images under every
+    renaming of the servers (Server is a scalarset), so a bug in one server's row of the RTL
+    (say server 0's epoch on rejoin) is replayed too."""
+    for f in sorted(OUT.glob("*.jsonl")):
+        scen = vectors_io.load_vectors(f)
+        n = scen[0]["params"]["servers"]
+        seen = {"Fence": set(), "Rejoin": set(), "ack": set()}
+        for sc in scen:
+            for st in sc["steps"]:
+                for s in st["stimuli"]:
+                    k = s.get("op") if s["port"] == "ctrl" else s["port"]
+                    if k in seen:
+                        seen[k].add(s["server"])
+        for k, servers in seen.items():
+            assert not servers or servers == set(range(n)), f"{f.name}: {k} only for servers {sorted(servers)}"
+
+
+def test_a_renamed_scenario_is_the_same_scenario_on_other_servers():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("murphi_vectors", GEN)
+    vectors = importlib.util.module_from_spec(spec)
+    sys.modules["murphi_vectors"] = vectors        # its dataclasses look their module up
+    spec.loader.exec_module(vectors)
+    sc = {"id": "x/c", "params": {"servers": 2}, "steps": [{
+        "rule": "r", "stimuli": [{"port": "ctrl", "op": "Rejoin", "server": 1, "epoch": 0}],
+        "expect": {"resp": [], "ctrlResp": [{"op": "RejoinAck", "server": 1, "epoch": 1}],
+                   "state": {"objects": {"1": {"state": "S", "sharers": [0], "pend": [0, 2],
+                                               "schedulableFor": [True, False]}},
+                             "fenced": [False, True], "epoch": [0, 1],
+                             "pending": [False, True], "schedulable": [True, False]}}}]}
+    im = vectors.permute_servers(sc, [1, 0])
+    st = im["steps"][0]
+    assert st["stimuli"][0]["server"] == 0 and st["expect"]["ctrlResp"][0]["server"] == 0
+    assert st["expect"]["state"]["objects"]["1"] == {"state": "S", "sharers": [1], "pend": [2, 0],
+                                                     "schedulableFor": [False, True]}
+    assert st["expect"]["state"]["epoch"] == [1, 0] and st["expect"]["state"]["fenced"] == [True, False]
+    assert im["id"] == "x/c@servers10" and sc["steps"][0]["stimuli"][0]["server"] == 1   # the original untouched

@@ -738,11 +738,54 @@ def generate(config: str, constants: dict, targets: list[str], source: str, out:
                         ms_scenarios)
 
 
+def permute_servers(sc: dict, perm: list[int]) -> dict:
+    """The scenario with server c renamed perm[c] everywhere: stimuli, expected messages, every
+    per-server array of the state. Sound because Server is a scalarset in apta.m: the model's
+    behaviour is invariant under renaming servers, so the image is a trace of the model too; it
+    exercises the RTL's per-server logic (ServerTable rows, sharer bits) of every server."""
+    inv = {c: i for i, c in enumerate(perm)}
+
+    def arr(a):                       # per-server array: new position perm[c] holds old a[c]
+        return [a[inv[i]] for i in range(len(a))]
+
+    def msg(m):
+        return {**m, "server": perm[m["server"]]} if "server" in m else dict(m)
+
+    def state(st):
+        out = {k: arr(v) for k, v in st.items() if k not in ("objects",) and isinstance(v, list)}
+        out.update({k: v for k, v in st.items() if k != "objects" and not isinstance(v, list)})
+        out["objects"] = {o: {**e, "sharers": sorted(perm[c] for c in e["sharers"]),
+                              **{k: arr(e[k]) for k in ("pend", "schedulableFor") if k in e}}
+                          for o, e in st.get("objects", {}).items()}
+        return out
+
+    steps = []
+    for st in sc["steps"]:
+        ex = {k: [msg(m) for m in v] for k, v in st["expect"].items() if k != "state"}
+        if "state" in st["expect"]:
+            ex["state"] = state(st["expect"]["state"])
+        steps.append({**st, "stimuli": [msg(m) for m in st["stimuli"]], "expect": ex})
+    return {**sc, "id": f"{sc['id']}@servers{''.join(map(str, perm))}", "steps": steps}
+
+
+def symmetric_images(scenarios: list[dict]) -> list[dict]:
+    """Every scenario followed by its images under every other renaming of the servers, so that
+    each server is fenced, rejoined, acked and snooped in some vector (not only the one the
+    model checker's counterexample happened to name)."""
+    import itertools
+    out = []
+    for sc in scenarios:
+        out.append(sc)
+        n = sc["params"]["servers"]
+        out += [permute_servers(sc, list(p)) for p in itertools.permutations(range(n)) if list(p) != list(range(n))]
+    return out
+
+
 def write_outputs(results: list[ConfigResult], out: Path, suite: str, partial: bool) -> dict:
     """<config>.jsonl per configuration and coverage.json. A cell is covered if any configuration
     covers it, unreachable if none does and an exhaustive run of some configuration targeted it;
     any other cell is an error of the suite (a partial run, --only, marks it untested)."""
-    cov = _write_family(results, out, suite, partial, "core", lambda r: r.scenarios)
+    cov = _write_family(results, out, suite, partial, "core", lambda r: symmetric_images(r.scenarios))
     ms = [r for r in results if r.ms_scenarios is not None]
     if ms or not partial:
         cov["ms"] = _write_family(ms, out / "ms", suite, partial, "ms", lambda r: r.ms_scenarios)
