@@ -5,7 +5,10 @@ A test that needs the simulator or a built variant checks that first: with APTA_
 make test-rtl) anything missing is an error, otherwise (a plain `pytest tests`) the test is skipped
 with the command that provides it. Plain-Python tests here (the vector loader's errors) always run.
 What a test needs is declared on it: `@pytest.mark.rtl_variants("stress", ...)` (markers registered in
-pyproject.toml), so a renamed test keeps its requirements.
+pyproject.toml), so a renamed test keeps its requirements. Under RTL_DIR (another build, e.g. the
+yosys netlists) the directory declares what it holds (rtl/synth's report.json, or the one variant a
+variant's directory is): a test of a variant it does not declare is skipped, naming the
+declaration; a declared variant without Verilog fails, so a partial directory cannot pass by skipping.
 """
 import importlib.util
 import os
@@ -28,23 +31,21 @@ def _missing(item) -> str | None:
             if importlib.util.find_spec(pkg) is None:
                 return f"python package {pkg!r} not installed in this interpreter (run `{how}`)"
     root = Path(os.environ.get("RTL_DIR", ROOT / "build" / "rtl"))
-    overridden = "RTL_DIR" in os.environ
     if not root.is_dir():
         return f"{root} missing (run `make rtl`)"
-    from core_bfm import has_verilog, variant_dir
+    from core_bfm import declared_variants, rtl_dir_lacks
     for v in mark.args:
-        d = variant_dir(v) if v else root
-        if v == "":
-            if not (d / "MsgDecoder.sv").exists() and overridden:
-                return "__skip__"
-            if not (d / "MsgDecoder.sv").exists():
-                return f"{d / 'MsgDecoder.sv'} missing (run `make rtl`)"
+        if v == "":              # the root's MsgDecoder.sv: the default build only
+            if declared_variants() is not None:
+                return ("skip", f"RTL_DIR={root} holds netlists of variants, not the decoder")
+            if not (root / "MsgDecoder.sv").exists():
+                return f"{root / 'MsgDecoder.sv'} missing (run `make rtl`)"
             continue
-        if not has_verilog(d):
-            if overridden:
-                # another build (e.g. the netlist of one variant) need not have every variant
-                return "__skip__"
-            return f"RTL variant {d} missing (run `make rtl`)"
+        lack = rtl_dir_lacks(v)
+        if lack and lack[0] == "skip":
+            return lack
+        if lack:
+            return ("fail", lack[1])
     return None
 
 
@@ -52,8 +53,8 @@ def pytest_runtest_setup(item):
     if item.get_closest_marker("bench") and os.environ.get("APTA_BENCH") != "1":
         pytest.skip("the benchmark runs under `make bench` (APTA_BENCH=1)")
     why = _missing(item)
-    if why == "__skip__":
-        pytest.skip(f"RTL_DIR={os.environ.get('RTL_DIR')} has no Verilog this test needs")
+    if isinstance(why, tuple):       # under RTL_DIR: not declared = skip (named), declared but missing = fail
+        (pytest.skip if why[0] == "skip" else lambda m: pytest.fail(f"{item.nodeid}: {m}", pytrace=False))(why[1])
     if why:
         if os.environ.get("APTA_RTL") == "1":
             pytest.fail(f"{item.nodeid}: {why}", pytrace=False)

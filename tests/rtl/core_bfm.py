@@ -49,6 +49,38 @@ def single_variant(d: Path) -> str | None:
     return d.name
 
 
+def declared_variants() -> set[str] | None:
+    """What an RTL_DIR says it holds: the netlists of rtl/synth's report.json, or the one variant
+    a variant's directory is; None for the default build (every variant of rtl/variants.json).
+    A variant declared here but without Verilog is a failure; one not declared is not expected
+    (its tests are skipped, naming this declaration), so a partial directory cannot pass silently."""
+    if not rtl_dir_overridden():
+        return None
+    root = rtl_root()
+    one = single_variant(root)
+    if one:
+        return {one}
+    rep = root / "report.json"
+    if rep.exists():
+        return set(json.loads(rep.read_text()).get("netlists", {}))
+    man = root / "variants.json"
+    if man.exists():
+        return set(json.loads(man.read_text())["variants"])
+    raise FileNotFoundError(f"RTL_DIR={root}: no report.json (rtl/synth) or variants.json saying which "
+                            f"variants it holds")
+
+
+def rtl_dir_lacks(variant: str) -> tuple[str, str] | None:
+    """("skip"|"fail", why) when the RTL root does not provide `variant`'s Verilog, else None."""
+    d = variant_dir(variant)
+    declared = declared_variants()
+    if declared is not None and variant not in declared:
+        return "skip", f"RTL_DIR={rtl_root()} does not declare variant {variant!r} (it holds {sorted(declared)})"
+    if not has_verilog(d):
+        return "fail", f"RTL variant {d} missing (run `make rtl`" + (" or rebuild RTL_DIR)" if declared else ")")
+    return None
+
+
 def variant_dir(variant: str) -> Path:
     root = rtl_root()
     if rtl_dir_overridden() and single_variant(root) == variant:

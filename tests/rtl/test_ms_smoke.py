@@ -269,10 +269,13 @@ if cocotb is not None:
                          else ["ms3", "ms3t"])
 def test_ms_smoke_runner(variant):
     from ms_bfm import run_ms
-    from core_bfm import rtl_dir_overridden, variant_dir
-    if not (variant_dir(variant) / "MemoryServer.sv").exists():
-        if rtl_dir_overridden():
-            pytest.skip(f"no MemoryServer.sv for {variant} under RTL_DIR (the netlists hold the core only)")
+    from core_bfm import declared_variants, rtl_dir_lacks, variant_dir
+    lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
+    if lack and lack[0] == "skip":           # under RTL_DIR: a variant it does not declare
+        pytest.skip(lack[1])
+    if not any((variant_dir(variant) / f"MemoryServer.{x}").exists() for x in ("sv", "v")):
+        if declared_variants() is not None:
+            pytest.fail(f"{variant}: no MemoryServer netlist under RTL_DIR, which declares it", pytrace=False)
         if os.environ.get("APTA_RTL"):
             raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
         pytest.skip("run `make rtl` first")

@@ -347,10 +347,13 @@ if cocotb is not None:
 
 # ---- pytest side --------------------------------------------------------------------------------
 def _need(variant):
+    from core_bfm import declared_variants, rtl_dir_lacks
+    lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
+    if lack and lack[0] == "skip":           # under RTL_DIR: a variant it does not declare
+        pytest.skip(lack[1])
     why = ms_missing(variant)
-    from core_bfm import rtl_dir_overridden
-    if why and rtl_dir_overridden():
-        pytest.skip(f"RTL_DIR={os.environ.get('RTL_DIR')} has no {TOP} of {variant}")
+    if why and declared_variants() is not None:
+        pytest.fail(f"{variant}: {why} (RTL_DIR declares it)", pytrace=False)
     if why:
         if os.environ.get("APTA_RTL") == "1" and os.environ.get("APTA_MS_OPTIONAL") != "1":
             pytest.fail(why, pytrace=False)
