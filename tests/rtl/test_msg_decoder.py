@@ -18,7 +18,21 @@ from apta import messages
 RTL_DIR = Path(os.environ.get("RTL_DIR", ROOT / "build" / "rtl"))
 SIM_BUILD = ROOT / "build" / "sim" / "msg_decoder"
 N_FLITS = int(os.environ.get("APTA_DECODER_FLITS", "3000"))
-S = messages.load()
+
+
+
+def _schema():
+    """The codec of the decoder under test: the schema's defaults (build/rtl/MsgDecoder.sv), or a
+    variant's parameters when the decoder is the one inside that variant's core (APTA_VARIANT,
+    tests/rtl/mutation.py)."""
+    v = os.environ.get("APTA_VARIANT")
+    if not v:
+        return messages.load()
+    from core_bfm import load_params, schema_for
+    return schema_for(load_params(v))
+
+
+S = _schema()
 
 
 def _flit(rng: random.Random) -> int:
