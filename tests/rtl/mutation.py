@@ -388,6 +388,50 @@ GROUPS = {
 }
 
 
+# ---- equivalence: a survivor whose mutated module yosys proves equal to the original -------------
+def fixed(schema_text: str, mid: int) -> str:
+    """The schema with mutant `mid` made permanent (0: none) and the selector removed: plain
+    Verilog for yosys."""
+    t = re.sub(r"apta_mut == (\d+) \?", lambda m: "1'h1 ?" if int(m.group(1)) == mid else "1'h0 ?", schema_text)
+    return "\n".join(l for l in t.splitlines() if "apta_mut" not in l) + "\n"
+
+
+def _module_text(text: str, name: str) -> str:
+    m = re.search(rf"^module {re.escape(name)}\(.*?^endmodule\n", text, re.S | re.M)
+    return m.group(0)
+
+
+def prove_equivalent(group: Group, m: Mutant, timeout: float = 120) -> str | None:
+    """The argument that mutant m cannot be told from the design by any input sequence, or None:
+    yosys matches the mutated module's signals with the original's by name (equiv_make; one
+    expression differs), then proves every matched pair equal for all inputs, registers assumed
+    equal at the start of each step (equiv_simple, then equiv_induct by temporal induction)."""
+    d = OUT / "equiv" / f"{group.name}-{m.id}"
+    d.mkdir(parents=True, exist_ok=True)
+    sch = (OUT / "schema" / group.variant / group.file).read_text()
+    orig = fixed(sch, 0)
+    mut = _module_text(fixed(sch, m.id), m.module).replace(f"module {m.module}(", f"module {m.module}__mut(", 1)
+    (d / "orig.v").write_text(orig)
+    (d / "mut.v").write_text(mut)
+    # match outputs and registers only: an intermediate wire may differ (it is the mutated one)
+    # as long as nothing it feeds does
+    wires = re.findall(r"^\s*wire\s+(?:\[[^\]]*\]\s*)?(\w+)", _module_text(orig, m.module), re.M)
+    (d / "blacklist").write_text("\n".join(wires) + "\n")
+    script = (f"read_verilog -sv -DSYNTHESIS {d / 'orig.v'}; read_verilog -sv -DSYNTHESIS {d / 'mut.v'}; "
+              f"hierarchy -check; proc; memory -nomap; flatten; opt_clean; "
+              f"equiv_make -blacklist {d / 'blacklist'} {m.module} {m.module}__mut equiv; hierarchy -top equiv; "
+              f"equiv_simple -seq 2; equiv_induct -seq 2; equiv_status -assert")
+    try:
+        r = subprocess.run(["yosys", "-q", "-p", script], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    (d / "yosys.log").write_text(r.stdout + r.stderr)
+    if r.returncode == 0:
+        return (f"yosys proves {m.module} with the mutant equivalent to the original (equiv_make, "
+                f"equiv_simple, equiv_induct; every output and register equal under all inputs)")
+    return None
+
+
 def generate(group: Group, rtl: Path) -> tuple[Path, list[Mutant]]:
     """build/rtl-mutation/<variant>/: the schema and the variant's params.json."""
     src = rtl / group.variant / group.file
@@ -474,6 +518,8 @@ def main(argv=None) -> int:
                 m.status, m.why = "killed", why
             elif m.key in equivalent:
                 m.status, m.why = "equivalent", equivalent[m.key]
+            elif (proof := prove_equivalent(g, m)):
+                m.status, m.why = "equivalent", proof
             else:
                 m.status = "survived"
             print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} "

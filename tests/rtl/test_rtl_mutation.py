@@ -68,3 +68,22 @@ def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
     surv = [f"#{m['id']} {m['module']}:{m['line']} {m['what']}" for g in rep.get("groups", {}).values()
             for m in g["mutants"] if m["status"] == "survived"]
     assert rc == 0, f"seed {seed}: " + ("\n".join(surv) or f"exit {rc} (the unmutated schema fails a test)")
+
+
+@pytest.mark.rtl_variants("m2s1w1", simulator=False)
+def test_equivalence_proof_tells_dead_code_from_a_bug():
+    """On the one-way directory of m2s1w1 the cold-sharer preference cannot change the victim
+    (DirUpdate's `sharers == 0` feeds `S & (~(S & cold) | cold)` = S): yosys proves that mutant
+    equivalent; a spurious decodeErr valid out of reset (a real bug) is not proven."""
+    import shutil
+    if shutil.which("yosys") is None:
+        pytest.fail("yosys missing (make synth installs it)")
+    g = mutation.GROUPS["core"]
+    mutation.generate(g, RTL)
+    _, mutants = mutation.schema(RTL / g.variant / g.file, "core")
+    dead = next(m for m in mutants if m.module == "DirUpdate" and m.kind == "stuck1"
+                and "`io_ways_0_sharers == 2'h0`" in m.what)
+    bug = next(m for m in mutants if m.module == "CoherenceCore" and m.kind == "reset"
+               and m.line and "io_decodeErr_REG_valid <=" in (RTL / g.variant / g.file).read_text().splitlines()[m.line - 1])
+    assert mutation.prove_equivalent(g, dead)
+    assert mutation.prove_equivalent(g, bug) is None
