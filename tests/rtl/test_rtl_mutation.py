@@ -31,7 +31,7 @@ def test_expression_mutants():
     assert sel == [("condition", "select c inverted", "(~c) ? x : y")]
 
 
-@pytest.mark.rtl_variants("m2s1w1", "ms3", simulator=False)
+@pytest.mark.rtl_variants("m2s1w1", "msv", "ms3", simulator=False)
 @pytest.mark.parametrize("group", sorted(mutation.GROUPS))
 def test_schema_changes_only_logic(group):
     """Every mutant is selected by its own id; strings and assertion blocks (`ifndef SYNTHESIS`)
@@ -54,7 +54,7 @@ def test_schema_changes_only_logic(group):
     assert {m.controller for m in mutants} <= set(mutation.CONTROLLER.values()) | set(mutation.MS_MODULES.values())
 
 
-@pytest.mark.rtl_variants("m2s1w1", "ms3")
+@pytest.mark.rtl_variants("m2s1w1", "msv", "ms3")
 def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
     """APTA_MUTATION_SAMPLE mutants per group (default 12), seeded by APTA_MUTATION_SEED (default:
     the day, so the sample moves over the whole set across runs; the seed is printed): the
