@@ -50,6 +50,10 @@ MS_MODULES = {"Osc": "OSC", "Opc": "OPC", "ObjMap": "OPC", "AxiPort": "memory-se
 # Chisel's library queues and arbiters and the memory primitives are not ours to mutate.
 
 STOPPED = "the test stopped before writing its result"
+
+
+class HarnessError(RuntimeError):
+    """A test child that gave no verdict (an import error, a crash of the runner)."""
 SWAP = {"==": "!=", "!=": "==", "&": "|", "|": "&", "+": "-", "-": "+", "<": ">=", ">=": "<",
         ">": "<=", "<=": ">", "&&": "||", "||": "&&", "^": "|"}
 TOKEN = re.compile(r"""\s*(?:
@@ -469,7 +473,9 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None) -> 
             times[name] = time.monotonic() - t1
         last = (r.stdout.strip().splitlines() or [""])[-1]
         if r.returncode != 0 or not last.startswith("MUTATION-RESULT "):
-            return name, f"exit {r.returncode}: {(r.stderr or r.stdout)[-300:]}", time.monotonic() - t0
+            # the harness itself broke (not a verdict on the mutant): never counted as a kill
+            raise HarnessError(f"{group.name} mutant {mid} test {name}: exit {r.returncode}: "
+                               f"{(r.stderr or r.stdout)[-600:]}")
         res = json.loads(last[len("MUTATION-RESULT "):])
         if res["failure"]:
             why = res["failure"]
@@ -481,8 +487,7 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None) -> 
 
 
 def _child(group: str, test: str, mid: str) -> int:
-    sys.path.insert(0, str(HERE))   # the child imports the test modules beside it, as pytest does
-    g = GROUPS[group]
+    g = GROUPS[group]               # (run as a script from tests/rtl: the test modules import as in pytest)
     fn = dict(g.tests)[test]
     env = {"APTA_RTL_MUTANT": mid}
     import io, contextlib
