@@ -37,8 +37,12 @@ def _sub(exp: dict, got: dict) -> bool:
     return all(k in got and got[k] == v for k, v in exp.items())
 
 
-async def replay(core: Core, sc: dict, mutant: int = 0):
-    """One scenario; raises Mismatch at the first difference."""
+BACKPRESSURE = 0.5      # the second pass: each output's ready is high with this probability per cycle
+
+
+async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = False):
+    """One scenario; raises Mismatch at the first difference. With `backpressure` the outputs'
+    ready toggles at random (seeded): the same messages must come out, only later."""
     await core.reset(mutant=mutant)
     seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr")}
     fired = Counter()
@@ -67,7 +71,7 @@ async def replay(core: Core, sc: dict, mutant: int = 0):
                     core.send_ack(core.ack_flit(st["server"], st["epoch"], st["obj"]))
                 else:
                     core.send_ctrl(core.ctrl_flit(st["op"], st["server"], st["epoch"]))
-                await core.settle(quiet=8, full_ready=True, waiting=waiting)
+                await core.settle(quiet=8, full_ready=not backpressure, waiting=waiting)
             exp = step["expect"]
             if seen["decodeErr"]:
                 _diff(where, "decodeErr", [], seen["decodeErr"])
@@ -122,11 +126,15 @@ if cocotb is not None:
         core = Core(dut, p)
         mutant = int(os.environ.get("APTA_MUTANT", "0"))     # mutants_* variants only
         fails, t0 = [], time.time()
-        for sc in scen:
-            try:
-                await replay(core, sc, mutant)
-            except Mismatch as e:
-                fails.append(str(e))
+        import random
+        core.rng = random.Random(int(os.environ.get("APTA_SEED", "1")))
+        for bp in (False, True):          # each scenario with outputs always ready, then under backpressure
+            core.ready_p = {k: BACKPRESSURE if bp else 1.0 for k in core.ready_p}
+            for sc in scen:
+                try:
+                    await replay(core, sc, mutant, backpressure=bp)
+                except (Mismatch, AssertionError) as e:
+                    fails.append(("[backpressure] " if bp else "") + str(e))
         out = os.environ.get("APTA_RESULT")
         if out:
             Path(out).write_text(json.dumps({"variant": variant, "scenarios": len(scen), "failed": fails,
