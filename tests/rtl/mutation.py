@@ -468,10 +468,16 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None) -> 
     for name, _ in group.tests:
         cmd = [sys.executable, __file__, "_one", group.name, name, str(mid)]
         t1 = time.monotonic()
+        # its own process group: on a timeout the simulator the child started goes too
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
+                             start_new_session=True)
         try:
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=budget[name], cwd=HERE)
+            out, err = p.communicate(timeout=budget[name])
         except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.communicate()
             return name, f"timeout: no verdict in {budget[name]:.0f} s (the design hangs)", time.monotonic() - t0
+        r = subprocess.CompletedProcess(cmd, p.returncode, out, err)
         if times is not None:
             times[name] = time.monotonic() - t1
         last = (r.stdout.strip().splitlines() or [""])[-1]
