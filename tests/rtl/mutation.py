@@ -163,6 +163,21 @@ def _controller(module: str, group: str) -> str | None:
     return MS_MODULES.get(module)
 
 
+def _parenthesized(lines: list[str], i: int, text: str) -> tuple[int, str, str]:
+    """`text` follows an opening parenthesis on line i: (the last line it spans, what is inside
+    the matching parenthesis, what follows it)."""
+    j = i
+    while text.count("(") + 1 > text.count(")"):
+        j += 1
+        text += "\n" + lines[j]
+    depth, k = 1, 0
+    for k, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0:
+            break
+    return j, text[:k], text[k + 1:]
+
+
 def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
     """The mutant schema of a generated Verilog file and its mutants."""
     lines = src.read_text().splitlines()
@@ -258,16 +273,7 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
             i = j + 1
             continue
         if im:
-            j, text = i, im.group(2)
-            while text.count("(") + 1 > text.count(")"):
-                j += 1
-                text += "\n" + lines[j]
-            depth, k = 1, 0
-            for k, c in enumerate(text):
-                depth += (c == "(") - (c == ")")
-                if depth == 0:
-                    break
-            cond, rest = text[:k], text[k + 1:]
+            j, cond, rest = _parenthesized(lines, i, im.group(2))
             found = emit_mutants(cond, i + 1, False, False, f"if ({cond})")
             mid = add(f"if ({cond})", i + 1, "condition", "if inverted",
                       f"if inverted: `if ({' '.join(cond.split())[:120]})`")
@@ -276,16 +282,7 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
             i = j + 1
             continue
         if pm and re.search(r"[&|^~!?+\-<>=]|'h", pm.group(2)):
-            j, text = i, pm.group(2)
-            while text.count("(") + 1 > text.count(")"):
-                j += 1
-                text += "\n" + lines[j]
-            depth, k = 1, 0
-            for k, c in enumerate(text):
-                depth += (c == "(") - (c == ")")
-                if depth == 0:
-                    break
-            expr, rest = text[:k], text[k + 1:]
+            j, expr, rest = _parenthesized(lines, i, pm.group(2))
             found = emit_mutants(expr, i + 1, False, False, f"{pm.group(1)}({expr})")
             out.append(f"{pm.group(1)}({chain(found, expr)}){rest}" if found else "\n".join(lines[i:j + 1]))
             i = j + 1
