@@ -42,6 +42,8 @@ TOOL_NAME = "apttrace"
 TOOL_SOURCES = [os.path.join(TRACER_DIR, f) for f in ("apt_main.c", "gen_flops.py", "Makefile")] + \
                [os.path.join(HERE, "include", "apta_store.h")]
 EVENTS_RAW = "sigil.events.out-1"
+RUN_FD_NUM = 3
+RUN_FD = f"/dev/fd/{RUN_FD_NUM}"  # the run directory, as the traced function sees it (tracer_command)
 GZIP_LEVEL = 6  # level 9 is ~3x slower for a few percent on this text
 
 
@@ -103,16 +105,45 @@ def build_tool(tool_dir: str = TOOL_BUILD) -> str:
     return digest
 
 
-def tracer_command(out_dir: str, tool_dir: str = TOOL_BUILD) -> tuple:
+def tracer_command(out_dir: str, tool_dir: str = TOOL_BUILD, run_dir: str | None = None) -> tuple:
     """(prefix, env) to run a command under apttrace, writing into out_dir. ASLR off and a fixed,
     minimal environment: the client's stack and heap addresses, so the traces, depend only on the
-    binary, its arguments and its input."""
+    binary, its arguments and its input. With run_dir, the command runs in / with run_dir open as
+    file descriptor 3, and every path (command, out_dir, tool_dir) may be given as RUN_FD/...: see
+    relative_command."""
     setarch = shutil.which("setarch")
     if not setarch:
         raise TraceError("setarch (util-linux) is not on the PATH: it turns ASLR off for deterministic traces")
     prefix = [setarch, platform.machine(), "-R", find_valgrind(), "-q", f"--tool={TOOL_NAME}", f"--out-dir={out_dir}"]
-    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "VALGRIND_LIB": os.path.abspath(tool_dir)}
+    if run_dir is not None:
+        # Valgrind puts PWD=<cwd> into the client's environment (overriding ours), so the cwd is
+        # on the client's stack too: run in /, reach the run directory through the open fd 3.
+        prefix = ["/bin/sh", "-c", f'exec {RUN_FD_NUM}<"$0" && exec "$@"', os.path.abspath(run_dir),
+                  shutil.which("env") or "/usr/bin/env", "-C", "/"] + prefix
+    # VALGRIND_LIB ends up in the client's environment (LD_PRELOAD=$VALGRIND_LIB/vgpreload_core...).
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C",
+           "VALGRIND_LIB": tool_dir if run_dir is not None else os.path.abspath(tool_dir)}
     return prefix, env
+
+
+def relative_command(cmd: list, run: dict, tool_dir: str, out_dir: str) -> tuple:
+    """(cmd, tool_dir, out_dir) rewritten so that no path depends on where the checkout is (issue
+    18), for tracer_command(..., run_dir=run["run_dir"]). The client's argv, environment and
+    AT_EXECFN sit at the top of its stack: absolute paths of different lengths shift every stack
+    address, and with them the alignment, so the instruction counts, of glibc's string and memory
+    routines (fetchPortfolios, tiny: 3,955,526 vs 3,955,435 instructions traced from /tmp/x/apta
+    and from a longer path). Symlinks in the run directory give the binaries, the tool and the
+    output fixed names, all reached as /dev/fd/3/<name>."""
+    run_dir = run["run_dir"]
+    for name, target in (("bin", run["bindir"]), ("tool", tool_dir), ("out", out_dir)):
+        link = os.path.join(run_dir, name)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(os.path.abspath(target), link)
+    names = {os.path.abspath(d): f"{RUN_FD}/{k}" for k, d in run["dirs"].items()}
+    rel = [f"{RUN_FD}/bin/" + os.path.relpath(os.path.abspath(cmd[0]), os.path.abspath(run["bindir"]))]
+    rel += [names.get(os.path.abspath(a), a) if os.path.isabs(a) else a for a in cmd[1:]]
+    return rel, f"{RUN_FD}/tool", f"{RUN_FD}/out"
 
 
 def trace_command(cmd: list, out_dir: str, tool_dir: str = TOOL_BUILD) -> tuple:
@@ -137,7 +168,10 @@ def cache_key(tool_hash: str, cmd: list, inst: wfmod.Instance, run: dict) -> str
     h = hashlib.sha256()
     h.update(f"tool {tool_hash}\n".encode())
     h.update(f"binary {_sha(cmd[0])}\n".encode())
-    h.update(("argv " + "\0".join(cmd) + "\n").encode())
+    # the argv with the run's directories by name: the key (in meta.json) is the same from any checkout
+    names = {os.path.abspath(d): k for k, d in run["dirs"].items()}
+    argv = [os.path.basename(cmd[0])] + [names.get(os.path.abspath(a), a) if os.path.isabs(a) else a for a in cmd[1:]]
+    h.update(("argv " + "\0".join(argv) + "\n").encode())
     for d, names in ((run["dirs"]["store"], inst.reads), (run["dirs"]["ext_in"], inst.inputs)):
         for n in names:
             p = os.path.join(d, n)
@@ -161,10 +195,11 @@ def trace_instance(wf: wfmod.Workflow, inst: wfmod.Instance, size: str, run: dic
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     try:
-        prefix, env = tracer_command(tmp, tool_dir)
+        rcmd, rtool, rtmp = relative_command(cmd, run, tool_dir, tmp)
+        prefix, env = tracer_command(rtmp, rtool, run_dir=run["run_dir"])
         t0 = time.perf_counter()
         try:
-            rec = runmod.run_instance(wf, inst, cmd, prefix=prefix, env=env)
+            rec = runmod.run_instance(wf, inst, rcmd, prefix=prefix, env=env)
         except runmod.RunError as e:
             raise TraceError(f"{e}\n  (under the tracer; function source {inst.source}.c of {wf.path})") from None
         trace_s = time.perf_counter() - t0
