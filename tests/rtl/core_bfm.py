@@ -310,6 +310,12 @@ class Core:
                 item = i.sample()
                 if item is not None:
                     beats.append(Beat(i.port + ".fire", c, {}, item))
+        # io_idle means nothing in flight (CORE.md): never while an output presents a beat
+        if self.idle_sig is not None and int(self.idle_sig.value):
+            on = [p for p, (v, _) in self.outs.items() if int(v.value)] + \
+                 [p for p, v in self.valids.items() if int(v.value)]
+            if on:
+                raise AssertionError(f"cycle {c}: io_idle is 1 while io_{on[0]}_valid is 1")
         # Valid ports first: an ackResult is shown when the ack is applied, a Decoupled beat of
         # the same cycle may be older
         for port, v in self.valids.items():
