@@ -249,6 +249,7 @@ rtl-mutants: rtl deps-rtl-sim
 # generated single-point mutants of the Verilog (tests/rtl/mutation.py): all of them, each through the
 # regression; results in build/bench/rtl-mutation.json, the table in rtl/README.md ("Mutation testing")
 rtl-mutation: rtl deps-rtl-sim vectors
+	@$(APT) yosys
 	nice -n 10 $(PY) tests/rtl/mutation.py --jobs 2
 	echo "rtl-mutation: the kill table above; every mutant killed or argued equivalent (build/bench/rtl-mutation.json)"
 
