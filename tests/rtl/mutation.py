@@ -337,6 +337,20 @@ def _core_stress(variant: str, env: dict, ops: int = 20000, seed: int = 1) -> st
     return None
 
 
+def _core_ctrl(variant: str, env: dict) -> str | None:
+    """test_core_ctrl: control flits back to back under ctrlResp backpressure, on every server."""
+    from core_bfm import run
+    d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
+    d.mkdir(parents=True, exist_ok=True)
+    rf = d / "ctrl.json"
+    rf.unlink(missing_ok=True)
+    n, failed = run(variant, "test_core_ctrl", {"APTA_RESULT": rf}, results_name=f"ctrl-{env['APTA_RTL_MUTANT']}.xml")
+    r = json.loads(rf.read_text()) if rf.exists() else {"failed": [STOPPED]}
+    if n != 1 or failed or r["failed"]:
+        return (r["failed"] or ["cocotb failure"])[0][:300]
+    return None
+
+
 def _core_decoder(variant: str, env: dict) -> str | None:
     """test_msg_decoder on the MsgDecoder inside the variant's core, with the variant's codec."""
     from core_bfm import build, simulate
@@ -386,7 +400,8 @@ def _ms_workflows(variant: str, env: dict) -> str | None:
 
 GROUPS = {
     "core": Group("core", "m2s1w1", "CoherenceCore", "CoherenceCore.sv",
-                  [("vectors", _core_vectors), ("stress", _core_stress), ("decoder", _core_decoder)]),
+                  [("vectors", _core_vectors), ("ctrl", _core_ctrl), ("stress", _core_stress),
+                   ("decoder", _core_decoder)]),
     # the memory server in the model's geometry: its vectors, then the workflows with crashes
     "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
                  [("ms-vectors", _ms_vectors), ("ms-workflows", _ms_workflows)]),
