@@ -324,16 +324,15 @@ def _core_vectors(variant: str, env: dict) -> str | None:
 
 
 def _core_stress(variant: str, env: dict, ops: int = 20000, seed: int = 1) -> str | None:
-    from core_bfm import run
+    import test_core_stress as ts
     d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
     d.mkdir(parents=True, exist_ok=True)
-    rf = d / "stress.json"
-    rf.unlink(missing_ok=True)
-    n, failed = run(variant, "test_core_stress", {"APTA_OPS": ops, "APTA_SEED": seed, "APTA_RESULT": rf},
-                    results_name=f"stress-{env['APTA_RTL_MUTANT']}.xml")
-    r = json.loads(rf.read_text()) if rf.exists() else {"violation": STOPPED}
-    if n != 1 or failed or r.get("violation"):
-        return str(r.get("violation") or "cocotb failure")[:300]
+    try:
+        ts._run_stress(variant, ops, seed, f"mutant{env['APTA_RTL_MUTANT']}", out_dir=d)
+    except AssertionError:
+        res = [json.loads(f.read_text()) for f in d.glob("stress-*.json")]
+        # the scoreboard's violation, else the reason is in the simulation's log (run_one finds it)
+        return str(res[0]["violation"])[:300] if res and res[0].get("violation") else STOPPED
     return None
 
 
@@ -362,16 +361,10 @@ def _core_decoder(variant: str, env: dict) -> str | None:
 
 def _ms_vectors(variant: str, env: dict) -> str | None:
     import test_ms_vectors as tm
-    from ms_bfm import run_ms
-    d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
-    d.mkdir(parents=True, exist_ok=True)
-    sf, rf = d / "ms-vectors.json", d / "ms-vectors-result.json"
-    sf.write_text(json.dumps(tm.load_all()))
-    rf.unlink(missing_ok=True)
-    run_ms(variant, "test_ms_vectors", {"APTA_SCENARIOS": sf, "APTA_RESULT": rf, "APTA_MUTANTS": "0"})
-    if not rf.exists():
+    r = tm._run(variant, tm.load_all(), [0], stoppable=True, bdir=OUT / "runs" / variant / env["APTA_RTL_MUTANT"])
+    if r is None:
         return STOPPED
-    fails = json.loads(rf.read_text())["failed"]["0"]
+    fails = r["failed"]["0"]
     return fails[0][:300] if fails else None
 
 
@@ -382,18 +375,11 @@ def _ms_smoke(variant: str, env: dict) -> str | None:
 
 
 def _ms_workflows(variant: str, env: dict) -> str | None:
-    from core_bfm import simulate
-    from ms_bfm import build_ms
-    runner, bdir = build_ms(variant)
-    out = OUT / "runs" / variant / env["APTA_RTL_MUTANT"] / "workflows.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.unlink(missing_ok=True)
-    n, failed = simulate(runner, bdir, "MemoryServer", "test_ms_workflows",
-                         {"APTA_VARIANT": variant, "APTA_RESULT": out, "APTA_MS_SEEDS": 1},
-                         results_name=f"wf-{env['APTA_RTL_MUTANT']}.xml")
-    runs = json.loads(out.read_text())["runs"] if out.exists() else []
+    import test_ms_workflows as tw
+    failed, res = tw._run_ms(variant, f"-mutant{env['APTA_RTL_MUTANT']}", {"APTA_MS_SEEDS": "1"})
+    runs = res.get("runs", [])
     bad = [r for r in runs if not r["ok"]]
-    if n != 1 or failed or not runs or bad:
+    if failed or not runs or bad:
         return (f"{bad[0]['workflow']}: {bad[0]['violations']} {bad[0]['errors']}" if bad else "cocotb failure")[:300]
     return None
 

@@ -351,11 +351,11 @@ STRESS_OPS = int(os.environ.get("APTA_STRESS_OPS", "100000"))
 DEFAULT_OPS = int(os.environ.get("APTA_STRESS_DEFAULT_OPS", "10000"))
 
 
-def _run_stress(variant, ops, seed, tag):
+def _run_stress(variant, ops, seed, tag, out_dir: Path | None = None):
     from core_bfm import rtl_dir_overridden, run
     if rtl_dir_overridden():
         tag += "-ext"
-    out = ROOT / "build" / "coverage" / f"stress-{tag}.json"
+    out = (out_dir or ROOT / "build" / "coverage") / f"stress-{tag}.json"
     if out.exists():
         out.unlink()
     n, failed = run(variant, "test_core_stress", {"APTA_OPS": ops, "APTA_SEED": seed,

@@ -254,9 +254,11 @@ def load_all(vdir: Path = VECTORS) -> list[dict]:
     return out
 
 
-def _run(variant: str, scen: list[dict], mutants: list[int], stoppable: bool = False) -> dict | None:
+def _run(variant: str, scen: list[dict], mutants: list[int], stoppable: bool = False,
+         bdir: Path | None = None) -> dict | None:
     """Replay `scen` with each of `mutants` in turn in one simulation; None if an RTL assertion
-    stopped it (only when `stoppable`: a mutant's run)."""
+    stopped it (only when `stoppable`: a mutant's run). Its files go to `bdir` (default
+    build/sim/ms-vectors; tests/rtl/mutation.py gives each mutant its own)."""
     from core_bfm import load_params
     from ms_bfm import run_ms
     p = load_params(variant)
@@ -266,7 +268,7 @@ def _run(variant: str, scen: list[dict], mutants: list[int], stoppable: bool = F
                 or q["dirWays"] != p["dirWays"] or q["linesPerObject"] > p["linesPerObject"]
                 or q["maxPendPerServer"] > p["maxPendPerServer"]):
             raise AssertionError(f"{sc['id']}: params {q} do not fit variant {variant} {p}")
-    bdir = ROOT / "build" / "sim" / "ms-vectors"
+    bdir = bdir or ROOT / "build" / "sim" / "ms-vectors"
     bdir.mkdir(parents=True, exist_ok=True)
     sf, rf = bdir / f"{variant}.json", bdir / f"{variant}-result.json"
     sf.write_text(json.dumps(scen))
