@@ -85,6 +85,77 @@ def test_every_property_has_a_mutant():
     assert not untested, f"properties without a mutant: {untested}"
 
 
+DEEP = CHECKS["suites"]["deep"]
+PROPERTIES = check.properties((ROOT / "spec" / "murphi" / "apta.m").read_text())
+
+
+@pytest.mark.parametrize("config", DEFAULT["models"])
+def test_configuration_is_live_for_some_property(records, config):
+    """A configuration counts for a property only where a mutant on it is rejected on that property;
+    every configuration of make verify must be shown able to falsify something."""
+    live = {p: ms for p, ms in records[config].get("live", {}).items() if ms}
+    assert live, f"{config}: no mutant run of the default suite is rejected on it: it proves nothing shown"
+
+
+@pytest.mark.parametrize("prop", [p for p in PROPERTIES if p != "deadlock"])
+def test_every_property_has_two_bug_classes(prop):
+    """A second mutant per property, of another switch, so no class of bug depends on one run."""
+    switches = {CHECKS["mutants"][m]["switch"] for m in DEFAULT["mutants"]
+                if CHECKS["mutants"][m]["expected"] == prop}
+    assert len(switches) >= 2, f"{prop}: only {sorted(switches)} in the default suite"
+
+
+@pytest.mark.parametrize("switch", ["M_OLD_EPOCH_ACK", "M_STALL_PUT_IN_SA", "M_ACK_CLEARS_ALL"])
+def test_second_round_bugs_caught_in_two_configurations(switch):
+    """Bugs that need a second invalidation round on one object are caught in two configurations,
+    not only in racing_puts, at least one of them in make verify (a counter of 2 needs three puts:
+    ack_clears_all runs on three_puts here and on three_puts_faults in make verify-deep)."""
+    runs = {n: m["config"] for n, m in CHECKS["mutants"].items() if m["switch"] == switch}
+    assert any(n in DEFAULT["mutants"] for n in runs), f"{switch}: no run in make verify"
+    configs = {c for n, c in runs.items() if n in DEFAULT["mutants"] + DEEP["mutants"]}
+    assert len(configs) >= 2, f"{switch}: only on {sorted(configs)}"
+
+
+# Feature combinations the protocol allows that a configuration must check to completion (default
+# or deep suite): the gaps issue 17 named.
+COMBINATIONS = [
+    {"2 objects, eviction", "a put", "a fault"},
+    {"2 objects, eviction", "2 puts on one object"},
+    {"2 objects, eviction", "OPC timeout"},
+    {"2 objects, eviction", "silent eviction", "a put"},
+    {"2 faults", "2 puts on one object"},
+    {"2 faults", "2 objects, eviction"},
+    {"2 faults", "3 servers"},
+    {"3 servers", "2 puts on one object"},
+    {"3 servers", "declared inputs"},
+    {"declared inputs", "a put", "a fault"},
+    {"2 staging slots", "a fault"},
+    {"2-entry directory", "a put", "a fault"},
+    {"3 puts on one object"},
+]
+
+
+@pytest.mark.parametrize("combo", COMBINATIONS, ids=lambda c: "+".join(sorted(c)))
+def test_feature_combination_has_a_configuration(combo):
+    have = [c for c in DEFAULT["models"] + DEEP["models"] if combo <= check.features_of(CHECKS, c)]
+    assert have, f"no configuration of the default or deep suite combines {sorted(combo)}"
+
+
+def test_readme_tables_are_generated_from_checks():
+    r = run_check("--check-tables")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_live_report_counts_only_rejected_mutants():
+    """The per-configuration report names a property live only where its mutant was rejected."""
+    checks = {"mutants": {"m1": {"config": "a", "expected": "P"}, "m2": {"config": "a", "expected": "Q"}}}
+    recs = [{"name": "a", "kind": "model", "states": 10, "seconds": 1.0},
+            {"name": "m1", "kind": "mutant", "ok": True}, {"name": "m2", "kind": "mutant", "ok": False}]
+    text, nowhere = check.live_report(checks, recs, ["P", "Q"])
+    assert "P (m1)" in text and "Q (" not in text
+    assert nowhere == ["Q"]
+
+
 def test_mutants_are_switches_of_the_one_model():
     """A mutant is a MUTANT value of apta.m, never a copied model file."""
     src = (ROOT / "spec" / "murphi" / "apta.m").read_text()

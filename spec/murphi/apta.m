@@ -37,9 +37,16 @@ const
   DIR_CAPACITY: 1;        -- OTC entries (fully associative; < NUM_OBJECTS exercises eviction / SI)
   STAGING_SLOTS: 1;       -- OPC staging buffers (< concurrent writers exercises PutRetry)
   MAX_PUTS: 2;            -- puts per object in one run (put ids 1..MAX_PUTS; 0 = initial value)
+  TOTAL_PUTS: NUM_OBJECTS * MAX_PUTS;  -- puts over all objects in one run (<= NUM_OBJECTS x MAX_PUTS): lets a
+                          -- configuration race two puts on one object of several without paying
+                          -- for MAX_PUTS puts on every object (the objects stay a scalarset)
   MAX_FAULTS: 1;          -- crashes + false suspicions in one run
   MAX_EPOCH: 2;           -- epochs per server: 2 x MAX_FAULTS suffices (a crash during a rejoin
                           -- can cost two); Rejoin asserts it is never exceeded
+  EPOCH_MOD: 0;           -- 0: epochs never wrap (the hardware's are wide incarnation numbers).
+                          -- k > 0: epochs count modulo k (MAX_EPOCH = k - 1), so a server's epoch
+                          -- value is reused and the guard on reuse (EpochReusable) is what keeps an
+                          -- old incarnation's messages out of the new one
   OPC_TIMEOUT: true;      -- the OPC may abort an open transaction (timeout); the writer retries
   SILENT_EVICTION: true;  -- compute-server caches may drop a shared object without telling the OTC
   VECTOR_CELLS: false;    -- ghost vcells records the protocol-table cells of each memory-server step
@@ -62,6 +69,19 @@ const
   M_NO_CAPACITY: 13;      -- the OTC allocates an entry without checking its capacity
   M_SA_GET_TO_S: 14;      -- the paper's table: a get in S^A moves the entry to S
   M_INSTALL_EARLY: 15;    -- the PUT controller installs its version before PutCommit
+  -- second mutants: a second class of bug per property, on other configurations (issue 17)
+  M_ACK_CLEARS_ALL: 16;   -- an ack clears every round the server owes on the object, not one
+  M_FORWARD_PARTIAL: 17;  -- the OSC forwards only the first staged line of a draining put
+  M_FENCE_DROPS_DRAINING: 18; -- fencing the writer also discards its committed, draining put
+  M_NO_WAKEUP_ON_ACK: 19; -- the OPC does not retry a waiting commit when an ack settles an entry
+  M_FULL_NO_RETRY: 20;    -- staging full: the PutPrepare is dropped without a PutRetry
+  M_SI_ACK_IGNORED: 21;   -- the OIC ignores acks for an entry being evicted (SI)
+  M_INSTALL_ON_RETRY: 22; -- the PUT controller installs its version when told PutRetry
+  M_SETTLE_EARLY: 23;     -- an entry settles when the acking server owes nothing, others regardless
+  M_FENCE_KEEPS_SHARER: 24; -- fencing leaves the server in the sharer vectors
+  M_COMMIT_NO_CAPACITY: 25; -- the OPC commits into I without checking the directory's capacity
+  M_EPOCH_WRAP_UNGUARDED: 26; -- a wrapping epoch is granted while the old incarnation's messages
+                          -- with that value are still in flight
   MUTANT: M_NONE;         -- the real protocol
 
   -- derived sizes
@@ -313,6 +333,14 @@ begin
   error "no put id has the latest commit rank";
 end;
 
+function PutsIssued(): 0..NUM_OBJECTS * MAX_PUTS;   -- ghost: puts handed out over all objects
+var n: 0..NUM_OBJECTS * MAX_PUTS;
+begin
+  n := 0;
+  for o: Obj do n := n + issued[o]; end;
+  return n;
+end;
+
 function Complete(s: Slot): boolean;
 begin return staging[s].st = SlotOpen & forall l: Line do staging[s].got[l] end; end;
 
@@ -342,6 +370,7 @@ end;
 function CommitAllowed(o: Obj): boolean;
 begin
   if MUTANT = M_STALL_PUT_IN_SA & dir[o].st = D_SA then return false; end;
+  if MUTANT = M_COMMIT_NO_CAPACITY & dir[o].st = D_I then return !Draining(o); end;
   return PutMayProceed(o);
 end;
 
@@ -445,10 +474,13 @@ begin
   fenced[c] := true;
   for o: Obj do
     if MUTANT != M_FENCE_KEEPS_ACKS then pend[o][c] := 0; end;
-    dir[o].sharers[c] := false;
+    if MUTANT != M_FENCE_KEEPS_SHARER then dir[o].sharers[c] := false; end;
   end;
   for s: Slot do
-    if staging[s].st = SlotOpen & staging[s].owner = c then VecCell(V_opc_abort_fence); FreeSlot(s); end;
+    if staging[s].st = SlotOpen & staging[s].owner = c then VecCell(V_opc_abort_fence); FreeSlot(s);
+    elsif MUTANT = M_FENCE_DROPS_DRAINING & staging[s].st = SlotDraining & staging[s].owner = c then
+      FreeSlot(s);
+    end;
   end;
   for o: Obj do Settle(o); end;
   TryCommits();
@@ -518,6 +550,32 @@ begin
   undefine snp[c].q; snp[c].n := 0;
 end;
 
+-- Epochs (a wide incarnation number in the hardware, a small counter here when EPOCH_MOD > 0).
+function NextEpoch(c: Server): Epoch;
+begin
+  if EPOCH_MOD = 0 then return mepoch[c] + 1; end;
+  return (mepoch[c] + 1) % EPOCH_MOD;
+end;
+
+function Stamped(m: Msg; e: Epoch): boolean;
+begin return !isundefined(m.epoch) & m.epoch = e; end;
+
+-- The guard on reuse: the memory server grants c an epoch value again only when no message stamped
+-- with it is still in flight between c and the memory server (its acks drained, its snoop and reply
+-- queues emptied: the memory server counts both with the link's credits). Everything older than
+-- the Rejoin on c's request channel is already consumed (FIFO); what remains drains by itself
+-- (a joining server consumes and ignores replies and snoops), so the wait always ends.
+function EpochReusable(c: Server): boolean;
+var e: Epoch;
+begin
+  if EPOCH_MOD = 0 | MUTANT = M_EPOCH_WRAP_UNGUARDED then return true; end;
+  e := NextEpoch(c);
+  return !(exists i: 0..REQ_DEPTH-1 do i < req[c].n & Stamped(req[c].q[i], e) end)
+       & !(exists i: 0..RSP_DEPTH-1 do i < rsp[c].n & Stamped(rsp[c].q[i], e) end)
+       & !(exists i: 0..SNP_DEPTH-1 do i < snp[c].n & Stamped(snp[c].q[i], e) end)
+       & !(exists i: 0..BIRSP_DEPTH-1 do i < birsp[c].n & Stamped(birsp[c].q[i], e) end);
+end;
+
 procedure SendRejoin(c: Server);
 begin
   cs[c].status := Joining;
@@ -583,6 +641,7 @@ ruleset c: Server do
 
     rule "Fn put: PUT controller starts a transaction"
       cs[c].status = Live & cs[c].running & cs[c].op = OpNone & issued[o] < MAX_PUTS
+      & PutsIssued() < TOTAL_PUTS
     ==>
     begin
       VecStep();
@@ -679,6 +738,7 @@ ruleset c: Server do
       case PutRetry:                             -- staging full or timed out: same put id again
         assert (cs[c].op = OpPutWait | cs[c].op = OpPutSend) & cs[c].opObj = o "PutRetry without a put";
         cover "put retried" true;
+        if MUTANT = M_INSTALL_ON_RETRY then cs[c].cache[o].st := C_S; cs[c].cache[o].ver := cs[c].putId; end;
         cs[c].op := OpPutSend; cs[c].sent := 0;
       else
         error "unexpected message on rsp";
@@ -778,15 +838,16 @@ ruleset c: Server do
   end;
 
   rule "MS: Rejoin (fence if needed, new epoch)"
-    req[c].n > 0 & req[c].q[0].mtype = Rejoin
+    req[c].n > 0 & req[c].q[0].mtype = Rejoin & EpochReusable(c)
   ==>
   begin
     VecStep();
-    assert mepoch[c] < MAX_EPOCH "model bound: MAX_EPOCH too small for MAX_FAULTS";
+    assert EPOCH_MOD > 0 | mepoch[c] < MAX_EPOCH "model bound: MAX_EPOCH too small for MAX_FAULTS";
+    cover "epoch value reused" EPOCH_MOD > 0 & NextEpoch(c) < mepoch[c];
     PopReq(c);
     if fenced[c] then VecCell(V_rejoin_fenced); else VecCell(V_rejoin_live); end;
     if !fenced[c] & FencingExists() then Fence(c); end;
-    mepoch[c] := mepoch[c] + 1; fenced[c] := false;
+    mepoch[c] := NextEpoch(c); fenced[c] := false;
     SendRsp(c, Control(RejoinAck, mepoch[c]));
   end;
 
@@ -818,7 +879,8 @@ ruleset c: Server do
     then VecCell(V_osc_get_open); end;
     m := Message(ObjData, o, mepoch[c]);
     for l: Line do
-      if MUTANT = M_NO_FORWARD then m.data[l] := mem[o][l]; else m.data[l] := MemView(o, l); end;
+      if MUTANT = M_NO_FORWARD | (MUTANT = M_FORWARD_PARTIAL & l != 0) then m.data[l] := mem[o][l];
+      else m.data[l] := MemView(o, l); end;
       if MUTANT = M_FORWARD_OPEN then
         for s: Slot do
           if staging[s].st = SlotOpen & staging[s].obj = o & staging[s].got[l] then
@@ -851,7 +913,7 @@ ruleset c: Server do
     if !found then
       cover "staging full: PutRetry" true;
       VecCell(V_opc_prepare_full);
-      SendRsp(c, Message(PutRetry, o, mepoch[c]));
+      if MUTANT != M_FULL_NO_RETRY then SendRsp(c, Message(PutRetry, o, mepoch[c])); end;
     end;
   end;
 
@@ -890,15 +952,21 @@ ruleset c: Server do
   begin
     VecStep();
     m := birsp[c].q[0]; PopBIRsp(c);
-    if (m.epoch = mepoch[c] & !fenced[c]) | MUTANT = M_OLD_EPOCH_ACK then
+    if ((m.epoch = mepoch[c] & !fenced[c]) | MUTANT = M_OLD_EPOCH_ACK)
+       & !(MUTANT = M_SI_ACK_IGNORED & dir[m.obj].st = D_SI) then
       if pend[m.obj][c] > 0 then
-        pend[m.obj][c] := pend[m.obj][c] - 1;
+        if MUTANT = M_ACK_CLEARS_ALL then pend[m.obj][c] := 0;
+        else pend[m.obj][c] := pend[m.obj][c] - 1; end;
         switch dir[m.obj].st
         case D_SA: if PendingOn(m.obj) then VecCell(V_ack_SA_more); else VecCell(V_ack_SA_last); end;
         case D_SI: if PendingOn(m.obj) then VecCell(V_ack_SI_more); else VecCell(V_ack_SI_last); end;
         end;
+        if MUTANT = M_SETTLE_EARLY & pend[m.obj][c] = 0 then   -- looks at the acking server only
+          if dir[m.obj].st = D_SA then dir[m.obj].st := D_S;
+          elsif dir[m.obj].st = D_SI then dir[m.obj].st := D_I; end;
+        end;
         Settle(m.obj);
-        TryCommits();
+        if MUTANT != M_NO_WAKEUP_ON_ACK then TryCommits(); end;
         if MUTANT = M_CXL3_SYNC_INV & !PendingOn(m.obj) then
           for w: Server do                       -- CXL 3.0: the writer is answered only now
             if owed[w] & owedMsg[w].obj = m.obj then

@@ -328,6 +328,129 @@ def check_one(j: Job) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# where each property is live: a property counts in a configuration only where a mutant run on that
+# configuration is rejected on it (a configuration without puts cannot falsify P1-P3, say, so passing
+# there proves nothing about them)
+# ---------------------------------------------------------------------------------------------
+def properties(source: str) -> list[str]:
+    """Every property the model states: invariants, liveness, the P1/P2 assertions, and deadlock."""
+    props = re.findall(r'^(?:invariant|liveness)\s+"([^"]+)"', source, re.M)
+    props += [p for p in re.findall(r'"(P[12]_[a-z_]+)";', source) if p not in props]
+    return sorted(props) + ["deadlock"]
+
+
+def live_where(checks: dict, mutants: list[str]) -> dict[str, dict[str, list[str]]]:
+    """{configuration: {property: [mutant runs on it that must be rejected on the property]}}."""
+    live: dict[str, dict[str, list[str]]] = {}
+    for name in mutants:
+        m = checks["mutants"][name]
+        live.setdefault(m["config"], {}).setdefault(m["expected"], []).append(name)
+    return live
+
+
+def live_report(checks: dict, records: list[dict], props: list[str]) -> tuple[str, list[str]]:
+    """The per-configuration lines `make verify` prints (states, seconds, the properties live there,
+    i.e. whose mutant on that configuration this run rejected) and the per-property lines (where it
+    is live, by which mutant). Returns (text, properties live nowhere in this run)."""
+    by_name = {r["name"]: r for r in records}
+    ran = [r["name"] for r in records if r["kind"] == "mutant"]
+    live = live_where(checks, ran)
+    proven = {cfg: {p: [m for m in ms if by_name[m]["ok"]] for p, ms in d.items()} for cfg, d in live.items()}
+    lines = ["configuration        states        seconds  properties live there (by the mutant rejected on it)"]
+    for r in records:
+        if r["kind"] != "model":
+            continue
+        here = proven.get(r["name"], {})
+        shown = ", ".join(f"{p} ({'/'.join(ms)})" for p, ms in sorted(here.items()) if ms) or "none: no mutant runs here"
+        lines.append(f"{r['name']:<20} {r['states']:>12,}  {r['seconds']:>8.1f}  {shown}")
+    lines.append("")
+    lines.append("property                              live in (configuration: mutant)")
+    nowhere = []
+    for p in props:
+        where = [f"{cfg}: {'/'.join(ms)}" for cfg, d in sorted(proven.items()) for q, ms in d.items() if q == p and ms]
+        if not where:
+            nowhere.append(p)
+        lines.append(f"{p:<37} {'; '.join(where) or '-'}")
+    return "\n".join(lines), nowhere
+
+
+FEATURES = [   # (column of the combination table, what a configuration's constants must give)
+    ("3 servers", lambda k: k["NUM_SERVERS"] >= 3),
+    ("2 objects, eviction", lambda k: k["NUM_OBJECTS"] >= 2 and k["DIR_CAPACITY"] < k["NUM_OBJECTS"]),
+    ("2-entry directory", lambda k: k["DIR_CAPACITY"] >= 2),
+    ("declared inputs", lambda k: k["NUM_OBJECTS"] >= 2),
+    ("a put", lambda k: puts_on_one(k) >= 1),
+    ("2 puts on one object", lambda k: puts_on_one(k) >= 2),
+    ("3 puts on one object", lambda k: puts_on_one(k) >= 3),
+    ("2 staging slots", lambda k: k["STAGING_SLOTS"] >= 2),
+    ("a fault", lambda k: k["MAX_FAULTS"] >= 1),
+    ("2 faults", lambda k: k["MAX_FAULTS"] >= 2),
+    ("OPC timeout", lambda k: k.get("OPC_TIMEOUT", True) and puts_on_one(k) >= 1),
+    ("silent eviction", lambda k: k.get("SILENT_EVICTION", True)),
+]
+
+
+def puts_on_one(k: dict) -> int:
+    """Puts one object can see in a run (MAX_PUTS, capped by TOTAL_PUTS)."""
+    return min(k["MAX_PUTS"], k.get("TOTAL_PUTS", k["MAX_PUTS"] * k["NUM_OBJECTS"]))
+
+
+def features_of(checks: dict, config: str) -> set[str]:
+    k = checks["configs"][config]["constants"]
+    return {name for name, has in FEATURES if has(k)}
+
+
+# The README's two generated tables (spec/murphi/README.md, between <!-- NAME:begin --> and
+# <!-- NAME:end -->): `check.py --write-tables` rewrites them from checks.json, `--check-tables`
+# (and tests/test_murphi.py) fails when they differ.
+README = HERE / "README.md"
+
+
+def _suite_of(checks: dict, config: str) -> str:
+    return next((s for s, d in checks["suites"].items() if config in d.get("models", [])), "-")
+
+
+def readme_tables(checks: dict, source: str) -> dict[str, str]:
+    suites = ("default", "deep")
+    configs = [c for s in suites for c in checks["suites"][s]["models"]]
+    mutants = [m for s in suites for m in checks["suites"][s]["mutants"]]
+    live = live_where(checks, mutants)
+    head = "| configuration | suite | " + " | ".join(f for f, _ in FEATURES) + " | properties live there |"
+    rows = [head, "|" + "---|" * (len(FEATURES) + 3)]
+    for c in configs:
+        feats = features_of(checks, c)
+        props = ", ".join(f"`{p}`" for p in sorted(live.get(c, {}))) or "none"
+        rows.append(f"| `{c}` | {_suite_of(checks, c)} | "
+                    + " | ".join("x" if f in feats else "" for f, _ in FEATURES) + f" | {props} |")
+    combos = ["| property | live in (configuration: mutant run) | checked, cannot fail there |", "|---|---|---|"]
+    for p in properties(source):
+        where = [f"`{c}`: {', '.join(f'`{m}`' for m in live[c][p])}" for c in configs if p in live.get(c, {})]
+        dead = [f"`{c}`" for c in configs if p not in live.get(c, {})]
+        combos.append(f"| `{p}` | {'; '.join(where) or '**none**'} | {', '.join(dead) or '-'} |")
+    return {"combinations": "\n".join(rows), "live": "\n".join(combos)}
+
+
+def _blocks(text: str) -> dict[str, re.Match]:
+    return {m.group(1): m for m in re.finditer(r"<!-- (\w+):begin -->\n(.*?)<!-- \1:end -->", text, re.S)}
+
+
+def sync_tables(checks: dict, source: str, write: bool, readme: Path = README) -> list[str]:
+    """Compare (or rewrite) the generated tables of the README; returns the names that differ."""
+    text = readme.read_text()
+    blocks, stale = _blocks(text), []
+    for name, table in readme_tables(checks, source).items():
+        if name not in blocks:
+            raise CheckError(f"{readme}: no <!-- {name}:begin --> ... <!-- {name}:end --> block")
+        want = f"<!-- {name}:begin -->\n<!-- generated by spec/murphi/check.py --write-tables from checks.json -->\n{table}\n<!-- {name}:end -->"
+        if blocks[name].group(0) != want:
+            stale.append(name)
+            text = text.replace(blocks[name].group(0), want)
+    if write and stale:
+        readme.write_text(text)
+    return stale
+
+
+# ---------------------------------------------------------------------------------------------
 # pins: the expected result of every run, recorded beside its configuration in checks.json
 # ---------------------------------------------------------------------------------------------
 # configs.<name>.pin = {"states", "rules_fired"}: Rumur's distinct states and rules fired, the same
@@ -415,12 +538,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", type=Path, default=MODEL, help="model file (default spec/murphi/apta.m)")
     ap.add_argument("--threads", type=int, default=0, help="verifier threads of models (0 = all cores)")
     ap.add_argument("--no-summary", action="store_true", help="do not write build/verify/summary.json")
+    ap.add_argument("--write-tables", action="store_true",
+                    help="rewrite the generated tables of spec/murphi/README.md from checks.json, run nothing")
+    ap.add_argument("--check-tables", action="store_true",
+                    help="fail if the generated tables of spec/murphi/README.md differ from checks.json")
     ap.add_argument("--update-pins", action="store_true",
                     help="rewrite the pins in checks.json from this run (a deliberate model change)")
     args = ap.parse_args(argv)
 
     try:
         checks = load_checks()
+        if args.write_tables or args.check_tables:
+            stale = sync_tables(checks, MODEL.read_text(), write=args.write_tables)
+            if stale and args.check_tables:
+                raise CheckError(f"{README}: generated table(s) {', '.join(stale)} differ from {CHECKS.name} "
+                                 f"(spec/murphi/check.py --write-tables)")
+            print(f"{README.name}: tables {'rewritten: ' + ', '.join(stale) if stale else 'up to date'}")
+            return 0
         if args.suite not in checks["suites"]:
             raise CheckError(f"unknown suite {args.suite!r} (known: {', '.join(checks['suites'])})")
         suite = checks["suites"][args.suite]
@@ -475,6 +609,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.update_pins:
             updated = update_pins(CHECKS, records)
             mismatches = []
+    rejected = {r["name"] for r in records if r["kind"] == "mutant" and r["ok"]}
+    for r in records:                      # what each configuration is shown able to falsify
+        if r["kind"] == "model":
+            r["live"] = {p: [m for m in ms if m in rejected]
+                         for p, ms in live_where(checks, sorted(rejected)).get(r["name"], {}).items()}
     if not args.no_summary and not overrides and args.model == MODEL:
         # The default suite is what `make verify` reports; other suites get a file of their own.
         path = SUMMARY if args.suite == "default" else SUMMARY.with_name(f"summary-{args.suite}.json")
@@ -484,6 +623,9 @@ def main(argv: list[str] | None = None) -> int:
             summary.merge(path, "rumur", records, known=set(checks["configs"]) | set(checks["mutants"]))
     print()
     print(summary.table(records))
+    report, _ = live_report(checks, records, properties(source))
+    print()
+    print(report)
     for line in mismatches:
         print(f"\n{line}")
     if updated:
