@@ -278,6 +278,34 @@ def test_table_iv_equals_the_paper_with_the_files_schedules(sim, tiny_traces, tm
         r = run(sim, plan, [{"name": "x", "config": c} for c in CACHED], tmp_path)
         for c in CACHED:
             assert r[f"x/{c}"]["table_iv"] == wf.table_iv == workflow.table_iv(wf), (a, c)
+            assert r[f"x/{c}"]["table_iv_objects"] == workflow.table_iv(wf, unit="object"), (a, c)
+
+
+def test_table_iv_both_units_from_the_simulated_caches(sim, tmp_path):
+    """The simulator counts Table IV per function phase ("table_iv") and per object
+    ("table_iv_objects"). Hand-made workflow (the one of test_workloads.py's
+    test_table_iv_both_units_on_a_small_workflow), every object 640 bytes:
+      f1 on c1 gets a, b (2 misses; the phase misses), puts x, y (2 no_inv; phase no_inv);
+      f2 on c2 gets x, a (2 misses; phase miss), puts z (no_inv);
+      f3 on c1 gets z (miss, only c2 has it) and b (hit: c1 got it in f1), so the phase hits
+        (one object cached); puts x (c2 holds it: inv) and w (no_inv), so the phase invalidates.
+    Per phase: gets 1 hit / 2 miss, puts 2 no_inv / 1 inv.
+    Per object: gets 1 hit / 5 miss, puts 4 no_inv / 1 inv."""
+    def t(name, reads, writes):
+        objs = [("get", o, 0x10000 * (k + 1), 640) for k, o in enumerate(reads)]
+        objs += [("put", o, 0x100000 + 0x10000 * k, 640) for k, o in enumerate(writes)]
+        return trace(tmp_path / f"{name}.0", ["& GET", "& COMPUTE", "@ 100,0,0,0", "& PUT", "& END"], objs)
+    insts = [inst("f1", 0, t("f1", "ab", "xy"), reads=["a", "b"], writes=["x", "y"]),
+             inst("f2", 1, t("f2", "xa", "z"), deps=[0], reads=["x", "a"], writes=["z"]),
+             inst("f3", 0, t("f3", "zb", "xw"), deps=[1], reads=["z", "b"], writes=["x", "w"])]
+    plan = {"app": "units", "objects": ["a", "b", "w", "x", "y", "z"], "instances": insts}
+    r = run(sim, plan, [{"name": "x", "config": c} for c in CACHED + ("rdma", "cxl_uncached")], tmp_path)
+    for c in CACHED:
+        assert r[f"x/{c}"]["table_iv"] == {"gets": {"hit": 1, "miss": 2}, "puts": {"no_inv": 2, "inv": 1}}, c
+        assert r[f"x/{c}"]["table_iv_objects"] == {"gets": {"hit": 1, "miss": 5}, "puts": {"no_inv": 4, "inv": 1}}, c
+    for c in ("rdma", "cxl_uncached"):   # no caching: every get misses, no put invalidates
+        assert r[f"x/{c}"]["table_iv"] == {"gets": {"hit": 0, "miss": 3}, "puts": {"no_inv": 3, "inv": 0}}, c
+        assert r[f"x/{c}"]["table_iv_objects"] == {"gets": {"hit": 0, "miss": 6}, "puts": {"no_inv": 5, "inv": 0}}, c
 
 
 def test_another_schedule_changes_table_iv(sim, tiny_traces, tmp_path):
