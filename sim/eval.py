@@ -221,6 +221,15 @@ def bound_runs(args, sizes) -> dict:
     return out
 
 
+def rtl_info(ms: dict, line: int, clock: float) -> dict:
+    """What the report says about ms.json: variant, measured line counts, the streaming rate of its
+    largest get (lines per cycle between the first and the last ObjData, as measured)."""
+    big = max(ms["rows"], key=lambda r: r["lines"])
+    lpc = big.get("get_lines_per_cycle") or big["lines"] / (big["get_last_data"] - big.get("get_first_data", 0) + 1)
+    return {"variant": ms.get("variant"), "linesPerObject": ms.get("linesPerObject"), "lines": [r["lines"] for r in ms["rows"]],
+            "line_bytes": line, "get_lines_per_cycle": lpc, "get_gbps": lpc * line * 8 * clock}
+
+
 def bound_table(sizes: dict, times: dict, params, ms: dict | None, ms_why: str) -> dict:
     """Per size: the limit of each configuration's link, the simulated get and put times and their
     ratios to it, and the RTL memory server's cycles (ms.json) at memory_server.clock_ghz against
@@ -250,8 +259,7 @@ def bound_table(sizes: dict, times: dict, params, ms: dict | None, ms_why: str) 
     links = {l: {"latency_ns": params["links"][f"{l}_latency_ns"]["value"], "bandwidth_gbps": params["links"][f"{l}_bandwidth_gbps"]["value"]}
              for l in sorted({params["configs"][c]["link"] for c in CONFIGS})}
     return {"clock_ghz": clock, "clock_source": params["memory_server"]["clock_ghz"]["source"], "links": links,
-            "rtl": {"variant": ms.get("variant"), "linesPerObject": ms.get("linesPerObject"),
-                    "lines": [r["lines"] for r in ms["rows"]]} if ms else None,
+            "rtl": rtl_info(ms, line, clock) if ms else None,
             "rtl_missing": None if ms else ms_why, "rows": rows}
 
 
@@ -624,7 +632,10 @@ def bound_section(A, params) -> list:
                  f"(`memory_server.clock_ghz` of sim/params.json: {B['clock_source']}), over the DM link's limit: the memory "
                  "server's own share of the bound, with the link's round trip and serialization excluded. "
                  "Sizes between measured line counts are interpolated (†), beyond the largest extrapolated on the last two "
-                 "rows (‡).")
+                 f"rows (‡). Its largest measured get streams {r['get_gbps']:,.0f} Gbps ({r['get_lines_per_cycle']:g} "
+                 f"{'line' if r['get_lines_per_cycle'] == 1 else 'lines'} of {r['line_bytes']} B per cycle at {B['clock_ghz']:g} GHz), {r['get_gbps'] / lk['dm']['bandwidth_gbps']:.1f}x the DM link's "
+                 f"{lk['dm']['bandwidth_gbps']:g} Gbps, so for large objects its share of the bound tends to "
+                 f"{lk['dm']['bandwidth_gbps'] / r['get_gbps']:.3f}.")
     else:
         L.append(f"RTL: **not measured here**: {B['rtl_missing']}; the RTL column is empty.")
     wf_rows = [r for r in B["rows"] if r["objects"]]
@@ -655,7 +666,8 @@ def bound_section(A, params) -> list:
             if r["rtl"]:
                 x = r["rtl"]
                 mark = {"measured": "", "interpolated": " †", "extrapolated": " ‡"}[x["how"]]
-                rtl = f"{x[op]['cycles']:,.0f} cyc = {fmt_us(x[op]['ns'])} ({fmt_ratio(x[op]['ratio'])}){mark}"
+                t = f"{x[op]['ns']:.1f} ns" if x[op]["ns"] < 1000 else f"{fmt_us(x[op]['ns'])} us"
+                rtl = f"{x[op]['cycles']:,.0f} cyc = {t} ({fmt_ratio(x[op]['ratio'])}){mark}"
             else:
                 rtl = "not measured (no ms.json)"
             L.append(f"| {size_label(r['bytes'])} | {what} | " + " | ".join(lims) + " | " + " | ".join(cells) + f" | {rtl} |")
