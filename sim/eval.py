@@ -25,14 +25,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 import plan as planlib
-from apta import schema
+from apta import bounds, schema
 
 workflow = planlib.workflow
 PARAMS = os.path.join(HERE, "params.json")
 SIM = os.path.join(ROOT, "build", "simulator", "apta-sim")
 APPS = workflow.names()   # every workflow file (workloads/workflows/)
 CONFIGS = ["rdma", "rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_uncached", "cxl_cached", "apta"]
+CACHED = ("rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_cached", "apta")   # the configurations with object caches
 BASE = "rdma"
+MS_BENCH = os.path.join(ROOT, "build", "bench", "ms.json")   # the RTL memory server's get/put cycles (make bench)
 
 # The numbers the paper states in its text (§IV-C); fractions. Table IV lives in the workflow files.
 PAPER = {
@@ -69,10 +71,10 @@ def log(msg):
 
 
 # --- running the simulator ------------------------------------------------------------------------
-def run_sim(sim, plan_path, scenarios, out_path, params):
+def run_sim(sim, plan_path, scenarios, out_path, params, quiet=False):
     sc_path = out_path.replace(".json", ".scenarios.json")
     planlib.write_json_atomic(sc_path, {"scenarios": scenarios})
-    p = subprocess.run([sim, "--params", params, "--plan", plan_path, "--scenarios", sc_path, "--out", out_path],
+    p = subprocess.run([sim, "--params", params, "--plan", plan_path, "--scenarios", sc_path, "--out", out_path] + (["--quiet"] if quiet else []),
                        stdout=subprocess.PIPE, text=True)  # stderr: the simulator's progress lines
     if p.returncode != 0:
         raise RuntimeError(f"apta-sim failed on {plan_path} (exit {p.returncode}); see the error above")
@@ -159,7 +161,143 @@ def object_sizes(plan):
     return sizes
 
 
+# --- the physical limit: one get and one put per object size, alone ---------------------------------
+def reference_sizes(params) -> dict:
+    """Sizes shown beside the workflows' objects: one line (compute.line_bytes), a 4 KiB page and a
+    2 MiB huge page."""
+    line = pval(params, "compute", "line_bytes")
+    return {line: "one line", 4096: "a 4 KiB page", 2 << 20: "a 2 MiB huge page"}
+
+
+def bound_sizes(apps: dict, params) -> dict:
+    """{S: {"objects": ["app:object", ...], "reference": label or None}}: every size an object of
+    the evaluated workflows has (its largest over the traces) and the reference sizes."""
+    out = {}
+    for a in sorted(apps):
+        for o, S in sorted(apps[a]["object_bytes"].items()):
+            out.setdefault(S, {"objects": [], "reference": None})["objects"].append(f"{a}:{o}")
+    for S, label in reference_sizes(params).items():
+        out.setdefault(S, {"objects": [], "reference": None})["reference"] = label
+    return out
+
+
+def bound_trace(d: str, phases: list, kind: str, name: str, size: int) -> str:
+    """A trace directory (workloads/TRACES.md) with empty phases and one object: no compute, so the
+    phase time is the store operation alone."""
+    import gzip
+    os.makedirs(d, exist_ok=True)
+    with gzip.open(os.path.join(d, "sigil.events.out-1.gz"), "wt") as fh:
+        fh.write("\n".join(phases) + "\n")
+    with open(os.path.join(d, "sigil.pthread.out"), "w"):
+        pass
+    planlib.write_json_atomic(os.path.join(d, "meta.json"),
+                              {"objects": [{"kind": kind, "name": name, "addr": hex(1 << 28), "len": size}]})
+    return d
+
+
+def bound_runs(args, sizes) -> dict:
+    """Per size S: a plan of two instances on c1, one after the other: `get` gets object o of S
+    bytes (a workflow input nobody caches: a miss), then `put` puts object p of S bytes (nobody else
+    holds it: no invalidation). Every configuration in one simulator run per size (a fresh system
+    each, so nothing of another size is in flight). Returns {S: {config: {"get_ns", "put_ns"}}}."""
+    root = os.path.join(args.out, "raw", "bound")
+    out = {}
+    for S in sorted(sizes):
+        d = os.path.join(root, f"s{S}")
+        g = bound_trace(os.path.join(d, "get.0"), ["& GET", "& COMPUTE", "& END"], "get", "o", S)
+        p = bound_trace(os.path.join(d, "put.0"), ["& GET", "& COMPUTE", "& PUT", "& END"], "put", "p", S)
+        plan = {"app": f"bound{S}", "objects": ["o", "p"], "instances": [
+            {"function": "get", "index": 0, "server": 0, "deps": [], "reads": ["o"], "writes": [], "trace": g},
+            {"function": "put", "index": 0, "server": 0, "deps": [0], "reads": [], "writes": ["p"], "trace": p}]}
+        pp = os.path.join(d, "plan.json")
+        planlib.write_json_atomic(pp, plan)
+        res = run_sim(args.sim, pp, [{"name": "bound", "config": c} for c in CONFIGS], os.path.join(d, "results.json"), args.params, quiet=True)
+        out[S] = {}
+        for r in res["results"]:
+            gi, pi = r["instances"]
+            if not r["completed"] or gi["get_hit"] or pi["put_inv"]:
+                raise RuntimeError(f"bound run of {S} B on {r['config']}: not a lone miss and put ({r['stall']})")
+            out[S][r["config"]] = {"get_ns": gi["get_ns"], "put_ns": pi["put_ns"]}
+    return out
+
+
+def rtl_info(ms: dict, line: int, clock: float) -> dict:
+    """What the report says about ms.json: variant, measured line counts, the streaming rate of its
+    largest get (lines per cycle between the first and the last ObjData, as measured)."""
+    big = max(ms["rows"], key=lambda r: r["lines"])
+    lpc = big.get("get_lines_per_cycle") or big["lines"] / (big["get_last_data"] - big.get("get_first_data", 0) + 1)
+    return {"variant": ms.get("variant"), "linesPerObject": ms.get("linesPerObject"), "lines": [r["lines"] for r in ms["rows"]],
+            "line_bytes": line, "get_lines_per_cycle": lpc, "get_gbps": lpc * line * 8 * clock}
+
+
+def bound_table(sizes: dict, times: dict, params, ms: dict | None, ms_why: str) -> dict:
+    """Per size: the limit of each configuration's link, the simulated get and put times and their
+    ratios to it, and the RTL memory server's cycles (ms.json) at memory_server.clock_ghz against
+    the DM link's limit (Apta's link). `sizes`: bound_sizes()."""
+    clock = pval(params, "memory_server", "clock_ghz")
+    line = pval(params, "compute", "line_bytes")
+    dm = bounds.link_of(params, "apta")
+    rows = []
+    for S in sorted(sizes):
+        row = {"bytes": S, "objects": sizes[S]["objects"], "reference": sizes[S]["reference"], "limit_ns": {}, "get": {}, "put": {}}
+        for c in CONFIGS:
+            lim = bounds.limit_ns(S, *bounds.link_of(params, c))
+            row["limit_ns"][c] = lim
+            for op in ("get", "put"):
+                t = times[S][c][f"{op}_ns"]
+                row[op][c] = {"ns": t, "ratio": bounds.ratio(t, lim)}
+        if ms:
+            rc = bounds.rtl_cycles(ms, S, line)
+            lim = bounds.limit_ns(S, *dm)
+            row["rtl"] = {"lines": rc["lines"], "how": rc["how"]}
+            for op in ("get", "put"):
+                t = bounds.rtl_ns(rc[op], clock)
+                row["rtl"][op] = {"cycles": rc[op], "ns": t, "ratio": bounds.ratio(t, lim)}
+        else:
+            row["rtl"] = None
+        rows.append(row)
+    links = {l: {"latency_ns": params["links"][f"{l}_latency_ns"]["value"], "bandwidth_gbps": params["links"][f"{l}_bandwidth_gbps"]["value"]}
+             for l in sorted({params["configs"][c]["link"] for c in CONFIGS})}
+    return {"clock_ghz": clock, "clock_source": params["memory_server"]["clock_ghz"]["source"], "links": links,
+            "rtl": rtl_info(ms, line, clock) if ms else None,
+            "rtl_missing": None if ms else ms_why, "rows": rows}
+
+
 # --- analysis ---------------------------------------------------------------------------------------
+def table_iv_both(apps: dict, names: list) -> tuple[dict, dict]:
+    """Table IV per app in both units, from the workflow model (python/apta/workflow.py) and from
+    the simulated object caches of every cached configuration, and which unit the paper's counts
+    are in. Per app: "paper" (the file's counts or None), "workflow_py" / "sim" / "equal" in the
+    paper's unit, one count per function phase ("unit": "phase"), and "per_object" with the same
+    fields counted per object ("equal": the per-object counts equal the paper's)."""
+    out = {}
+    for a in names:
+        wf = apps[a]["wf"]
+        base = apps[a]["by"]["base"]
+        both = workflow.table_iv_units(wf)
+        t = {"unit": "phase", "paper": wf.table_iv, "workflow_py": both["phase"],
+             "workflow_py_all": workflow.table_iv(wf, rule="all"),
+             "sim": {c: base[c]["table_iv"] for c in CACHED},
+             "per_object": {"workflow_py": both["object"], "sim": {c: base[c].get("table_iv_objects") for c in CACHED}}}
+        po = t["per_object"]
+        po["sim_equals_workflow_py"] = all(v == both["object"] for v in po["sim"].values())
+        # a workflow file may state no paper counts (table_iv is optional): nothing to compare
+        t["equal"] = None if wf.table_iv is None else (
+            all(v == wf.table_iv for v in t["sim"].values()) and t["workflow_py"] == wf.table_iv)
+        po["equal"] = None if wf.table_iv is None else (po["sim_equals_workflow_py"] and both["object"] == wf.table_iv)
+        out[a] = t
+    stated = [a for a in names if out[a]["paper"] is not None]
+    # workflows with a GET or PUT phase that touches more than one object (where the units can differ)
+    multi = [a for a in names if any(len(i.reads) > 1 or len(i.writes) > 1 for i in apps[a]["wf"].instances())]
+    unit = {"stated": stated, "multi_object_phases": multi,
+            "phase_equal": [a for a in stated if out[a]["equal"]],
+            "object_equal": [a for a in stated if out[a]["per_object"]["equal"]],
+            "rule_all_differs": [a for a in stated if out[a]["workflow_py_all"] != out[a]["paper"]]}
+    unit["paper_unit"] = ("phase" if stated and len(unit["phase_equal"]) == len(stated) else
+                          "object" if stated and len(unit["object_equal"]) == len(stated) else None)
+    return out, unit
+
+
 def analyse(apps: dict, params) -> dict:
     names = list(apps)
     ms = {a: {c: apps[a]["by"]["base"][c]["makespan_ns"] for c in CONFIGS} for a in names}
@@ -220,14 +358,7 @@ def analyse(apps: dict, params) -> dict:
         "R7.lat": lat[str(max(lats))]["geomean"] - 1,
         "R8": cpi[weak]["geomean"] - 1,
     }
-    table_iv = {}
-    for a in names:
-        wf = apps[a]["wf"]
-        table_iv[a] = {"paper": wf.table_iv, "workflow_py": workflow.table_iv(wf),
-                       "sim": {c: apps[a]["by"]["base"][c]["table_iv"] for c in CONFIGS if c in ("rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_cached", "apta")}}
-        # a workflow file may state no paper counts (table_iv is optional): nothing to compare
-        table_iv[a]["equal"] = None if wf.table_iv is None else (
-            all(v == wf.table_iv for v in table_iv[a]["sim"].values()) and table_iv[a]["workflow_py"] == wf.table_iv)
+    table_iv, unit = table_iv_both(apps, names)
     breakdown = {a: {c: {k: apps[a]["by"]["base"][c][k] for k in ("makespan_ns", "get_ns", "compute_ns", "put_ns")} for c in CONFIGS} for a in names}
     failure = {a: [{k: r[k] for k in ("config", "completed", "stall", "makespan_ns", "why")} | {"normal_makespan_ns": ms[a][r["config"]]}
                    for r in apps[a]["failure"]] for a in names}
@@ -239,7 +370,7 @@ def analyse(apps: dict, params) -> dict:
                            "agrees": abs(dev) <= AGREE_PP})
     obj = [b for a in names for b in apps[a]["object_bytes"].values()]
     return {"apps": names, "object_bytes": {"min": min(obj), "max": max(obj)}, "speedup": spd, "geomean_speedup": gm, "get_norm": get_norm, "put_norm": put_norm,
-            "sweeps": {"bandwidth_gbps": bw, "latency_ns": lat, "cpi": cpi}, "r4": r4, "table_iv": table_iv,
+            "sweeps": {"bandwidth_gbps": bw, "latency_ns": lat, "cpi": cpi}, "r4": r4, "table_iv": table_iv, "table_iv_unit": unit,
             "breakdown": breakdown, "failure": failure, "comparison": comparison}
 
 
@@ -345,11 +476,15 @@ def explanations(A, params) -> dict:
     net = {a: bd[a]["rdma_faas"]["makespan_ns"] / bd[a]["rdmaf_faas"]["makespan_ns"] for a in names}
     proto = {a: bd[a]["rdmaf_faas"]["makespan_ns"] / bd[a]["rdmaf_apta"]["makespan_ns"] for a in names}
     hw = {a: bd[a]["rdmaf_apta"]["makespan_ns"] / bd[a]["apta"]["makespan_ns"] for a in names}
-    hits = sum(A["table_iv"][a]["sim"]["apta"]["gets"]["hit"] for a in names)
+    # mechanisms act per object (a version check per cached object, an invalidation per object put):
+    # Table IV per object, from the simulated Apta caches (the workflow model's if the simulator had none)
+    tobj = {a: A["table_iv"][a]["per_object"]["sim"]["apta"] or A["table_iv"][a]["per_object"]["workflow_py"] for a in names}
+    hits = sum(tobj[a]["gets"]["hit"] for a in names)
+    phase_hits = sum(A["table_iv"][a]["sim"]["apta"]["gets"]["hit"] for a in names)
     ours = lambda k: next(r["ours"] for r in A["comparison"] if r["id"] == k)
     paper = lambda k: PAPER[k][1]
-    inv_puts = sum(A["table_iv"][a]["sim"]["apta"]["puts"]["inv"] for a in names)
-    all_puts = sum(sum(A["table_iv"][a]["sim"]["apta"]["puts"].values()) for a in names)
+    inv_puts = sum(tobj[a]["puts"]["inv"] for a in names)
+    all_puts = sum(sum(tobj[a]["puts"].values()) for a in names)
     cxl_mech = ("CXL's get is line-granular (one request per 64-byte line, at most 128 MSHRs in flight) and its atomic "
                 "put is a libpmemobj-style redo log (2N+3 line writes, 4 persist barriers) against Apta's one bulk "
                 "reply and one-phase commit.")
@@ -362,7 +497,7 @@ def explanations(A, params) -> dict:
               "(its R1.net is only +7%).",
         "R1.net": f"Same cause: RDMA_f gets the DM link's 10x bandwidth; the 2.2x software factor and 14 us per call "
                   f"(§IV-B) only outweigh it for the smallest objects (per app {min(net.values()):.2f}x-{max(net.values()):.2f}x).",
-        "R1.proto": f"Apta's protocol in software saves the version-check round trip of each of the {hits} cache hits "
+        "R1.proto": f"Apta's protocol in software saves the version-check round trip of each of the {hits} object cache hits ({phase_hits} get phases hit) "
                     f"(one 14 us call plus 2.2x a DM round trip each); against ms-long workflows that is "
                     f"{min(proto.values()):.2f}x-{max(proto.values()):.2f}x per app. The paper's applications are "
                     "evidently more hit- and latency-bound than our C functions.",
@@ -375,7 +510,7 @@ def explanations(A, params) -> dict:
                f"{128 * 64 * 8 / (2 * lk['dm_latency_ns']['value']):.0f} Gbps of line reads in flight, close to the link's "
                f"{lk['dm_bandwidth_gbps']['value']} Gbps, so bulk reads gain little."),
         "R3": (f"{cxl_mech} On top, CXL cached's puts with sharers wait for the line invalidation acks; {inv_puts} of our "
-               f"{all_puts} puts invalidate (Table IV), so R3 mostly follows R2's mechanisms (CXL cached also hits in its "
+               f"{all_puts} object puts invalidate (Table IV per object), so R3 mostly follows R2's mechanisms (CXL cached also hits in its "
                "caches like Apta)."),
         "R4": f"Jitter is drawn per message; CXL's line-granular transfers send thousands of messages on an ordered "
               f"link, so they see the running maximum of the jittered latencies: its mean makespan grows "
@@ -399,6 +534,146 @@ def explanations(A, params) -> dict:
     }
 
 
+def f4(t) -> str:
+    """Table IV counts as the paper prints them: gets (hit,miss) / puts (no inv,inv)."""
+    if not t:
+        return "-"
+    return (f"{t['gets']['hit'] + t['gets']['miss']} ({t['gets']['hit']},{t['gets']['miss']}) / "
+            f"{t['puts']['no_inv'] + t['puts']['inv']} ({t['puts']['no_inv']},{t['puts']['inv']})")
+
+
+def and_list(xs) -> str:
+    xs = list(xs)
+    return "none" if not xs else xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+
+def table_iv_section(A) -> list:
+    """Table IV in both units side by side, the paper's unit stated with the evidence for it."""
+    names, U = A["apps"], A["table_iv_unit"]
+    L = ["", "## Table IV: gets (hit, miss) and puts (no inv, with inv), in two units", "",
+         "Counted **per function phase**: an instance with a GET phase is one get, a hit when its server holds a current "
+         "copy of at least one object it reads; an instance with a PUT phase is one put, with invalidation when another "
+         "server holds a copy of an object it writes. Counted **per object**: every object got is one get (hit when "
+         "the server holds it), every object put one put (with invalidation when another server holds it). Same "
+         "schedules (the workflow files'), same caches; `workflow.table_iv(wf, unit=...)` and the simulated object "
+         "caches of every cached configuration (RDMA+FaaS, RDMA_f+FaaS, RDMA_f+Apta, CXL cached, Apta).", ""]
+    stated, pe, oe = U["stated"], U["phase_equal"], U["object_equal"]
+    differ = [a for a in stated if a not in oe]
+    if U["paper_unit"] == "phase":
+        L.append(f"**We conclude that the paper counts Table IV per function phase**, and the comparison with the paper uses "
+                 f"that unit (the column 'paper vs per phase' below, the Table IV row of the comparison above). "
+                 f"Evidence: counted per phase, the files' schedules give exactly the paper's counts for all {len(stated)} "
+                 f"workflows that state them ({and_list(stated)}), in the workflow model and in every cached configuration's "
+                 f"simulated caches; counted per object they give other counts for {and_list(differ)}"
+                 + (" (some of their GET or PUT phases get or put several objects)" if differ and set(differ) <= set(U["multi_object_phases"]) else "")
+                 + f" and the paper's only for {and_list(oe)}"
+                 + (" (every GET and PUT phase of theirs gets or puts one object, so the units coincide)."
+                    if oe and not set(oe) & set(U["multi_object_phases"]) else ".")
+                 + (f" Within the per-phase unit the hit rule matters too: a hit only when every object read is cached "
+                    f"(rule \"all\") would not give the paper's counts for {and_list(U['rule_all_differs'])}; "
+                    "the rule \"at least one object cached\" does." if U["rule_all_differs"] else ""))
+    elif U["paper_unit"] == "object":
+        L.append(f"The paper's counts equal the per-object counts for all {len(stated)} workflows that state them "
+                 f"({and_list(stated)}) and the per-phase counts only for {and_list(pe)}: the comparison uses per object.")
+    elif stated:
+        L.append(f"**Neither unit gives the paper's counts for every workflow**: per phase for {and_list(pe)}, "
+                 f"per object for {and_list(oe)} (of {and_list(stated)}).")
+    else:
+        L.append("No workflow file states the paper's counts (table_iv is optional): nothing to compare.")
+    L += ["", "| app | paper | per phase: workflow model | per phase: simulated (Apta) | per object: workflow model | "
+          "per object: simulated (Apta) | cached configs agree | paper vs per phase | paper vs per object |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    cmp = lambda e: "no paper counts" if e is None else "equal" if e else "**differs**"
+    for a in names:
+        t = A["table_iv"][a]
+        po = t["per_object"]
+        agree = all(v == t["sim"]["apta"] for v in t["sim"].values()) and all(v == po["sim"]["apta"] for v in po["sim"].values())
+        L.append(f"| {a} | {f4(t['paper'])} | {f4(t['workflow_py'])} | {f4(t['sim']['apta'])} | {f4(po['workflow_py'])} | "
+                 f"{f4(po['sim']['apta'])} | {'yes' if agree else 'no'} | {cmp(t['equal'])} | {cmp(po['equal'])} |")
+    return L
+
+
+def fmt_us(ns: float) -> str:
+    us = ns / 1e3
+    return f"{us:.3f}" if us < 1 else f"{us:.2f}" if us < 10 else f"{us:.1f}" if us < 1000 else f"{us:,.0f}"
+
+
+def fmt_ratio(r: float) -> str:
+    return f"{r:.2f}x" if r >= 0.995 else f"{r:.2g}x"
+
+
+def size_label(S: int) -> str:
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if S >= k and S % k == 0:
+            return f"{S // k} {unit}"
+    return f"{S:,} B"
+
+
+def bound_section(A, params) -> list:
+    """The bound table: simulated get/put time per configuration and object size against the
+    physical limit, and the RTL memory server's measured cycles at the stated clock."""
+    B = A["bounds"]
+    lk = B["links"]
+    labels = {c: params["configs"][c]["label"] for c in CONFIGS}
+    L = ["", "## Physical limit: get and put time against one round trip + size / link bandwidth", "",
+         "An object of S bytes cannot cross a link faster than one round trip plus S x 8 / bandwidth. Limit per "
+         "configuration from its link in `sim/params.json`: "
+         + "; ".join(f"{l.upper()} link {v['latency_ns']:g} ns one-way, {v['bandwidth_gbps']:g} Gbps "
+                     f"(used by {', '.join(labels[c] for c in CONFIGS if params['configs'][c]['link'] == l)})" for l, v in lk.items())
+         + ". Simulated: one get of an S-byte object no server caches (a miss: a hit has no remote transfer) and then one put "
+         "of an S-byte object no other server holds (no invalidation), on c1 with nothing else running, no compute, "
+         "each size a fresh run (`raw/bound/`). Ratio = time / limit; above 1 is the memory server (OTC, OSC, DDR4), the "
+         "68-byte flits, CXL's per-line requests and redo log, and the RDMA_f configurations' software factor and calls.", ""]
+    if B["rtl"]:
+        r = B["rtl"]
+        L.append(f"RTL: the memory server's measured cycles (`build/bench/ms.json`, variant {r['variant']}, "
+                 f"{min(r['lines'])}-{max(r['lines'])} lines measured; get = ObjGet accepted -> last ObjData, put = first PutLine "
+                 f"accepted -> PutCommit; its DRAM is a model RAM with no latency) at **{B['clock_ghz']:g} GHz** "
+                 f"(`memory_server.clock_ghz` of sim/params.json: {B['clock_source']}), over the DM link's limit: the memory "
+                 "server's own share of the bound, with the link's round trip and serialization excluded. "
+                 "Sizes between measured line counts are interpolated (†), beyond the largest extrapolated on the last two "
+                 f"rows (‡). Its largest measured get streams {r['get_gbps']:,.0f} Gbps ({r['get_lines_per_cycle']:g} "
+                 f"{'line' if r['get_lines_per_cycle'] == 1 else 'lines'} of {r['line_bytes']} B per cycle at {B['clock_ghz']:g} GHz), {r['get_gbps'] / lk['dm']['bandwidth_gbps']:.1f}x the DM link's "
+                 f"{lk['dm']['bandwidth_gbps']:g} Gbps, so for large objects its share of the bound tends to "
+                 f"{lk['dm']['bandwidth_gbps'] / r['get_gbps']:.3f}.")
+    else:
+        L.append(f"RTL: **not measured here**: {B['rtl_missing']}; the RTL column is empty.")
+    wf_rows = [r for r in B["rows"] if r["objects"]]
+    if wf_rows:
+        L += ["", f"Over the {sum(len(r['objects']) for r in wf_rows)} objects of the workflows "
+              f"({size_label(min(r['bytes'] for r in wf_rows))} to {size_label(max(r['bytes'] for r in wf_rows))}), "
+              "time / limit, min-max (geomean over the distinct sizes):", "",
+              "| configuration | get | put |", "|---|---|---|"]
+        def span(xs):
+            return f"{fmt_ratio(min(xs))}-{fmt_ratio(max(xs))} ({fmt_ratio(geomean(xs))})"
+        for c in CONFIGS:
+            L.append(f"| {labels[c]} | {span([r['get'][c]['ratio'] for r in wf_rows])} | {span([r['put'][c]['ratio'] for r in wf_rows])} |")
+        if B["rtl"]:
+            L.append(f"| RTL memory server at {B['clock_ghz']:g} GHz | {span([r['rtl']['get']['ratio'] for r in wf_rows])} | "
+                     f"{span([r['rtl']['put']['ratio'] for r in wf_rows])} |")
+    for op in ("get", "put"):
+        L += ["", f"### {op.capitalize()}: time in us and time / limit", "",
+              "| size | objects | " + " | ".join(f"limit {l.upper()} (us)" for l in lk) + " | "
+              + " | ".join(labels[c] for c in CONFIGS) + f" | RTL at {B['clock_ghz']:g} GHz |",
+              "|---|---|" + "---|" * (len(lk) + len(CONFIGS) + 1)]
+        for r in B["rows"]:
+            what = ", ".join(r["objects"]) + (f"{'; ' if r['objects'] else ''}({r['reference']})" if r["reference"] else "")
+            lims = []
+            for l in lk:
+                c = next(c for c in CONFIGS if params["configs"][c]["link"] == l)
+                lims.append(fmt_us(r["limit_ns"][c]))
+            cells = [f"{fmt_us(r[op][c]['ns'])} ({fmt_ratio(r[op][c]['ratio'])})" for c in CONFIGS]
+            if r["rtl"]:
+                x = r["rtl"]
+                mark = {"measured": "", "interpolated": " †", "extrapolated": " ‡"}[x["how"]]
+                t = f"{x[op]['ns']:.1f} ns" if x[op]["ns"] < 1000 else f"{fmt_us(x[op]['ns'])} us"
+                rtl = f"{x[op]['cycles']:,.0f} cyc = {t} ({fmt_ratio(x[op]['ratio'])}){mark}"
+            else:
+                rtl = "not measured (no ms.json)"
+            L.append(f"| {size_label(r['bytes'])} | {what} | " + " | ".join(lims) + " | " + " | ".join(cells) + f" | {rtl} |")
+    return L
+
+
 def report(A, params, args, files, wall) -> str:
     names = A["apps"]
     L = ["# Evaluation report (generated by sim/eval.py)", "",
@@ -413,6 +688,13 @@ def report(A, params, args, files, wall) -> str:
     for r in A["comparison"]:
         L.append(f"| {r['id']} | {r['what']} | {pct(r['paper'], r['id'])} | {pct(r['ours'], r['id'])} | {r['deviation_pp']:+.0f} pp | "
                  f"{'agrees' if r['agrees'] else '**deviates**'} |")
+    U = A["table_iv_unit"]
+    if U["stated"]:
+        u = U["paper_unit"] or "phase"
+        eq = U["phase_equal"] if u == "phase" else U["object_equal"]
+        L.append(f"| Table IV | gets (hit, miss), puts (no inv, inv), per {'function phase' if u == 'phase' else 'object'} "
+                 f"(the paper's unit, below) | {len(U['stated'])} apps | equal for {len(eq)} | | "
+                 f"{'agrees' if len(eq) == len(U['stated']) else '**deviates**'} |")
     L += ["", "## Fig. 8: speedup over RDMA without caching", "", "| app | " + " | ".join(params["configs"][c]["label"] for c in CONFIGS) + " |",
           "|---|" + "---|" * len(CONFIGS)]
     for a in names:
@@ -430,14 +712,8 @@ def report(A, params, args, files, wall) -> str:
         share = b["compute_ns"] / (b["get_ns"] + b["compute_ns"] + b["put_ns"])
         L.append(f"| {a} | {b['get_ns'] / 1e3:.1f} | {b['compute_ns'] / 1e3:.1f} | {b['put_ns'] / 1e3:.1f} | {b['makespan_ns'] / 1e3:.1f} | "
                  f"{x['get_ns'] / 1e3:.1f} | {x['compute_ns'] / 1e3:.1f} | {x['put_ns'] / 1e3:.1f} | {x['makespan_ns'] / 1e3:.1f} | {share * 100:.0f}% |")
-    L += ["", "## Table IV: gets (hit, miss) and puts (no inv, with inv), from the simulated object caches", "",
-          "| app | paper | workflow.table_iv | simulated (Apta) | all cached configs equal | |", "|---|---|---|---|---|---|"]
-    f4 = lambda t: f"{t['gets']['hit'] + t['gets']['miss']} ({t['gets']['hit']},{t['gets']['miss']}) / {t['puts']['no_inv'] + t['puts']['inv']} ({t['puts']['no_inv']},{t['puts']['inv']})"
-    for a in names:
-        t = A["table_iv"][a]
-        same = all(v == t["sim"]["apta"] for v in t["sim"].values())
-        L.append(f"| {a} | {f4(t['paper']) if t['paper'] else '-'} | {f4(t['workflow_py'])} | {f4(t['sim']['apta'])} | "
-                 f"{'yes' if same else 'no'} | {'no paper counts' if t['equal'] is None else 'equal' if t['equal'] else '**differs**'} |")
+    L += table_iv_section(A)
+    L += bound_section(A, params)
     L += ["", "## Fig. 10: Apta speedup over the baseline (geomean over apps)", ""]
     for key, unit in (("bandwidth_gbps", "Gbps"), ("latency_ns", "ns"), ("cpi", "CPI")):
         sw = A["sweeps"][key]
@@ -481,6 +757,8 @@ def main(argv=None):
     ap.add_argument("--jitter-runs", type=int, help="default: links.jitter_runs of params.json (50)")
     ap.add_argument("--params", default=PARAMS)
     ap.add_argument("--sim", default=SIM)
+    ap.add_argument("--ms-bench", default=MS_BENCH, help="the RTL memory server's get/put cycles (make bench); "
+                    "the bound table says so when it is missing")
     args = ap.parse_args(argv)
     args.traces = os.path.abspath(args.traces or os.path.join(ROOT, "build", "traces", args.size))
     args.out = os.path.abspath(args.out)
@@ -505,6 +783,13 @@ def main(argv=None):
     except (RuntimeError, workflow.WorkflowError, planlib.TraceMissing) as e:
         sys.exit(f"eval: error: {e} (nothing written to {os.path.relpath(args.out, ROOT)}/results.json)")
     A = analyse(res, params)
+    try:
+        sizes = bound_sizes(res, params)
+        log(f"bound: one get and one put alone, {len(sizes)} object sizes x {len(CONFIGS)} configurations")
+        ms, ms_why = bounds.load_ms_bench(args.ms_bench)
+        A["bounds"] = bound_table(sizes, bound_runs(args, sizes), params, ms, ms_why)
+    except RuntimeError as e:
+        sys.exit(f"eval: error: {e} (nothing written to {os.path.relpath(args.out, ROOT)}/results.json)")
     files = plots(A, params, args.out)
     wall = time.time() - t0
     results = {"traces": args.traces, "params": args.params, "jitter_runs": args.jitter_runs, "wall_s": wall,

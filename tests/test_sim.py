@@ -278,6 +278,34 @@ def test_table_iv_equals_the_paper_with_the_files_schedules(sim, tiny_traces, tm
         r = run(sim, plan, [{"name": "x", "config": c} for c in CACHED], tmp_path)
         for c in CACHED:
             assert r[f"x/{c}"]["table_iv"] == wf.table_iv == workflow.table_iv(wf), (a, c)
+            assert r[f"x/{c}"]["table_iv_objects"] == workflow.table_iv(wf, unit="object"), (a, c)
+
+
+def test_table_iv_both_units_from_the_simulated_caches(sim, tmp_path):
+    """The simulator counts Table IV per function phase ("table_iv") and per object
+    ("table_iv_objects"). Hand-made workflow (the one of test_workloads.py's
+    test_table_iv_both_units_on_a_small_workflow), every object 640 bytes:
+      f1 on c1 gets a, b (2 misses; the phase misses), puts x, y (2 no_inv; phase no_inv);
+      f2 on c2 gets x, a (2 misses; phase miss), puts z (no_inv);
+      f3 on c1 gets z (miss, only c2 has it) and b (hit: c1 got it in f1), so the phase hits
+        (one object cached); puts x (c2 holds it: inv) and w (no_inv), so the phase invalidates.
+    Per phase: gets 1 hit / 2 miss, puts 2 no_inv / 1 inv.
+    Per object: gets 1 hit / 5 miss, puts 4 no_inv / 1 inv."""
+    def t(name, reads, writes):
+        objs = [("get", o, 0x10000 * (k + 1), 640) for k, o in enumerate(reads)]
+        objs += [("put", o, 0x100000 + 0x10000 * k, 640) for k, o in enumerate(writes)]
+        return trace(tmp_path / f"{name}.0", ["& GET", "& COMPUTE", "@ 100,0,0,0", "& PUT", "& END"], objs)
+    insts = [inst("f1", 0, t("f1", "ab", "xy"), reads=["a", "b"], writes=["x", "y"]),
+             inst("f2", 1, t("f2", "xa", "z"), deps=[0], reads=["x", "a"], writes=["z"]),
+             inst("f3", 0, t("f3", "zb", "xw"), deps=[1], reads=["z", "b"], writes=["x", "w"])]
+    plan = {"app": "units", "objects": ["a", "b", "w", "x", "y", "z"], "instances": insts}
+    r = run(sim, plan, [{"name": "x", "config": c} for c in CACHED + ("rdma", "cxl_uncached")], tmp_path)
+    for c in CACHED:
+        assert r[f"x/{c}"]["table_iv"] == {"gets": {"hit": 1, "miss": 2}, "puts": {"no_inv": 2, "inv": 1}}, c
+        assert r[f"x/{c}"]["table_iv_objects"] == {"gets": {"hit": 1, "miss": 5}, "puts": {"no_inv": 4, "inv": 1}}, c
+    for c in ("rdma", "cxl_uncached"):   # no caching: every get misses, no put invalidates
+        assert r[f"x/{c}"]["table_iv"] == {"gets": {"hit": 0, "miss": 3}, "puts": {"no_inv": 3, "inv": 0}}, c
+        assert r[f"x/{c}"]["table_iv_objects"] == {"gets": {"hit": 0, "miss": 6}, "puts": {"no_inv": 5, "inv": 0}}, c
 
 
 def test_another_schedule_changes_table_iv(sim, tiny_traces, tmp_path):
@@ -340,17 +368,113 @@ def test_plan_with_unknown_object_or_config_is_rejected(sim, tmp_path):
     assert r.returncode == 1 and "unknown configuration 'cxl_magic'" in r.stderr
 
 
+# --- the physical limit (the report's bound table) ------------------------------------------------------
+# A hand-made ms.json in the shape tests/rtl/test_ms_bench.py writes: get = ObjGet accepted -> last
+# ObjData, put = first PutLine accepted -> PutCommit (cycles), for 1, 2 and 4 lines.
+FAKE_MS = {"variant": "fake", "linesPerObject": 4, "rows": [
+    {"lines": 1, "get_last_data": 11, "put_first_line_to_commit": 5},
+    {"lines": 2, "get_last_data": 12, "put_first_line_to_commit": 6},
+    {"lines": 4, "get_last_data": 14, "put_first_line_to_commit": 8}]}
+
+
+def test_bound_arithmetic(tmp_path):
+    from apta import bounds
+    # 2 MiB on the DM link: 2 x 500 ns + 2,097,152 B x 8 / 80 Gbps = 1000 + 209,715.2 = 210,715.2 ns
+    assert bounds.limit_ns(2 << 20, 500, 80) == pytest.approx(210715.2, rel=1e-12)
+    # 64 B on the RDMA link: 2 x 1500 ns + 512 bit / 8 Gbps = 3000 + 64 = 3064 ns
+    assert bounds.limit_ns(64, 1500, 8) == pytest.approx(3064.0, rel=1e-12)
+    # a 64-byte get of 1075.2 ns against 1006.4 ns (2 x 500 + 6.4): 1.068362...
+    assert bounds.ratio(1075.2, bounds.limit_ns(64, 500, 80)) == pytest.approx(1075.2 / 1006.4, rel=1e-12)
+    assert bounds.ratio(None, 1.0) is None
+    with pytest.raises(ValueError):
+        bounds.limit_ns(64, 500, 0)
+    # each configuration's link from sim/params.json
+    for c in PARAMS["configs"]:
+        if c == "about":
+            continue
+        link = PARAMS["configs"][c]["link"]
+        assert bounds.link_of(PARAMS, c) == (p("links", f"{link}_latency_ns"), p("links", f"{link}_bandwidth_gbps"))
+    assert bounds.link_of(PARAMS, "rdma")[1] < bounds.link_of(PARAMS, "apta")[1]
+    # the RTL's cycles: 64 B = 1 line, measured (11 / 5); 129 B = 3 lines, between the rows of 2 and
+    # 4 lines: (12 + 14) / 2 = 13, (6 + 8) / 2 = 7; 512 B = 8 lines, beyond 4: on the line through
+    # (2, 12) and (4, 14), slope 1 cycle/line: 14 + 4 = 18 and 8 + 4 = 12
+    assert bounds.rtl_cycles(FAKE_MS, 64, 64) == {"lines": 1, "get": 11, "put": 5, "how": "measured"}
+    assert bounds.rtl_cycles(FAKE_MS, 129, 64) == {"lines": 3, "get": 13, "put": 7, "how": "interpolated"}
+    assert bounds.rtl_cycles(FAKE_MS, 512, 64) == {"lines": 8, "get": 18, "put": 12, "how": "extrapolated"}
+    # an older ms.json without put_first_line_to_commit: the PutLines' span (4 lines at 0.5 per
+    # cycle: 8 cycles, the first to the last accepted 7 apart) + last PutLine -> PutCommit (5) = 12
+    old = {"rows": [{"lines": 4, "get_last_data": 14, "put_lines_per_cycle": 0.5, "put_last_line_to_commit": 5}]}
+    assert bounds.rtl_cycles(old, 256, 64)["put"] == pytest.approx(12)
+    # 11 cycles at 3 GHz = 3.667 ns, against the 64-byte DM limit of 1006.4 ns: 0.0036435
+    assert bounds.rtl_ns(11, 3.0) == pytest.approx(11 / 3)
+    assert bounds.ratio(bounds.rtl_ns(11, 3.0), 1006.4) == pytest.approx(0.0036435, rel=1e-4)
+    # a missing or malformed ms.json is reported, not raised
+    ms, why = bounds.load_ms_bench(str(tmp_path / "nothing.json"))
+    assert ms is None and "missing" in why and "make bench" in why
+    (tmp_path / "bad.json").write_text(json.dumps({"rows": [{"lines": 1}]}))
+    assert bounds.load_ms_bench(str(tmp_path / "bad.json"))[0] is None
+    (tmp_path / "ms.json").write_text(json.dumps(FAKE_MS))
+    assert bounds.load_ms_bench(str(tmp_path / "ms.json")) == (FAKE_MS, "")
+
+
+def test_bound_runs_are_link_arithmetic(sim, tmp_path):
+    """eval.py's bound runs: a lone get of an uncached object and a lone put take exactly the
+    simulator's link arithmetic (test_object_get_latency_is_link_arithmetic), and the RTL column
+    says so when ms.json is missing."""
+    import importlib
+    ev = importlib.import_module("eval")
+    args = type("Args", (), {"out": str(tmp_path), "sim": str(sim), "params": str(SIMDIR / "params.json")})()
+    n = 100
+    sizes = {n * 64: {"objects": ["t:x"], "reference": None}}
+    times = ev.bound_runs(args, sizes)
+    lat, bw, flit = p("links", "dm_latency_ns"), p("links", "dm_bandwidth_gbps"), p("links", "flit_bytes")
+    ms = (p("memory_server", "otc_lookup_cycles") + p("memory_server", "osc_translate_cycles")) / p("memory_server", "clock_ghz")
+    dram = p("dram", "controller_ns") + p("dram", "latency_ns")
+    get = flit * 8 / bw + lat + ms + dram + n * flit * 8 / bw + lat
+    assert times[n * 64]["apta"]["get_ns"] == pytest.approx(get, rel=1e-9)
+    # put: prepare + n lines up, OTC lookup, commit flit down
+    put = (n + 1) * flit * 8 / bw + lat + p("memory_server", "otc_lookup_cycles") / p("memory_server", "clock_ghz") + flit * 8 / bw + lat
+    assert times[n * 64]["apta"]["put_ns"] == pytest.approx(put, rel=1e-9)
+    B = ev.bound_table(sizes, times, PARAMS, None, "ms.json missing (test)")
+    row = B["rows"][0]
+    assert row["rtl"] is None and B["rtl_missing"] == "ms.json missing (test)"
+    assert row["get"]["apta"]["ratio"] == pytest.approx(get / (2 * lat + n * 64 * 8 / bw))
+    text = "\n".join(ev.bound_section({"bounds": B}, PARAMS))
+    assert "not measured here" in text and "ms.json missing (test)" in text and "not measured (no ms.json)" in text
+    B = ev.bound_table(sizes, times, PARAMS, FAKE_MS, "")
+    # 100 lines: beyond the fake's 4, extrapolated: get 14 + 96 = 110 cycles, at memory_server.clock_ghz
+    assert B["rows"][0]["rtl"]["get"]["cycles"] == pytest.approx(110)
+    assert B["rows"][0]["rtl"]["get"]["ns"] == pytest.approx(110 / p("memory_server", "clock_ghz"))
+    assert "‡" in "\n".join(ev.bound_section({"bounds": B}, PARAMS))
+
+
 # --- end to end --------------------------------------------------------------------------------------------
 def test_small_end_to_end_eval(sim, tiny_traces, tmp_path):
     out = tmp_path / "eval"
-    r = subprocess.run([sys.executable, str(SIMDIR / "eval.py"), "--traces", str(tiny_traces), "--apps", "phi,sentiment",
-                        "--jitter-runs", "3", "--out", str(out), "--sim", str(sim)], capture_output=True, text=True)
+    (tmp_path / "ms.json").write_text(json.dumps(FAKE_MS))
+    r = subprocess.run([sys.executable, str(SIMDIR / "eval.py"), "--traces", str(tiny_traces), "--apps", "phi,sentiment,video",
+                        "--jitter-runs", "3", "--out", str(out), "--sim", str(sim), "--ms-bench", str(tmp_path / "ms.json")],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr + r.stdout
     res = json.loads((out / "results.json").read_text())
-    assert all(res["table_iv"][a]["equal"] for a in ("phi", "sentiment"))
+    assert all(res["table_iv"][a]["equal"] for a in ("phi", "sentiment", "video"))
+    # Table IV in both units: per phase equals the paper's for all three, per object only for phi
+    # and sentiment (video's phases get and put several objects)
+    assert res["table_iv_unit"]["paper_unit"] == "phase"
+    assert res["table_iv_unit"]["object_equal"] == ["phi", "sentiment"]
+    assert res["table_iv"]["video"]["per_object"]["sim"]["apta"] == {"gets": {"hit": 5, "miss": 5}, "puts": {"no_inv": 6, "inv": 1}}
+    # the bound table: every object size of the three workflows and the reference sizes
+    rows = {b["bytes"]: b for b in res["bounds"]["rows"]}
+    assert {64, 4096, 2 << 20} <= set(rows)
+    assert all(b["get"]["apta"]["ratio"] > 1 and b["put"]["apta"]["ratio"] > 1 and b["rtl"] for b in rows.values())
     assert {c["id"] for c in res["comparison"]} >= {"R1", "R2", "R3", "R4", "R5", "R6", "R7.bw", "R7.lat", "R8"}
     fail = {f["config"]: f for f in res["failure"]["sentiment"]}
     assert fail["apta"]["completed"] and not fail["cxl_cached"]["completed"]
     report = (out / "REPORT.md").read_text()
     assert "Our numbers beside the paper's" in report and "Table IV" in report
+    assert "per phase: simulated (Apta)" in report and "per object: simulated (Apta)" in report
+    assert "We conclude that the paper counts Table IV per function phase" in report
+    assert "| video | 5 (2,3) / 6 (5,1) | 5 (2,3) / 6 (5,1) | 5 (2,3) / 6 (5,1) | 10 (5,5) / 7 (6,1) |" in report
+    assert "## Physical limit" in report and "### Get: time in us and time / limit" in report and "### Put:" in report
+    assert f"RTL at {p('memory_server', 'clock_ghz'):g} GHz" in report and "variant fake" in report
     assert "sentiment" in r.stdout and "apta" in r.stdout  # progress lines per workflow/config

@@ -10,7 +10,8 @@ or writes it.
 
     wf = workflow.load("workloads/workflows/phi.json")      # raises WorkflowError(file, field, msg)
     for inst in wf.instances(): ...                          # execution order
-    workflow.table_iv(wf)                                    # {"gets": {...}, "puts": {...}}
+    workflow.table_iv(wf)                                    # {"gets": {...}, "puts": {...}}, per function phase
+    workflow.table_iv(wf, unit="object")                     # the same schedule counted per object
 
 Rules checked (each error names the file and the field):
   * required fields present, no unknown fields, the right types;
@@ -296,16 +297,30 @@ def _ancestors(fns):
     return anc
 
 
-def table_iv(wf: Workflow, schedule: dict | None = None, rule: str = "any") -> dict:
+UNITS = ("phase", "object")
+
+
+def table_iv(wf: Workflow, schedule: dict | None = None, rule: str = "any", unit: str = "phase") -> dict:
     """The paper's Table IV counts for a schedule, by an object-granular cache model.
 
     Each compute server's cache holds every object version it got or put (caches are large
-    enough for a workflow; writes go through and the writer keeps its copy). A function instance
-    with a GET phase counts one get: a hit when its server holds (rule "any") at least one, or
-    (rule "all") every one of the objects it reads, else a miss. An instance with a PUT phase
-    counts one put: "inv" when another server holds a copy of an object it writes (those copies
-    are invalidated), else "no_inv". External inputs and outputs are not store operations.
+    enough for a workflow; writes go through and the writer keeps its copy). External inputs and
+    outputs are not store operations.
+
+    unit "phase" (the paper's unit: with the files' schedules it gives the paper's Table IV for all
+    six applications): a function instance with a GET phase counts one get, a hit when its server
+    holds (rule "any") at least one, or (rule "all") every one of the objects it reads, else a
+    miss; an instance with a PUT phase counts one put, "inv" when another server holds a copy of
+    an object it writes (those copies are invalidated), else "no_inv".
+
+    unit "object": every object an instance reads counts one get (a hit when its server holds
+    it), every object it writes one put ("inv" when another server holds a copy of it); `rule`
+    does not apply. The cache evolves exactly as in unit "phase".
     """
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
+    if rule not in ("any", "all"):
+        raise ValueError(f"rule must be 'any' or 'all', not {rule!r}")
     caches = {}
     gets = {"hit": 0, "miss": 0}
     puts = {"no_inv": 0, "inv": 0}
@@ -313,18 +328,31 @@ def table_iv(wf: Workflow, schedule: dict | None = None, rule: str = "any") -> d
         c = caches.setdefault(inst.server, set())
         if inst.reads:
             cached = [o in c for o in inst.reads]
-            hit = any(cached) if rule == "any" else all(cached)
-            gets["hit" if hit else "miss"] += 1
+            if unit == "object":
+                gets["hit"] += sum(cached)
+                gets["miss"] += len(cached) - sum(cached)
+            else:
+                hit = any(cached) if rule == "any" else all(cached)
+                gets["hit" if hit else "miss"] += 1
             c.update(inst.reads)
         if inst.writes:
-            inv = False
+            held = {o for s, other in caches.items() if s != inst.server for o in other & set(inst.writes)}
             for s, other in caches.items():
-                if s != inst.server and other & set(inst.writes):
-                    inv = True
+                if s != inst.server:
                     other -= set(inst.writes)
-            puts["inv" if inv else "no_inv"] += 1
+            if unit == "object":
+                n_inv = sum(o in held for o in inst.writes)
+                puts["inv"] += n_inv
+                puts["no_inv"] += len(inst.writes) - n_inv
+            else:
+                puts["inv" if held else "no_inv"] += 1
             c.update(inst.writes)
     return {"gets": gets, "puts": puts}
+
+
+def table_iv_units(wf: Workflow, schedule: dict | None = None, rule: str = "any") -> dict:
+    """Table IV in both units: {"phase": table_iv(..., unit="phase"), "object": ...}."""
+    return {u: table_iv(wf, schedule, rule, unit=u) for u in UNITS}
 
 
 def names(directory: str = WORKFLOW_DIR) -> list:
@@ -695,8 +723,8 @@ if __name__ == "__main__":
             print(f"error: {e}")
             bad += 1
             continue
-        got = table_iv(wf)
+        got, obj = table_iv(wf), table_iv(wf, unit="object")
         note = "" if wf.table_iv is None else ("matches Table IV" if got == wf.table_iv else f"Table IV says {wf.table_iv}")
         print(f"{wf.name}: {len(wf.functions)} functions, {len(wf.instances())} instances, "
-              f"gets {got['gets']}, puts {got['puts']} {note}")
+              f"per phase: gets {got['gets']}, puts {got['puts']} {note}; per object: gets {obj['gets']}, puts {obj['puts']}")
     sys.exit(1 if bad else 0)

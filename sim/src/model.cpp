@@ -219,6 +219,12 @@ json::Value RunResult::to_json(const Plan& plan) const {
   t["puts"]["no_inv"] = puts_no_inv;
   t["puts"]["inv"] = puts_inv;
   o["table_iv"] = t;
+  json::Value to = json::Value::object();
+  to["gets"]["hit"] = obj_gets_hit;
+  to["gets"]["miss"] = obj_gets_miss;
+  to["puts"]["no_inv"] = obj_puts_no_inv;
+  to["puts"]["inv"] = obj_puts_inv;
+  o["table_iv_objects"] = to;
   o["trace_events"] = (long long)events;
   o["line_accesses"] = (long long)line_accesses;
   o["l1_hits"] = (long long)l1_hits;

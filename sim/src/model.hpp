@@ -83,6 +83,8 @@ struct InstResult {
   int server = -1;
   double start = -1, end = -1, get_ns = 0, compute_ns = 0, put_ns = 0;
   bool get_hit = false, put_inv = false, has_get = false, has_put = false;
+  // Table IV per object (each object got / put counts once; the last execution's, like get_hit/put_inv)
+  int obj_get_hit = 0, obj_get_miss = 0, obj_put_no_inv = 0, obj_put_inv = 0;
   int restarts = 0;
 };
 
@@ -91,7 +93,8 @@ struct RunResult {
   bool completed = false;
   std::string stall;            // why the workflow did not finish
   double makespan_ns = 0, get_ns = 0, put_ns = 0, compute_ns = 0;
-  int gets_hit = 0, gets_miss = 0, puts_no_inv = 0, puts_inv = 0;
+  int gets_hit = 0, gets_miss = 0, puts_no_inv = 0, puts_inv = 0;               // Table IV per function phase
+  int obj_gets_hit = 0, obj_gets_miss = 0, obj_puts_no_inv = 0, obj_puts_inv = 0;  // Table IV per object
   uint64_t l1_hits = 0, l1_misses = 0, dram_lines = 0;  // compute-side replay (L2 misses go to DRAM)
   uint64_t events = 0, line_accesses = 0, messages = 0, stale_reads = 0, sim_events = 0, inv_timeouts = 0;
   double wall_s = 0, replay_s = 0;  // replay_s: CPU seconds in the L1/L2/DRAM replay loop

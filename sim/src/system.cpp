@@ -53,6 +53,7 @@ RunResult& System::finish() {
   }
   R.makespan_ns = R.get_ns = R.put_ns = R.compute_ns = 0;
   R.gets_hit = R.gets_miss = R.puts_no_inv = R.puts_inv = 0;
+  R.obj_gets_hit = R.obj_gets_miss = R.obj_puts_no_inv = R.obj_puts_inv = 0;
   for (size_t i = 0; i < runs_.size(); ++i) {
     auto& ir = R.inst[i];
     if (runs_[i].state != 2) continue;
@@ -60,6 +61,8 @@ RunResult& System::finish() {
     R.get_ns += ir.get_ns; R.put_ns += ir.put_ns; R.compute_ns += ir.compute_ns;
     if (ir.has_get) (ir.get_hit ? R.gets_hit : R.gets_miss)++;
     if (ir.has_put) (ir.put_inv ? R.puts_inv : R.puts_no_inv)++;
+    R.obj_gets_hit += ir.obj_get_hit; R.obj_gets_miss += ir.obj_get_miss;
+    R.obj_puts_no_inv += ir.obj_put_no_inv; R.obj_puts_inv += ir.obj_put_inv;
   }
   return R;
 }
@@ -111,6 +114,7 @@ void System::begin(int i, int s) {
   ir.start = now(); ir.server = s;
   ir.has_get = !plan_.instances[size_t(i)].reads.empty();
   ir.has_put = !plan_.instances[size_t(i)].writes.empty();
+  ir.obj_get_hit = ir.obj_get_miss = ir.obj_put_no_inv = ir.obj_put_inv = 0;  // a re-execution counts afresh
   r.t0 = now();
   get_next(i, r.gen);
 }
@@ -126,6 +130,7 @@ void System::get_next(int i, uint64_t gen) {
       if (!live(i, gen)) return;
       auto& rr = runs_[size_t(i)];
       rr.any_hit |= hit;
+      ++(hit ? R.inst[size_t(i)].obj_get_hit : R.inst[size_t(i)].obj_get_miss);
       set_slots(i, obj, "get", ver);
       ++rr.k;
       get_next(i, gen);
@@ -164,6 +169,7 @@ void System::put_next(int i, uint64_t gen) {
     do_put(i, gen, r.server, obj, ver, [this, i, gen](bool inv) {
       if (!live(i, gen)) return;
       runs_[size_t(i)].any_inv |= inv;
+      ++(inv ? R.inst[size_t(i)].obj_put_inv : R.inst[size_t(i)].obj_put_no_inv);
       ++runs_[size_t(i)].k;
       put_next(i, gen);
     });

@@ -5,8 +5,9 @@ anywhere). For L = 1, 2, 4, ..., linesPerObject: a get of an L-line object (tran
 warm: a first get of the object by another server before), measured from the cycle its ObjGet is
 accepted on the port to the first and to the last ObjData, and from the first DRAM read beat of
 the OSC (AXI id 1) to the first ObjData; lines per cycle out = L / (last - first ObjData + 1).
-A put of L lines (PutPrepare, then L PutLines back to back): cycles from the last PutLine accepted
-to the PutCommit leaving; lines per cycle in = L / (last - first PutLine accepted + 1).
+A put of L lines (PutPrepare, then L PutLines back to back): cycles from the last (and from the
+first) PutLine accepted to the PutCommit leaving; lines per cycle in = L / (last - first PutLine
+accepted + 1). sim/eval.py's bound table reads get_last_data and put_first_line_to_commit.
 Cycles are clock edges as the BFM samples them (tests/rtl/ms_bfm.py). Written to build/bench/ms.json.
 """
 from __future__ import annotations
@@ -84,6 +85,7 @@ if cocotb is not None:
                    "get_mem_first_beat_to_first_data": (rc[0] - rd[0]) if rd else None,
                    "get_lines_per_cycle": round(L / (rc[-1] - rc[0] + 1), 3),
                    "put_last_line_to_commit": pc[0] - pf[-1],
+                   "put_first_line_to_commit": pc[0] - pf[0],
                    "put_lines_per_cycle": round(L / (pf[-1] - pf[0] + 1), 3)}
             rows.append(row)
             dut._log.info("bench L=%d: %s", L, row)
