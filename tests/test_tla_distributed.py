@@ -2,7 +2,7 @@
 127.0.0.1 checks a default-suite model and finds the distinct states pinned from the single-process
 run; every socket it listens on is 127.0.0.1's; no TLC process outlives check.py (also when a
 worker fails, when the run times out, when check.py is killed); a bad worker list is refused at
-once. Linux (/proc). Each check.py run has its own build directory, which appears on the command
+once; the ssh path works end to end (a stand-in ssh). Linux (/proc). Each check.py run has its own build directory, which appears on the command
 line of every java process it starts: that is how the tests find them.
 """
 from __future__ import annotations
@@ -231,6 +231,36 @@ def test_failed_ssh_worker_fails_the_run(build, tmp_path):
     assert "worker 0 (127.0.0.2) exited (status 255) before the server finished" in out, out
     assert "Connection refused" in out and "ssh -tt -o BatchMode=yes" in out, out
     assert time.monotonic() - t0 < 60
+    assert_none_left(str(build))
+
+
+# drops ssh's options and the host and runs the remote command here, bound to 127.0.0.2 instead of
+# all interfaces, with the run's build directory on its command line (how the tests find it)
+STAND_IN_SSH = r"""#!/bin/sh
+while [ $# -gt 1 ]; do case "$1" in -o) shift 2;; -*) shift;; *) shift; break;; esac; done
+exec sh -c "$(printf '%s' "$1" | sed -e 's/ 0\.0\.0\.0 / 127.0.0.2 /' \
+                                   -e "s|^exec java |exec java -Dtest.run=$MARKER |")"
+"""
+
+
+def test_remote_worker_over_ssh(build, tmp_path):
+    """The ssh path end to end, with a stand-in `ssh` that runs the remote command here: the
+    worker "on" 127.0.0.2 (bound there instead of all interfaces) and a local one check the model."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ssh").write_text(STAND_IN_SSH)
+    (fake / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", MARKER=str(build))
+    base = free_port_base()
+    p, out, seen = run_watching(
+        check_cmd(build, "--only", MODEL, "--distributed-workers", "127.0.0.2,127.0.0.1",
+                  "--distributed-threads", "1", "--distributed-port", str(base)), str(build), env=env)
+    assert p.returncode == 0, out
+    rec = {r["name"]: r for r in json.loads((build / "s.json").read_text())}[MODEL]
+    assert rec["distinct_states"] == PINS[MODEL]["distinct_states"] and rec["pin"] == "match", rec
+    assert (build / "logs" / f"{MODEL}.worker0.out").read_text().startswith("ssh -tt ")
+    assert f"rmi://localhost:{base + 2}/0" in out and f"rmi://localhost:{base + 3}/0" in out, out
+    assert {(addr, port) for _, addr, port in seen} >= {("127.0.0.2", base + 2), ("127.0.0.1", base + 3)}
     assert_none_left(str(build))
 
 
