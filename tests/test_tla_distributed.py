@@ -264,6 +264,24 @@ def test_remote_worker_over_ssh(build, tmp_path):
     assert_none_left(str(build))
 
 
+def test_worker_that_never_registers_fails_the_run(build, tmp_path):
+    """A worker host that takes the ssh login but whose worker never reaches the server (a
+    firewall, say; here a stand-in `ssh` that just waits): the run fails after
+    --distributed-register-timeout instead of waiting forever, and the waiting ssh is stopped."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ssh").write_text('#!/bin/sh\nexec python3 -c "import time; time.sleep(600)" "$MARKER"\n')
+    (fake / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", MARKER=str(build))
+    base = free_port_base(3)
+    p, out, _ = run_watching(check_cmd(build, "--only", MODEL, "--distributed-workers", "127.0.0.2",
+                                       "--distributed-register-timeout", "3",
+                                       "--distributed-port", str(base)), str(build), env=env)
+    assert p.returncode == 1 and "fail on workers" in out, out
+    assert "no worker registered with the server within 3 s" in out, out
+    assert_none_left(str(build))
+
+
 def test_timeout_stops_server_and_workers(build):
     base = free_port_base()
     p, out, seen = run_watching(

@@ -457,7 +457,7 @@ def run_tlc(run: Run, java: list[str], spec_dir: Path, build: Path, workers: str
 # before; the other models are checked distributed.
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 TLC_PORT = 10997                       # TLC's own default registry port
-REGISTER_TIMEOUT = 120                 # seconds for the first worker to register with the server
+REGISTER_TIMEOUT = 120                 # default seconds for a worker to register with the server
 REPORT_INTERVAL = 30                   # seconds between the server's progress lines
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 HOST_SYNTAX = re.compile(rf"^(?:[A-Za-z0-9._-]+@)?{_LABEL}(?:\.{_LABEL})*$")
@@ -472,10 +472,7 @@ class Distributed:
     port: int                          # registry; PORT+1 server objects; PORT+2+i worker i
     threads: int | None                # threads per worker (None: the worker host's cores)
     classpath: str                     # jar:launcher directory (the same paths on every host)
-
-    @property
-    def local(self) -> bool:
-        return all(is_local(h) for h in self.workers)
+    register_timeout: int = REGISTER_TIMEOUT   # seconds for the first worker thread to register
 
 
 def bare_host(host: str) -> str:
@@ -612,7 +609,7 @@ def distributed_setup(hosts: list[str], args, jar: Path) -> Distributed | str:
         threads = max(1, (os.cpu_count() or 1) // len(hosts))
     launcher = ensure_launcher(jar)
     d = Distributed(hosts, server_host, bind, args.distributed_port, threads,
-                    f"{jar}{os.pathsep}{launcher}")
+                    f"{jar}{os.pathsep}{launcher}", args.distributed_register_timeout)
     print(f"check.py: distributed TLC: server {server_host}:{d.port} (listening on {bind}, ports "
           f"{d.port}-{d.port + 1}); {len(hosts)} worker(s): "
           + ", ".join(f"{h} (port {d.port + 2 + i})" for i, h in enumerate(hosts))
@@ -636,8 +633,8 @@ def distributed_unsupported(run: Run, temporal: list[str]) -> str | None:
 def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, d: Distributed,
                         timeout: int, progress=print) -> dict:
     """`run` on a TLC server with d.workers; the record as run_tlc's, plus "distributed" (the
-    hosts). Fails (error "workers") if no worker registers within REGISTER_TIMEOUT seconds or a
-    worker process ends before the server; every process started is stopped on return."""
+    hosts). Fails (error "workers") if no worker registers within d.register_timeout seconds or
+    a worker process ends before the server; every process started is stopped on return."""
     cfg_path, temporal = prepare_cfg(run, spec_dir, build)
     library = next(a for a in java if a.startswith("-DTLA-Library=")).split("=", 1)[1]
     # workers fetch the modules and the .cfg from the server by file name: build/cfg/ on its path
@@ -676,7 +673,7 @@ def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, 
         try:
             if error is None:
                 procs.append(("server", start(cmd, f, cwd=spec_dir), f))
-            seen, shown, ready_at, workers_started = 0, 0, None, False
+            shown, ready_at, workers_started = 0, None, False
             deadline = t0 + timeout
             while error is None:
                 server = procs[0][1]
@@ -704,14 +701,15 @@ def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, 
                         procs.append((f"worker {i} ({host})", start(wcmd, wf), wf))
                     progress(f"    [{elapsed()}] started {len(d.workers)} worker(s) on "
                              f"{', '.join(d.workers)}; server {d.server_host}:{d.port}", flush=True)
-                seen = out.count("Registration for worker")
+                registered = out.count("Registration for worker")     # one per worker thread
                 now = time.monotonic()
                 if now > deadline:
                     f.write(f"\ncheck.py: TLC timed out after {timeout} s\n")
                     rc, error = -1, "timeout"
                     break
-                if workers_started and seen == 0 and now - ready_at > REGISTER_TIMEOUT:
-                    note = f"no worker registered with the server within {REGISTER_TIMEOUT} s"
+                if workers_started and registered == 0 and now - ready_at > d.register_timeout:
+                    note = (f"no worker registered with the server within {d.register_timeout} s "
+                            f"(can the workers reach {d.server_host}:{d.port} and {d.port + 1}?)")
                     error = "workers"
                     break
                 gone = [(name, p) for name, p, _ in procs[1:] if p.poll() is not None]
@@ -897,6 +895,10 @@ def main(argv: list[str] | None = None) -> int:
     dist.add_argument("--distributed-port", metavar="PORT", type=int, default=TLC_PORT,
                       help=f"the server's RMI registry (default {TLC_PORT}); PORT+1 its objects, "
                            "PORT+2+i worker i's")
+    dist.add_argument("--distributed-register-timeout", metavar="SECONDS", type=int,
+                      default=REGISTER_TIMEOUT,
+                      help=f"fail a run when no worker has registered with the server this long after "
+                           f"they were started (default {REGISTER_TIMEOUT})")
     dist.add_argument("--distributed-threads", metavar="N", type=int, default=None,
                       help="threads per worker (default: cores / local workers for local ones, "
                            "the host's cores for remote ones)")
