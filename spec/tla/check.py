@@ -900,8 +900,8 @@ def main(argv: list[str] | None = None) -> int:
                       help=f"fail a run when no worker has registered with the server this long after "
                            f"they were started (default {REGISTER_TIMEOUT})")
     dist.add_argument("--distributed-threads", metavar="N", type=int, default=None,
-                      help="threads per worker (default: cores / local workers for local ones, "
-                           "the host's cores for remote ones)")
+                      help="threads per worker (default: this machine's cores divided among the "
+                           "workers when all are local, else each worker host's cores)")
     args = ap.parse_args(argv)
     if args.workers is None:
         args.workers = "1" if args.update_pins else "auto"
