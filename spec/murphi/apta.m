@@ -88,7 +88,10 @@ const
   REQ_DEPTH: 2 * (NUM_LINES + 1) + 2;   -- a retried put behind its dropped tail, plus Rejoin
   RSP_DEPTH: 3;
   MAX_PEND: MAX_PUTS + 1;               -- outstanding acks per (object, server): puts + 1 eviction
-  SNP_DEPTH: NUM_OBJECTS * MAX_PEND;
+  SNP_DEPTH: NUM_OBJECTS * MAX_PEND * (MAX_FAULTS + 1);   -- a fenced live server's BISnps stay
+                                        -- queued (and are ignored) while its next epochs' arrive:
+                                        -- one round per object per epoch without a crash
+                                        -- (found by evict_two_faults: eviction rounds, 2 faults)
   BIRSP_DEPTH: 2 * SNP_DEPTH;           -- acks of an old epoch may still be queued
 
 ------------------------------------------------------------------------------------------------
@@ -570,7 +573,8 @@ var e: Epoch;
 begin
   if EPOCH_MOD = 0 | MUTANT = M_EPOCH_WRAP_UNGUARDED then return true; end;
   e := NextEpoch(c);
-  return !(exists i: 0..REQ_DEPTH-1 do i < req[c].n & Stamped(req[c].q[i], e) end)
+  -- (the head of req is this Rejoin: it carries the epoch it leaves, which may be e)
+  return !(exists i: 1..REQ_DEPTH-1 do i < req[c].n & Stamped(req[c].q[i], e) end)
        & !(exists i: 0..RSP_DEPTH-1 do i < rsp[c].n & Stamped(rsp[c].q[i], e) end)
        & !(exists i: 0..SNP_DEPTH-1 do i < snp[c].n & Stamped(snp[c].q[i], e) end)
        & !(exists i: 0..BIRSP_DEPTH-1 do i < birsp[c].n & Stamped(birsp[c].q[i], e) end);
