@@ -451,7 +451,12 @@ def readme_tables(checks: dict, source: str) -> dict[str, str]:
         where = [f"`{c}`: {', '.join(f'`{m}`' for m in live[c][p])}" for c in configs if p in live.get(c, {})]
         dead = [f"`{c}`" for c in configs if p not in live.get(c, {})]
         combos.append(f"| `{p}` | {'; '.join(where) or '**none**'} | {', '.join(dead) or '-'} |")
-    return {"combinations": "\n".join(rows), "live": "\n".join(combos)}
+    import itertools
+    pairs = ["| features | configurations combining both |", "|---|---|"]
+    for (f, _), (g, _) in itertools.combinations(FEATURES, 2):
+        have = [f"`{c}`" for c in configs if {f, g} <= features_of(checks, c)]
+        pairs.append(f"| {f} + {g} | {', '.join(have) or '**none yet**'} |")
+    return {"combinations": "\n".join(rows), "live": "\n".join(combos), "pairs": "\n".join(pairs)}
 
 
 def _blocks(text: str) -> dict[str, re.Match]:
