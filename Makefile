@@ -252,7 +252,7 @@ test-long: rtl deps-rtl-sim qemu-image daemon runner
 	echo "test-long: RTL stress (1M ops); the six workflows in QEMU guests with a guest killed in every one, placed by the executor and by kube-scheduler with the Apta plugin (the daemon as its control plane)"
 
 rtl-mutants: rtl deps-rtl-sim
-	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_ms_mutants.py
+	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_core_epochs.py tests/rtl/test_ms_mutants.py
 
 # generated single-point mutants of the Verilog (tests/rtl/mutation.py): all of them, each through the
 # regression; results in build/bench/rtl-mutation.json, the table in rtl/README.md ("Mutation testing")

@@ -190,6 +190,13 @@ class Stress:
             c, o, ep = self.stale.pop(rng.randrange(len(self.stale)))
             if owner[set_of(self.p, o)] == "ack" and (sb.fenced[c] or ep != sb.epoch[c]):
                 acks.insert(rng.randrange(len(acks) + 1), core.ack_flit(c, ep, o))
+        if rng.random() < 0.05:                      # a zombie ack: an older epoch of a server that owes
+            owing = [(c, o) for o in self.objects for c in range(self.n)   # an ack for o in its current one
+                     if owner[set_of(self.p, o)] == "ack" and not sb.fenced[c] and sb.epoch[c] > 0
+                     and sb.e[o].pend[c] > 0]                # (ack.stale.owing: must not pay for it)
+            if owing:
+                c, o = rng.choice(owing)
+                acks.insert(rng.randrange(len(acks) + 1), core.ack_flit(c, sb.epoch[c] - 1, o))
         if rng.random() < 0.1:                       # an ack for nothing owed
             objs = [o for o in self.objects if owner[set_of(self.p, o)] == "ack"]
             if objs:
