@@ -1,0 +1,257 @@
+package controlplane
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Strict answer decoding: the plugin acts on an answer only if it is exactly one JSON value
+// with no duplicate keys at any depth, every field schema/controlplane.yaml marks required is
+// present (and not null), no server is listed twice, and the objects it speaks about are the
+// objects asked. Anything else is an error naming the field; the plugin then fails closed.
+// Unknown fields are allowed: the spec's answer schemas do not set additionalProperties: false.
+
+// Required fields of the answers, as schema/controlplane.yaml lists them (`required:`);
+// TestRequiredMatchesSpec keeps the two equal.
+var (
+	RequiredSchedulableAnswer = []string{"seq", "instance", "servers"}
+	RequiredServerState       = []string{"name", "live", "fenced", "epoch", "pending", "schedulable", "schedulableFor"}
+	RequiredChangeAnswer      = []string{"seq", "instance"}
+	RequiredObjectAnswer      = []string{"seq", "instance", "object", "version", "sharers"}
+)
+
+// MaxNesting bounds the depth of an answer's JSON (the schemas need 4).
+const MaxNesting = 16
+
+// AnswerError is a rejected answer; Field names the offending field ("" for the document).
+type AnswerError struct {
+	Field string
+	Msg   string
+}
+
+func (e *AnswerError) Error() string {
+	if e.Field == "" {
+		return "invalid answer: " + e.Msg
+	}
+	return "invalid answer: field " + e.Field + ": " + e.Msg
+}
+
+func answerErr(field, format string, a ...any) error {
+	return &AnswerError{Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+// CheckJSON accepts b only if it is exactly one JSON value (whitespace around it allowed),
+// nested at most MaxNesting deep, with no object holding the same key twice. encoding/json
+// alone would let the last duplicate win and would ignore nothing after a Decoder's value.
+func CheckJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := walkValue(dec, "", 0); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return answerErr("", "trailing data after the JSON value (at byte %d)", dec.InputOffset())
+	}
+	return nil
+}
+
+func walkValue(dec *json.Decoder, path string, depth int) error {
+	tok, err := dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			return answerErr(path, "unexpected end of the answer")
+		}
+		return answerErr(path, "malformed JSON: %v", err)
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	if depth >= MaxNesting {
+		return answerErr(path, "nested deeper than %d", MaxNesting)
+	}
+	switch d {
+	case '{':
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return answerErr(path, "malformed JSON: %v", err)
+			}
+			k, ok := kt.(string)
+			if !ok {
+				return answerErr(path, "malformed JSON: key %v is not a string", kt)
+			}
+			kp := k
+			if path != "" {
+				kp = path + "." + k
+			}
+			if seen[k] {
+				return answerErr(kp, "duplicate key")
+			}
+			seen[k] = true
+			if err := walkValue(dec, kp, depth+1); err != nil {
+				return err
+			}
+		}
+	case '[':
+		for i := 0; dec.More(); i++ {
+			if err := walkValue(dec, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return answerErr(path, "malformed JSON: %v", err)
+	}
+	return nil
+}
+
+// requirePresent checks that every name in required is a key of obj with a non-null value.
+func requirePresent(obj map[string]json.RawMessage, required []string, prefix string) error {
+	for _, k := range required {
+		v, ok := obj[k]
+		if !ok {
+			return answerErr(prefix+k, "required, missing")
+		}
+		if string(bytes.TrimSpace(v)) == "null" {
+			return answerErr(prefix+k, "required, null")
+		}
+	}
+	return nil
+}
+
+// decodeStrict checks b with CheckJSON, then that the top-level object has the required keys,
+// then decodes it into into.
+func decodeStrict(b []byte, required []string, into any) (map[string]json.RawMessage, error) {
+	if err := CheckJSON(b); err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil || top == nil {
+		return nil, answerErr("", "not a JSON object")
+	}
+	if err := requirePresent(top, required, ""); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, answerErr(te.Field, "%s where the spec wants %s", te.Value, te.Type)
+		}
+		return nil, answerErr("", "%v", err)
+	}
+	return top, nil
+}
+
+// DecodeSchedulableAnswer decodes and validates an answer of GET /v1/schedulable (or /v1/status,
+// asked = nil) for the objects asked: seq, instance (non-empty) and servers present; every
+// server entry with its required fields, a valid name, listed once; `objects` the asked set
+// (absent only when none was asked); `unknown`, `pendingFor` and `caches` only name asked objects.
+func DecodeSchedulableAnswer(b []byte, asked []string) (*SchedulableAnswer, error) {
+	var a SchedulableAnswer
+	top, err := decodeStrict(b, RequiredSchedulableAnswer, &a)
+	if err != nil {
+		return nil, err
+	}
+	var servers []map[string]json.RawMessage
+	if err := json.Unmarshal(top["servers"], &servers); err != nil {
+		return nil, answerErr("servers", "not an array of objects")
+	}
+	if a.Instance == "" {
+		return nil, answerErr("instance", "empty")
+	}
+	askedSet := make(map[string]bool, len(asked))
+	for _, o := range asked {
+		askedSet[o] = true
+	}
+	inAsked := func(field string, names []string) error {
+		for _, n := range names {
+			if !askedSet[n] {
+				return answerErr(field, "object %q was not asked for (asked: %s)", n, strings.Join(asked, ","))
+			}
+		}
+		return nil
+	}
+	// The echo of the asked objects: the same set, each once.
+	if len(asked) > 0 {
+		if _, ok := top["objects"]; !ok || a.Objects == nil {
+			return nil, answerErr("objects", "missing, but objects %s were asked", strings.Join(asked, ","))
+		}
+	}
+	seenObj := map[string]bool{}
+	for _, o := range a.Objects {
+		if seenObj[o] {
+			return nil, answerErr("objects", "object %q listed twice", o)
+		}
+		seenObj[o] = true
+	}
+	if err := inAsked("objects", a.Objects); err != nil {
+		return nil, err
+	}
+	for _, o := range asked {
+		if !seenObj[o] {
+			return nil, answerErr("objects", "asked object %q missing from the answer", o)
+		}
+	}
+	if err := inAsked("unknown", a.Unknown); err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(a.Servers))
+	for i, s := range servers {
+		p := fmt.Sprintf("servers[%d].", i)
+		if s == nil {
+			return nil, answerErr(p[:len(p)-1], "not an object")
+		}
+		if err := requirePresent(s, RequiredServerState, p); err != nil {
+			return nil, err
+		}
+		st := a.Servers[i]
+		if !ValidObjectName(st.Name) {
+			return nil, answerErr(p+"name", "%q is not a server name (1-253 characters of [A-Za-z0-9._-])", st.Name)
+		}
+		if seen[st.Name] {
+			return nil, answerErr(p+"name", "server %q listed twice", st.Name)
+		}
+		seen[st.Name] = true
+		pf := make([]string, 0, len(st.PendingFor))
+		for o := range st.PendingFor {
+			pf = append(pf, o)
+		}
+		sort.Strings(pf)
+		if err := inAsked(p+"pendingFor", pf); err != nil {
+			return nil, err
+		}
+		if err := inAsked(p+"caches", st.Caches); err != nil {
+			return nil, err
+		}
+	}
+	return &a, nil
+}
+
+// DecodeChangeAnswer decodes an answer of a state-changing call (seq and instance required).
+func DecodeChangeAnswer(b []byte) (ChangeAnswer, error) {
+	var a ChangeAnswer
+	if _, err := decodeStrict(b, RequiredChangeAnswer, &a); err != nil {
+		return ChangeAnswer{}, err
+	}
+	return a, nil
+}
+
+// DecodeObjectAnswer decodes an answer of GET /v1/objects/{object} for object obj.
+func DecodeObjectAnswer(b []byte, obj string) (*ObjectAnswer, error) {
+	var a ObjectAnswer
+	if _, err := decodeStrict(b, RequiredObjectAnswer, &a); err != nil {
+		return nil, err
+	}
+	if a.Object != obj {
+		return nil, answerErr("object", "answer for object %q, asked %q", a.Object, obj)
+	}
+	return &a, nil
+}
