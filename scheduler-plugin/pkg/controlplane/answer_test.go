@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -195,11 +197,7 @@ func TestClientTimesOut(t *testing.T) {
 // FuzzDecodeAnswer: the decoder never panics, and whatever it accepts re-encodes to an answer it
 // accepts again, decoding to the same value (acceptance means a well-formed answer).
 func FuzzDecodeAnswer(f *testing.F) {
-	f.Add([]byte(goodAnswer), "x,y")
-	f.Add([]byte(`{"seq":1,"instance":"i","servers":[]}`), "")
-	for _, p := range MalformedAnswers {
-		f.Add([]byte(p.Body), "x,y")
-	}
+	// Seeds: testdata/fuzz/FuzzDecodeAnswer/ (TestWriteFuzzSeeds keeps them in step with the probes).
 	f.Fuzz(func(t *testing.T, body []byte, objs string) {
 		ask, err := ParseObjects(objs)
 		if err != nil {
@@ -226,4 +224,35 @@ func FuzzDecodeAnswer(f *testing.F) {
 			t.Fatalf("re-encoding is not stable:\n%s\n%s", re, re2)
 		}
 	})
+}
+
+// TestWriteFuzzSeeds (APTA_WRITE_FUZZ_SEEDS=1) rewrites the committed seed corpus
+// testdata/fuzz/FuzzDecodeAnswer/ from the probes; otherwise it checks the corpus holds a seed
+// for every probe.
+func TestWriteFuzzSeeds(t *testing.T) {
+	dir := "testdata/fuzz/FuzzDecodeAnswer"
+	seeds := map[string][2]string{
+		"conforming":   {goodAnswer, "x,y"},
+		"overall":      {`{"seq":1,"instance":"i","servers":[]}`, ""},
+		"daemon-style": {`{"seq":12,"instance":"apta-memd-1-2","objects":["103"],"unknown":[],"servers":[{"name":"g0","live":true,"fenced":false,"epoch":3,"pending":0,"pendingFor":{},"pendingObjects":[],"pendingObjectsTruncated":false,"caches":["103"],"schedulable":true,"schedulableFor":true}]}`, "103"},
+	}
+	for _, p := range MalformedAnswers {
+		seeds["probe-"+strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(p.Name)] = [2]string{p.Body, "x,y"}
+	}
+	for name, s := range seeds {
+		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nstring(%q)\n", s[0], s[1])
+		path := filepath.Join(dir, name)
+		if os.Getenv("APTA_WRITE_FUZZ_SEEDS") != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != want {
+			t.Errorf("seed %s missing or stale (APTA_WRITE_FUZZ_SEEDS=1 go test -run TestWriteFuzzSeeds ./pkg/controlplane/ rewrites it)", path)
+		}
+	}
 }
