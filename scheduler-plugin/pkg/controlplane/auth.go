@@ -28,8 +28,9 @@ const (
 	// RoleComputeServer: a compute server's data-plane events (commit, cache, ack), for the
 	// server its token names only: a guest cannot ack for another server.
 	RoleComputeServer Role = "compute-server"
-	// RoleKubelet: reports function starts (POST /v1/invocations); for the server its token
-	// names, or any server if it names none.
+	// RoleKubelet: reports function starts (POST /v1/invocations) and, in the emulation, the
+	// gets and puts of the functions it runs (commit, cache; never acks); for the server its
+	// token names, or any server if it names none.
 	RoleKubelet Role = "kubelet"
 )
 
@@ -145,14 +146,18 @@ func forbidden(format string, a ...any) error {
 	return &statusError{http.StatusForbidden, fmt.Sprintf(format, a...)}
 }
 
-// allow checks that caller (nil: authentication off) has role; server, if not "", is the
-// compute server the call is about and must be the caller's if its token names one.
-func allow(c *Caller, role Role, server string) error {
+// allow checks that caller (nil: authentication off) has one of roles; server, if not "", is
+// the compute server the call is about and must be the caller's if its token names one.
+func allow(c *Caller, server string, roles ...Role) error {
 	if c == nil {
 		return nil
 	}
-	if c.Role != role {
-		return forbidden("caller %s (role %s) may not do this: role %s required", c.Name, c.Role, role)
+	ok := false
+	for _, r := range roles {
+		ok = ok || c.Role == r
+	}
+	if !ok {
+		return forbidden("caller %s (role %s) may not do this: role %s required", c.Name, c.Role, roles[0])
 	}
 	if c.Server != "" && server != c.Server {
 		return forbidden("caller %s acts for compute server %q only, not %q", c.Name, c.Server, server)

@@ -3,22 +3,17 @@ package controlplane
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apta/scheduler-plugin/pkg/controlplane/cptest"
 )
 
 const (
@@ -108,8 +103,8 @@ func TestAuthRoles(t *testing.T) {
 		{"add server", "POST", "/v1/servers", `{"server":"s9"}`, []string{tokFD}},
 		{"register object", "POST", "/v1/objects", `{"obj":5,"base":0,"size":1}`, []string{tokOM}},
 		{"ack for s1", "POST", "/v1/ack", `{"server":"s1","object":"x"}`, []string{tokS1}},
-		{"commit by s1", "POST", "/v1/commit", `{"server":"s1","object":"y"}`, []string{tokS1}},
-		{"cache by s2", "POST", "/v1/cache", `{"server":"s2","object":"x"}`, []string{tokS2}},
+		{"commit by s1", "POST", "/v1/commit", `{"server":"s1","object":"y"}`, []string{tokS1, tokKubelet}},
+		{"cache by s2", "POST", "/v1/cache", `{"server":"s2","object":"x"}`, []string{tokS2, tokKubelet}},
 		{"invocation on s2", "POST", "/v1/invocations", `{"pod":"p","server":"s2"}`, []string{tokKubelet}},
 	}
 	all := []string{tokReader, tokFD, tokOM, tokS1, tokS2, tokKubelet}
@@ -242,28 +237,13 @@ func TestHTTPServerTimeouts(t *testing.T) {
 	}
 }
 
-// testCA makes a CA and a server certificate for 127.0.0.1 signed by it.
-func testCA(t *testing.T) (caPEM []byte, cert tls.Certificate) {
+func testCA(t *testing.T) ([]byte, tls.Certificate) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "apta test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	caPEM, cert, err := cptest.NewCA()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "apta-controlplane"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return caPEM, cert
 }
 
 // TestTLS: a client trusting the test CA talks to the control plane over TLS; one trusting

@@ -466,7 +466,7 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	change("/v1/servers", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
-		if err := allow(c, RoleFailureDetector, ""); err != nil {
+		if err := allow(c, "", RoleFailureDetector); err != nil {
 			return ChangeAnswer{}, err
 		}
 		var req ServerRequest
@@ -476,7 +476,7 @@ func (s *Server) Handler() http.Handler {
 		return s.AddServer(req.Server)
 	})
 	change("/v1/objects", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
-		if err := allow(c, RoleObjectManager, ""); err != nil {
+		if err := allow(c, "", RoleObjectManager); err != nil {
 			return ChangeAnswer{}, err
 		}
 		var req ObjectRequest
@@ -500,13 +500,13 @@ func (s *Server) Handler() http.Handler {
 		return s.RegisterObject(*req.Obj, req.Valid == nil || *req.Valid == 1)
 	})
 	change("/v1/servers/{server}/fence", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
-		if err := allow(c, RoleFailureDetector, ""); err != nil {
+		if err := allow(c, "", RoleFailureDetector); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.Fence(r.PathValue("server"))
 	})
 	change("/v1/servers/{server}/rejoin", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
-		if err := allow(c, RoleFailureDetector, ""); err != nil {
+		if err := allow(c, "", RoleFailureDetector); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.Rejoin(r.PathValue("server"))
@@ -516,7 +516,7 @@ func (s *Server) Handler() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
 		}
-		if err := allow(c, RoleComputeServer, req.Server); err != nil {
+		if err := allow(c, req.Server, RoleComputeServer, RoleKubelet); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.Commit(req.Server, req.Object)
@@ -526,7 +526,7 @@ func (s *Server) Handler() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
 		}
-		if err := allow(c, RoleComputeServer, req.Server); err != nil {
+		if err := allow(c, req.Server, RoleComputeServer, RoleKubelet); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.Cache(req.Server, req.Object)
@@ -536,7 +536,7 @@ func (s *Server) Handler() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
 		}
-		if err := allow(c, RoleComputeServer, req.Server); err != nil {
+		if err := allow(c, req.Server, RoleComputeServer); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.Ack(req.Server, req.Object, req.Epoch, req.Count)
@@ -546,7 +546,7 @@ func (s *Server) Handler() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
 		}
-		if err := allow(c, RoleKubelet, req.Server); err != nil {
+		if err := allow(c, req.Server, RoleKubelet); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.Invoke(req)
