@@ -28,6 +28,8 @@ var (
 
 var asked = []string{"x", "y"}
 
+const daemonAnswer = `{"seq":12,"instance":"apta-memd-1-2","objects":["103"],"unknown":[],"servers":[{"name":"g0","live":true,"fenced":false,"epoch":3,"pending":0,"pendingFor":{},"pendingObjects":[],"pendingObjectsTruncated":false,"caches":["103"],"schedulable":true,"schedulableFor":true}]}`
+
 func TestDecodeSchedulableAnswer(t *testing.T) {
 	a, err := DecodeSchedulableAnswer([]byte(goodAnswer), asked)
 	if err != nil {
@@ -40,6 +42,11 @@ func TestDecodeSchedulableAnswer(t *testing.T) {
 	ok := strings.Replace(goodAnswer, `"objects":["x","y"]`, `"objects":["y","x"],"extra":{"a":1}`, 1)
 	if _, err := DecodeSchedulableAnswer([]byte(ok), asked); err != nil {
 		t.Fatalf("an answer with an extra field and the echo reordered is refused: %v", err)
+	}
+	// The memory-server daemon's shape (qemu-cxl/daemon/memd.cpp api_schedulable): empty
+	// pendingFor, explicit pendingObjectsTruncated.
+	if _, err := DecodeSchedulableAnswer([]byte(daemonAnswer), []string{"103"}); err != nil {
+		t.Fatalf("the daemon's answer is refused: %v", err)
 	}
 	// Overall (no objects asked): the echo may be absent.
 	if _, err := DecodeSchedulableAnswer([]byte(`{"seq":1,"instance":"i","servers":[]}`), nil); err != nil {
@@ -234,7 +241,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	seeds := map[string][2]string{
 		"conforming":   {goodAnswer, "x,y"},
 		"overall":      {`{"seq":1,"instance":"i","servers":[]}`, ""},
-		"daemon-style": {`{"seq":12,"instance":"apta-memd-1-2","objects":["103"],"unknown":[],"servers":[{"name":"g0","live":true,"fenced":false,"epoch":3,"pending":0,"pendingFor":{},"pendingObjects":[],"pendingObjectsTruncated":false,"caches":["103"],"schedulable":true,"schedulableFor":true}]}`, "103"},
+		"daemon-style": {daemonAnswer, "103"},
 	}
 	for _, p := range MalformedAnswers {
 		seeds["probe-"+strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(p.Name)] = [2]string{p.Body, "x,y"}
