@@ -9,9 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/apta/scheduler-plugin/pkg/controlplane/cptest"
 )
@@ -89,40 +92,90 @@ func state(cp *Server) string {
 	return string(b)
 }
 
-// TestAuthRoles: 401 without or with a bad token, 403 for a wrong role or another server's
-// token, and the state unchanged after every refused call; the right caller succeeds.
+// specRoles reads x-apta-roles of every operation of schema/controlplane.yaml (nil: any caller).
+func specRoles(t *testing.T) map[string][]Role {
+	t.Helper()
+	b, err := os.ReadFile("../../../schema/controlplane.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Roles       []Role `json:"x-apta-roles"`
+		} `json:"paths"`
+	}
+	if err := yaml.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]Role{}
+	for _, ops := range spec.Paths {
+		for _, op := range ops {
+			out[op.OperationID] = op.Roles
+		}
+	}
+	return out
+}
+
+// TestAuthRoles: 401 without or with a bad token, 403 for a role the spec's x-apta-roles does not
+// list (or a compute-server token of another server), the state unchanged after every refused
+// call; the callers the spec allows succeed. Every operation of the spec is called.
 func TestAuthRoles(t *testing.T) {
 	calls := []struct {
-		name, method, path, body string
-		allowed                  []string // tokens that may; every other one gets 403
+		op, method, path, body, server string
 	}{
-		{"status", "GET", "/v1/status", "", []string{tokReader, tokFD, tokOM, tokS1, tokS2, tokKubelet}},
-		{"schedulable", "GET", "/v1/schedulable?objects=x", "", []string{tokReader, tokFD, tokOM, tokS1, tokS2, tokKubelet}},
-		{"log", "GET", "/v1/log", "", []string{tokReader, tokFD, tokOM, tokS1, tokS2, tokKubelet}},
-		{"fence", "POST", "/v1/servers/s1/fence", "{}", []string{tokFD}},
-		{"add server", "POST", "/v1/servers", `{"server":"s9"}`, []string{tokFD}},
-		{"register object", "POST", "/v1/objects", `{"obj":5,"base":0,"size":1}`, []string{tokOM}},
-		{"ack for s1", "POST", "/v1/ack", `{"server":"s1","object":"x"}`, []string{tokS1}},
-		{"commit by s1", "POST", "/v1/commit", `{"server":"s1","object":"y"}`, []string{tokS1, tokKubelet}},
-		{"cache by s2", "POST", "/v1/cache", `{"server":"s2","object":"x"}`, []string{tokS2, tokKubelet}},
-		{"invocation on s2", "POST", "/v1/invocations", `{"pod":"p","server":"s2"}`, []string{tokKubelet}},
+		{"status", "GET", "/v1/status", "", ""},
+		{"schedulable", "GET", "/v1/schedulable?objects=x", "", ""},
+		{"object", "GET", "/v1/objects/x", "", ""},
+		{"log", "GET", "/v1/log", "", ""},
+		{"fence", "POST", "/v1/servers/s1/fence", "{}", ""},
+		{"rejoin", "POST", "/v1/servers/s1/rejoin", "{}", ""},
+		{"addServer", "POST", "/v1/servers", `{"server":"s9"}`, ""},
+		{"registerObject", "POST", "/v1/objects", `{"obj":5,"base":0,"size":1}`, ""},
+		{"ack", "POST", "/v1/ack", `{"server":"s1","object":"x"}`, "s1"},
+		{"commit", "POST", "/v1/commit", `{"server":"s1","object":"y"}`, "s1"},
+		{"cache", "POST", "/v1/cache", `{"server":"s2","object":"x"}`, "s2"},
+		{"invoke", "POST", "/v1/invocations", `{"pod":"p","server":"s2"}`, "s2"},
 	}
+	roles := specRoles(t)
+	byRole := map[Role][]string{RoleReader: {tokReader}, RoleFailureDetector: {tokFD}, RoleObjectManager: {tokOM}, RoleKubelet: {tokKubelet}}
 	all := []string{tokReader, tokFD, tokOM, tokS1, tokS2, tokKubelet}
+	covered := map[string]bool{}
 	for _, c := range calls {
-		t.Run(c.name, func(t *testing.T) {
+		covered[c.op] = true
+		t.Run(c.op, func(t *testing.T) {
+			rs, ok := roles[c.op]
+			if !ok {
+				t.Fatalf("operation %s not in the spec", c.op)
+			}
+			allowed := map[string]bool{}
+			if rs == nil {
+				for _, tok := range all {
+					allowed[tok] = true
+				}
+			}
+			for _, r := range rs {
+				for _, tok := range byRole[r] {
+					allowed[tok] = true
+				}
+				if r == RoleComputeServer {
+					allowed[map[string]string{"s1": tokS1, "s2": tokS2}[c.server]] = true
+				}
+			}
 			cp, ts := authWorld(t)
+			if c.op == "rejoin" {
+				if _, err := cp.Fence("s1"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			before := state(cp)
 			for _, tok := range []string{"", "wrong-token-0123456789", tokReader + "x"} {
 				if code := call(t, ts.URL, c.method, c.path, tok, c.body); code != 401 {
 					t.Fatalf("token %q: %d, want 401", tok, code)
 				}
 			}
-			ok := map[string]bool{}
-			for _, tok := range c.allowed {
-				ok[tok] = true
-			}
 			for _, tok := range all {
-				if ok[tok] {
+				if allowed[tok] {
 					continue
 				}
 				if code := call(t, ts.URL, c.method, c.path, tok, c.body); code != 403 {
@@ -132,15 +185,31 @@ func TestAuthRoles(t *testing.T) {
 			if after := state(cp); after != before {
 				t.Fatalf("a refused call changed the state:\n%s\n%s", before, after)
 			}
-			for _, tok := range c.allowed {
+			n := 0
+			for _, tok := range all {
+				if !allowed[tok] {
+					continue
+				}
+				n++
+				if c.op == "rejoin" && n > 1 {
+					break
+				}
 				if code := call(t, ts.URL, c.method, c.path, tok, c.body); code != 200 {
 					t.Fatalf("token %s: %d, want 200", tok[:6], code)
 				}
+			}
+			if n == 0 {
+				t.Fatal("no caller may make this call")
 			}
 			if c.method == "POST" && state(cp) == before {
 				t.Fatalf("the allowed call changed nothing")
 			}
 		})
+	}
+	for op := range roles {
+		if !covered[op] {
+			t.Errorf("operation %s of the spec is not called by this test", op)
+		}
 	}
 }
 
