@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,15 +128,49 @@ func requirePresent(obj map[string]json.RawMessage, required []string, prefix st
 	return nil
 }
 
+// jsonFields lists the JSON names of a struct type's fields.
+func jsonFields(v any) []string {
+	rt := reflect.TypeOf(v)
+	out := make([]string, 0, rt.NumField())
+	for i := 0; i < rt.NumField(); i++ {
+		out = append(out, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
+	}
+	return out
+}
+
+var (
+	fieldsSchedulableAnswer = jsonFields(SchedulableAnswer{})
+	fieldsServerState       = jsonFields(ServerState{})
+	fieldsChangeAnswer      = jsonFields(ChangeAnswer{})
+	fieldsObjectAnswer      = jsonFields(ObjectAnswer{})
+)
+
+// spelledExactly refuses a key that matches a field only case-insensitively: encoding/json
+// would decode {"fenced":true,"Fenced":false} into Fenced=false (the last match wins), past the
+// exact-key duplicate check.
+func spelledExactly(obj map[string]json.RawMessage, fields []string, prefix string) error {
+	for k := range obj {
+		for _, f := range fields {
+			if k != f && strings.EqualFold(k, f) { // Unicode simple folding: also ſ~s, K (Kelvin)~k
+				return answerErr(prefix+k, "differs from the spec's %q only in case", f)
+			}
+		}
+	}
+	return nil
+}
+
 // decodeStrict checks b with CheckJSON, then that the top-level object has the required keys,
 // then decodes it into into.
-func decodeStrict(b []byte, required []string, into any) (map[string]json.RawMessage, error) {
+func decodeStrict(b []byte, required, fields []string, into any) (map[string]json.RawMessage, error) {
 	if err := CheckJSON(b); err != nil {
 		return nil, err
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil || top == nil {
 		return nil, answerErr("", "not a JSON object")
+	}
+	if err := spelledExactly(top, fields, ""); err != nil {
+		return nil, err
 	}
 	if err := requirePresent(top, required, ""); err != nil {
 		return nil, err
@@ -156,7 +191,7 @@ func decodeStrict(b []byte, required []string, into any) (map[string]json.RawMes
 // (absent only when none was asked); `unknown`, `pendingFor` and `caches` only name asked objects.
 func DecodeSchedulableAnswer(b []byte, asked []string) (*SchedulableAnswer, error) {
 	var a SchedulableAnswer
-	top, err := decodeStrict(b, RequiredSchedulableAnswer, &a)
+	top, err := decodeStrict(b, RequiredSchedulableAnswer, fieldsSchedulableAnswer, &a)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +244,9 @@ func DecodeSchedulableAnswer(b []byte, asked []string) (*SchedulableAnswer, erro
 		if s == nil {
 			return nil, answerErr(p[:len(p)-1], "not an object")
 		}
+		if err := spelledExactly(s, fieldsServerState, p); err != nil {
+			return nil, err
+		}
 		if err := requirePresent(s, RequiredServerState, p); err != nil {
 			return nil, err
 		}
@@ -238,7 +276,7 @@ func DecodeSchedulableAnswer(b []byte, asked []string) (*SchedulableAnswer, erro
 // DecodeChangeAnswer decodes an answer of a state-changing call (seq and instance required).
 func DecodeChangeAnswer(b []byte) (ChangeAnswer, error) {
 	var a ChangeAnswer
-	if _, err := decodeStrict(b, RequiredChangeAnswer, &a); err != nil {
+	if _, err := decodeStrict(b, RequiredChangeAnswer, fieldsChangeAnswer, &a); err != nil {
 		return ChangeAnswer{}, err
 	}
 	return a, nil
@@ -247,7 +285,7 @@ func DecodeChangeAnswer(b []byte) (ChangeAnswer, error) {
 // DecodeObjectAnswer decodes an answer of GET /v1/objects/{object} for object obj.
 func DecodeObjectAnswer(b []byte, obj string) (*ObjectAnswer, error) {
 	var a ObjectAnswer
-	if _, err := decodeStrict(b, RequiredObjectAnswer, &a); err != nil {
+	if _, err := decodeStrict(b, RequiredObjectAnswer, fieldsObjectAnswer, &a); err != nil {
 		return nil, err
 	}
 	if a.Object != obj {

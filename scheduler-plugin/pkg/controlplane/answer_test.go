@@ -244,7 +244,13 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"daemon-style": {daemonAnswer, "103"},
 	}
 	for _, p := range MalformedAnswers {
-		seeds["probe-"+strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(p.Name)] = [2]string{p.Body, "x,y"}
+		name := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '-'
+		}, p.Name)
+		seeds["probe-"+name] = [2]string{p.Body, "x,y"}
 	}
 	for name, s := range seeds {
 		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\nstring(%q)\n", s[0], s[1])
