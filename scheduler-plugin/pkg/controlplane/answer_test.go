@@ -210,6 +210,9 @@ func FuzzDecodeAnswer(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if json.Valid(body) && fastCheck(body) != (slowCheck(body) == nil) {
+			t.Fatalf("fast and slow checks disagree on %q: fast %v, slow %v", body, fastCheck(body), slowCheck(body))
+		}
 		a, err := DecodeSchedulableAnswer(body, ask)
 		if err != nil {
 			var ae *AnswerError
@@ -268,4 +271,29 @@ func TestWriteFuzzSeeds(t *testing.T) {
 			t.Errorf("seed %s missing or stale (APTA_WRITE_FUZZ_SEEDS=1 go test -run TestWriteFuzzSeeds ./pkg/controlplane/ rewrites it)", path)
 		}
 	}
+}
+
+// BenchmarkDecodeAnswer: the strict decoder against plain json.Unmarshal, 100 servers.
+func BenchmarkDecodeAnswer(b *testing.B) {
+	cp := NewServer(nil)
+	for i := 0; i < 100; i++ {
+		_, _ = cp.AddServer(fmt.Sprintf("s%d", i))
+		_, _ = cp.Commit(fmt.Sprintf("s%d", i), fmt.Sprintf("o%d", i))
+	}
+	body, _ := json.Marshal(cp.Schedulable([]string{"o1", "o2"}))
+	b.Run("strict", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := DecodeSchedulableAnswer(body, []string{"o1", "o2"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			var a SchedulableAnswer
+			if err := json.Unmarshal(body, &a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
