@@ -50,12 +50,36 @@ func answerErr(field, format string, a ...any) error {
 // CheckJSON accepts b only if it is exactly one JSON value (whitespace around it allowed),
 // nested at most MaxNesting deep, with no object holding the same key twice. encoding/json
 // alone would let the last duplicate win and would ignore nothing after a Decoder's value.
-func CheckJSON(b []byte) error {
-	if json.Valid(b) && fastCheck(b) {
+func CheckJSON(b []byte) error { return checkJSON(b, nil) }
+
+func checkJSON(b []byte, c *collected) error {
+	if json.Valid(b) && fastCheck(b, c) {
 		return nil
 	}
 	// Slow path, on bad input only: the token walk finds the same fault and names its field.
-	return slowCheck(b)
+	if err := slowCheck(b); err != nil {
+		return err
+	}
+	return answerErr("", "the key scan and the token walk disagree") // FuzzDecodeAnswer: never
+}
+
+// keySet is the keys of one JSON object, with whether each one's value is null.
+type keySet struct {
+	keys []string
+	null []bool
+}
+
+func (k *keySet) add(key string, null bool) {
+	k.keys = append(k.keys, key)
+	k.null = append(k.null, null)
+}
+
+// collected is what fastCheck records of an answer's shape: the top-level object's keys and
+// those of every object in its "servers" array.
+type collected struct {
+	topObject bool
+	top       keySet
+	servers   []keySet
 }
 
 // slowCheck is CheckJSON by a json.Decoder token walk (FuzzDecodeAnswer: it agrees with fastCheck).
@@ -73,9 +97,17 @@ func slowCheck(b []byte) error {
 
 // fastCheck reports whether b, known to be one valid JSON value, nests at most MaxNesting
 // deep and holds no object with a key twice (keys compared unescaped).
-func fastCheck(b []byte) bool {
+func fastCheck(b []byte, c *collected) bool {
+	const (
+		other = iota
+		topObj
+		serversArr
+		serverObj
+	)
 	type frame struct {
 		obj, keyNext bool
+		role         int
+		lastKey      string
 		few          []string // keys while few; then many
 		many         map[string]struct{}
 	}
@@ -86,7 +118,20 @@ func fastCheck(b []byte) bool {
 			if len(stack) >= MaxNesting {
 				return false
 			}
-			stack = append(stack, frame{obj: b[i] == '{', keyNext: b[i] == '{'})
+			f := frame{obj: b[i] == '{', keyNext: b[i] == '{'}
+			if c != nil {
+				n := len(stack)
+				switch {
+				case n == 0 && f.obj:
+					f.role, c.topObject = topObj, true
+				case n > 0 && !f.obj && stack[n-1].role == topObj && stack[n-1].lastKey == "servers":
+					f.role = serversArr
+				case n > 0 && f.obj && stack[n-1].role == serversArr:
+					f.role = serverObj
+					c.servers = append(c.servers, keySet{})
+				}
+			}
+			stack = append(stack, f)
 		case '}', ']':
 			stack = stack[:len(stack)-1]
 		case ',':
@@ -109,6 +154,20 @@ func fastCheck(b []byte) bool {
 				if esc {
 					if json.Unmarshal(b[i:j+1], &k) != nil {
 						return false
+					}
+				}
+				if c != nil && (top.role == topObj || top.role == serverObj) {
+					top.lastKey = k
+					v := j + 1
+					for b[v] != ':' {
+						v++
+					}
+					for v++; b[v] == ' ' || b[v] == '\t' || b[v] == '\n' || b[v] == '\r'; v++ {
+					}
+					if top.role == topObj {
+						c.top.add(k, b[v] == 'n')
+					} else {
+						c.servers[len(c.servers)-1].add(k, b[v] == 'n')
 					}
 				}
 				if top.many != nil {
@@ -190,13 +249,16 @@ func walkValue(dec *json.Decoder, path string, depth int) error {
 }
 
 // requirePresent checks that every name in required is a key of obj with a non-null value.
-func requirePresent(obj map[string]json.RawMessage, required []string, prefix string) error {
+func requirePresent(obj keySet, required []string, prefix string) error {
 	for _, k := range required {
-		v, ok := obj[k]
-		if !ok {
+		i := 0
+		for i < len(obj.keys) && obj.keys[i] != k {
+			i++
+		}
+		if i == len(obj.keys) {
 			return answerErr(prefix+k, "required, missing")
 		}
-		if string(bytes.TrimSpace(v)) == "null" {
+		if obj.null[i] {
 			return answerErr(prefix+k, "required, null")
 		}
 	}
@@ -223,8 +285,8 @@ var (
 // spelledExactly refuses a key that matches a field only case-insensitively: encoding/json
 // would decode {"fenced":true,"Fenced":false} into Fenced=false (the last match wins), past the
 // exact-key duplicate check.
-func spelledExactly(obj map[string]json.RawMessage, fields []string, prefix string) error {
-	for k := range obj {
+func spelledExactly(obj keySet, fields []string, prefix string) error {
+	for _, k := range obj.keys {
 		for _, f := range fields {
 			if k != f && strings.EqualFold(k, f) { // Unicode simple folding: also ſ~s, K (Kelvin)~k
 				return answerErr(prefix+k, "differs from the spec's %q only in case", f)
@@ -236,18 +298,18 @@ func spelledExactly(obj map[string]json.RawMessage, fields []string, prefix stri
 
 // decodeStrict checks b with CheckJSON, then that the top-level object has the required keys,
 // then decodes it into into.
-func decodeStrict(b []byte, required, fields []string, into any) (map[string]json.RawMessage, error) {
-	if err := CheckJSON(b); err != nil {
+func decodeStrict(b []byte, required, fields []string, into any) (*collected, error) {
+	c := &collected{}
+	if err := checkJSON(b, c); err != nil {
 		return nil, err
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(b, &top); err != nil || top == nil {
+	if !c.topObject {
 		return nil, answerErr("", "not a JSON object")
 	}
-	if err := spelledExactly(top, fields, ""); err != nil {
+	if err := spelledExactly(c.top, fields, ""); err != nil {
 		return nil, err
 	}
-	if err := requirePresent(top, required, ""); err != nil {
+	if err := requirePresent(c.top, required, ""); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(b, into); err != nil {
@@ -257,7 +319,7 @@ func decodeStrict(b []byte, required, fields []string, into any) (map[string]jso
 		}
 		return nil, answerErr("", "%v", err)
 	}
-	return top, nil
+	return c, nil
 }
 
 // DecodeSchedulableAnswer decodes and validates an answer of GET /v1/schedulable (or /v1/status,
@@ -270,9 +332,9 @@ func DecodeSchedulableAnswer(b []byte, asked []string) (*SchedulableAnswer, erro
 	if err != nil {
 		return nil, err
 	}
-	var servers []map[string]json.RawMessage
-	if err := json.Unmarshal(top["servers"], &servers); err != nil {
-		return nil, answerErr("servers", "not an array of objects")
+	servers := top.servers
+	if len(servers) != len(a.Servers) {
+		return nil, answerErr("servers", "an entry is not an object")
 	}
 	if a.Instance == "" {
 		return nil, answerErr("instance", "empty")
@@ -291,7 +353,7 @@ func DecodeSchedulableAnswer(b []byte, asked []string) (*SchedulableAnswer, erro
 	}
 	// The echo of the asked objects: the same set, each once.
 	if len(asked) > 0 {
-		if _, ok := top["objects"]; !ok || a.Objects == nil {
+		if a.Objects == nil {
 			return nil, answerErr("objects", "missing, but objects %s were asked", strings.Join(asked, ","))
 		}
 	}
@@ -316,9 +378,6 @@ func DecodeSchedulableAnswer(b []byte, asked []string) (*SchedulableAnswer, erro
 	seen := make(map[string]bool, len(a.Servers))
 	for i, s := range servers {
 		p := fmt.Sprintf("servers[%d].", i)
-		if s == nil {
-			return nil, answerErr(p[:len(p)-1], "not an object")
-		}
 		if err := spelledExactly(s, fieldsServerState, p); err != nil {
 			return nil, err
 		}
