@@ -74,7 +74,7 @@ deps-rtl:
 
 deps-rtl-sim: venv $(VENV)/.stamp-rtl
 $(VENV)/.stamp-rtl: requirements-rtl.txt $(VENV)/.stamp
-	@$(APT) g++ make
+	@$(APT) g++ make nlohmann-json3-dev
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-rtl.txt
 	touch $@
 
@@ -204,7 +204,7 @@ qemu-image:
 	nice -n 10 python3 qemu-cxl/image.py
 
 daemon: rtl deps-rtl-sim
-	@$(APT) g++ make
+	@$(APT) g++ make nlohmann-json3-dev
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
 # The guest-side function runner: the 26 workflow functions on the guest library (qemu-cxl/JOBS.md)
