@@ -1,0 +1,145 @@
+"""The daemon's HTTP layer (issue 16, "a daemon no client can stall"; qemu-cxl/daemon/http.cpp):
+every malformed request gets its 4xx and changes nothing, and clients that never read their
+answers plus 100 idle connections neither slow the ring path nor stop the API.
+
+Host only (no QEMU): the daemon on a region file, Python guests heartbeating (qemu-cxl/harness.py),
+raw sockets for the requests no well-behaved client library would send."""
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+
+import pytest
+
+import stall
+from harness import ROOT, Rack
+
+
+@pytest.fixture
+def rack(exe, schema, tmp_path):
+    r = Rack(exe, schema, tmp_path)
+    try:
+        yield r
+    finally:
+        log = r.close()
+        sys.stderr.write(log[-3000:])
+    assert r.proc.returncode == 0, log
+
+
+def req(method: str, path: str, body: bytes | None = None, headers: str = "") -> bytes:
+    cl = f"Content-Length: {len(body)}\r\n" if body is not None else ""
+    return f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}{cl}\r\n".encode() + (body or b"")
+
+
+def post_obj(body: str) -> bytes:
+    return req("POST", "/v1/objects", body.encode(), "Content-Type: application/json\r\n")
+
+
+# (what, raw request, expected status, a word the error names)
+MALFORMED = [
+    ("garbage request line", b"GARBAGE\r\n\r\n", 400, "request line"),
+    ("four-part request line", b"GET /v1/status HTTP/1.1 x\r\n\r\n", 400, "request line"),
+    ("lower-case method", b"get /v1/status HTTP/1.1\r\n\r\n", 400, "method"),
+    ("absolute-form target", b"GET http://x/v1/status HTTP/1.1\r\n\r\n", 400, "target"),
+    ("HTTP/2.0", b"GET /v1/status HTTP/2.0\r\n\r\n", 400, "version"),
+    ("header without colon", b"GET /v1/status HTTP/1.1\r\nHost 1\r\n\r\n", 400, "header"),
+    ("obs-fold header", b"GET /v1/status HTTP/1.1\r\nHost: a\r\n b\r\n\r\n", 400, "header"),
+    ("Content-Length -1", post_obj("{}").replace(b"Content-Length: 2", b"Content-Length: -1"), 400, "Content-Length"),
+    ("Content-Length 2^64-1", post_obj("{}").replace(b"Content-Length: 2", b"Content-Length: 18446744073709551615"), 400, "Content-Length"),
+    ("Content-Length 2^64", post_obj("{}").replace(b"Content-Length: 2", b"Content-Length: 18446744073709551616"), 400, "Content-Length"),
+    ("Content-Length +2", post_obj("{}").replace(b"Content-Length: 2", b"Content-Length: +2"), 400, "Content-Length"),
+    ("Content-Length 2abc", post_obj("{}").replace(b"Content-Length: 2", b"Content-Length: 2abc"), 400, "Content-Length"),
+    ("two Content-Lengths", post_obj("{}").replace(b"Content-Length: 2", b"Content-Length: 2\r\nContent-Length: 2"), 400, "Content-Length"),
+    ("chunked body", b"POST /v1/objects HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501, "Transfer-Encoding"),
+    ("body of 1 MB", b"POST /v1/objects HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 70000, 413, "body"),
+    ("header of 9 KB", b"GET /v1/status HTTP/1.1\r\nX-Pad: " + b"a" * 9000 + b"\r\n\r\n", 431, "header"),
+    ("100 header lines", b"GET /v1/status HTTP/1.1\r\n" + b"X-A: 1\r\n" * 100 + b"\r\n", 431, "header"),
+    ("unknown route", req("GET", "/v1/nothing"), 404, "no such endpoint"),
+    ("emulation-only route", req("POST", "/v1/commit", b"{}"), 404, "no such endpoint"),
+    ("GET on POST /v1/objects", req("GET", "/v1/objects"), 405, "not allowed"),
+    ("POST on GET /v1/status", req("POST", "/v1/status", b""), 405, "not allowed"),
+    ("GET on fence", req("GET", "/v1/servers/cs0/fence"), 405, "not allowed"),
+    ("DELETE an object", req("DELETE", "/v1/objects/5"), 405, "not allowed"),
+    ("`true` as obj", post_obj('{"obj": true, "base": 4096, "size": 8}'), 400, "obj"),
+    ("string as size", post_obj('{"obj": 5, "base": 4096, "size": "8"}'), 400, "size"),
+    ("float as base", post_obj('{"obj": 5, "base": 4096.0, "size": 8}'), 400, "base"),
+    ("negative base", post_obj('{"obj": 5, "base": -4096, "size": 8}'), 400, "base"),
+    ("obj 2^64", post_obj('{"obj": 18446744073709551616, "base": 4096, "size": 8}'), 400, "obj"),
+    ("obj beyond the id width", post_obj('{"obj": 4294967296, "base": 4096, "size": 8}'), 400, "obj"),
+    ("size 65536", post_obj('{"obj": 5, "base": 4096, "size": 65536}'), 400, "size"),
+    ("valid 2", post_obj('{"obj": 5, "base": 4096, "size": 8, "valid": 2}'), 400, "valid"),
+    ("valid true", post_obj('{"obj": 5, "base": 4096, "size": 8, "valid": true}'), 400, "valid"),
+    ("duplicate key obj", post_obj('{"obj": 5, "obj": 6, "base": 4096, "size": 8}'), 400, "duplicate key obj"),
+    ("duplicate key, same value", post_obj('{"obj": 5, "base": 4096, "size": 8, "size": 8}'), 400, "duplicate key size"),
+    ("unknown field", post_obj('{"obj": 5, "base": 4096, "size": 8, "color": 1}'), 400, "unknown field color"),
+    ("missing size", post_obj('{"obj": 5, "base": 4096}'), 400, "missing field size"),
+    ("array body", post_obj('[5, 4096, 8]'), 400, "JSON object"),
+    ("not JSON", post_obj('obj=5&base=4096&size=8'), 400, "not JSON"),
+    ("trailing garbage", post_obj('{"obj": 5, "base": 4096, "size": 8} x'), 400, "not JSON"),
+    ("invalid UTF-8", req("POST", "/v1/objects", b'{"obj": 5, "base": 4096, "size": 8, "\xff": 1}'), 400, "not JSON"),
+    ("empty body", req("POST", "/v1/objects", b""), 400, "not JSON"),
+    ("unknown server", req("POST", "/v1/servers/cs9/fence", b""), 400, "unknown server"),
+    ("bad percent-escape", req("GET", "/v1/objects/%zz"), 400, "percent"),
+]
+
+
+def state(rack: Rack) -> tuple:
+    """What a malformed request must not change: seq (advanced by every change), the servers'
+    fenced bits and epochs, and whether objects 5 and 6 exist."""
+    code, ans, _ = stall.get(rack.port, "/v1/status")
+    assert code == 200, ans
+    objs = tuple(stall.get(rack.port, f"/v1/objects/{o}")[0] for o in (5, 6))
+    return ans["seq"], tuple((s["fenced"], s["epoch"]) for s in ans["servers"]), objs
+
+
+def test_malformed_requests_get_their_4xx_and_change_nothing(rack):
+    before = state(rack)
+    assert before[2] == (404, 404)
+    for what, raw, code, word in MALFORMED:
+        got, ans, dt = stall.http(rack.port, raw)
+        assert got == code, (what, got, ans)
+        assert isinstance(ans, dict) and word in ans["error"], (what, ans)
+        assert dt < 1.5, (what, dt)
+    assert state(rack) == before
+    # a 405 names what is allowed
+    with socket.create_connection(("127.0.0.1", rack.port), timeout=5) as s:
+        s.sendall(req("GET", "/v1/objects"))
+        head = s.recv(4096).split(b"\r\n\r\n")[0]
+    assert b"\r\nAllow: POST" in head, head
+    # the well-formed request still works and is the only change
+    code, ans, _ = stall.http(rack.port, post_obj('{"obj": 5, "base": 4096, "size": 8}'))
+    assert code == 200, ans
+    assert state(rack)[2] == (200, 404)
+
+
+def test_slow_and_idle_requests_get_408(rack):
+    """A request not complete within the read timeout (2 s) is answered 408 and closed; so is a
+    connection that sends nothing."""
+    for partial in (b"GET /v1/status HTTP/1.1\r\nHost: 1\r\n", b""):
+        with socket.create_connection(("127.0.0.1", rack.port), timeout=10) as s:
+            t0 = time.monotonic()
+            s.sendall(partial)
+            ans = b""
+            while (b := s.recv(4096)):
+                ans += b
+            dt = time.monotonic() - t0
+        assert ans.startswith(b"HTTP/1.1 408 "), ans
+        assert 1.5 < dt < 4.0, dt
+        assert "not complete" in json.loads(ans.split(b"\r\n\r\n", 1)[1])["error"]
+
+
+def test_non_readers_and_idle_connections_do_not_stall_the_rings(rack):
+    """Four clients that never read their (~30 KB) answers and 100 idle connections: ring gets/s
+    stay within a loose bound of the unloaded runs on either side (the benchmark,
+    make bench-qemu -> build/bench/daemon-stall.json, records the ratio; the issue's target is
+    within 20%), and the API answers every 0.25 s probe within its timeout."""
+    res = stall.measure(rack, 2.0)
+    print(json.dumps(res))
+    out = ROOT / "build" / "qemu-cxl" / "daemon-stall-test.json"
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    assert res["ratio"] >= 0.5, res
+    assert res["first_answer_under_idle"]["code"] == 200 and res["first_answer_under_idle"]["seconds"] < 1.0, res
+    api = res["api_during_load"]
+    assert api["answers"] >= 3 and api["all_200"] and api["max_seconds"] < 1.0, res
