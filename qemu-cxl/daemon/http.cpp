@@ -64,8 +64,7 @@ std::string serialize(const Reply& r) {
   std::string h = "HTTP/1.1 " + std::to_string(r.code) + " " + reason(r.code) +
                   "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
                   std::to_string(r.body.size()) + "\r\n";
-  if (!r.allow.empty()) h += "Allow: " + r.allow + "\r\n";
-  return h + "\r\n" + r.body;
+  return h + r.headers + "\r\n" + r.body;
 }
 
 Parse parse(const std::string& in, const Limits& L, Request& req, Reply& err) {
@@ -89,8 +88,9 @@ Parse parse(const std::string& in, const Limits& L, Request& req, Reply& err) {
   if (v != "HTTP/1.1" && v != "HTTP/1.0") return fail(err, 400, "malformed request line: bad version");
   if (he == std::string::npos) return Parse::Incomplete;
   // header lines: token ":" OWS value OWS, no obs-fold, no control characters
-  bool have_cl = false;
+  bool have_cl = false, have_auth = false;
   uint64_t cl = 0;
+  req.authorization.clear();
   size_t n = 0;
   for (size_t p = le + 2; p < he + 2;) {
     size_t e = in.find("\r\n", p);
@@ -106,6 +106,11 @@ Parse parse(const std::string& in, const Limits& L, Request& req, Reply& err) {
     val.erase(0, val.find_first_not_of(" \t"));
     val.erase(val.find_last_not_of(" \t") + 1);
     std::transform(name.begin(), name.end(), name.begin(), [](char ch) { return char(tolower(uint8_t(ch))); });
+    if (name == "authorization") {
+      if (have_auth) return fail(err, 400, "more than one Authorization");
+      have_auth = true;
+      req.authorization = val;
+    }
     if (name == "transfer-encoding") return fail(err, 501, "Transfer-Encoding is not supported: send Content-Length");
     if (name == "content-length") {
       if (have_cl) return fail(err, 400, "more than one Content-Length");

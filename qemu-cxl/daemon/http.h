@@ -32,11 +32,14 @@ struct Limits {
   uint64_t answer_ms = 30000;    // request handed over to its answer (503 after)
 };
 
-struct Request { std::string method, target, body; };
+struct Request {
+  std::string method, target, body;
+  std::string authorization;    // the Authorization header's value ("" if absent)
+};
 struct Reply {
   int code;
   std::string body;              // JSON
-  std::string allow = {};        // the Allow header of a 405
+  std::string headers = {};      // extra header lines, each ending in CRLF (Allow, WWW-Authenticate)
 };
 
 enum class Parse { Incomplete, Complete, Error };

@@ -32,6 +32,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <strings.h>
 #include <array>
 #include <atomic>
 #include <deque>
@@ -140,6 +142,7 @@ struct Options {
   bool init = false, stats = false, trace = false;
   uint32_t slots = APTA_DEFAULT_SLOTS;
   int port = 0;                        // HTTP port on 127.0.0.1; 0 = no API
+  std::string token_file;              // --token-file: bearer tokens with roles (else no authentication)
   uint64_t lease_ms = APTA_LEASE_MS;
   std::vector<std::string> names;      // compute-server names of the API
   std::string pidfile;                 // printf pattern of guest g's QEMU pidfile (%u = g); "" = none
@@ -148,6 +151,65 @@ struct Options {
   // invalidations (the CXL-cached baseline), so a dead sharer stalls live writers until its fence.
   bool mutant_commit_waits = false;
 };
+
+// Bearer tokens (--token-file; issue 16), the roles of the Go control plane
+// (scheduler-plugin/pkg/controlplane/auth.go): every caller with a valid token may read; fence and
+// rejoin need failure-detector, POST /v1/objects object-manager. compute-server and kubelet tokens
+// (bound to one server) only read here: acks and invocations are ring traffic, not API calls.
+struct Caller { std::string name, role, server; };
+struct Tokens {
+  std::vector<std::pair<std::string, Caller>> byToken;
+  bool on() const { return !byToken.empty(); }
+  // Constant time in the token's content: every entry is compared in full.
+  const Caller* find(const std::string& tok) const {
+    const Caller* hit = nullptr;
+    for (auto& kv : byToken) {
+      unsigned diff = unsigned(kv.first.size() ^ tok.size());
+      for (size_t i = 0; i < kv.first.size(); i++) diff |= uint8_t(kv.first[i]) ^ uint8_t(i < tok.size() ? tok[i] : 0);
+      if (diff == 0) hit = &kv.second;
+    }
+    return hit;
+  }
+};
+
+// token,name,role[,server] per line (kube-apiserver's --token-auth-file); # comments, blank lines.
+bool load_tokens(const std::string& path, const std::vector<std::string>& servers, Tokens& t, std::string& err) {
+  FILE* f = fopen(path.c_str(), "r");
+  if (!f) { err = path + ": " + strerror(errno); return false; }
+  char buf[4096];
+  auto trim = [](std::string x) {
+    x.erase(0, x.find_first_not_of(" \t\r\n"));
+    x.erase(x.find_last_not_of(" \t\r\n") + 1);
+    return x;
+  };
+  for (int line = 1; fgets(buf, sizeof buf, f); line++) {
+    std::string l = trim(buf);
+    if (l.empty() || l[0] == '#') continue;
+    std::vector<std::string> fs;
+    size_t p = 0;
+    for (size_t q; (q = l.find(',', p)) != std::string::npos; p = q + 1) fs.push_back(trim(l.substr(p, q - p)));
+    fs.push_back(trim(l.substr(p)));
+    std::string at = path + " line " + std::to_string(line) + ": ";
+    if (fs.size() < 3 || fs.size() > 4) { err = at + "want token,name,role[,server], got " + std::to_string(fs.size()) + " fields"; break; }
+    Caller c{fs[1], fs[2], fs.size() == 4 ? fs[3] : ""};
+    if (fs[0].size() < 16) { err = at + "token of " + c.name + " shorter than 16 bytes"; break; }
+    if (c.role != "reader" && c.role != "failure-detector" && c.role != "object-manager" && c.role != "compute-server" &&
+        c.role != "kubelet") {
+      err = at + "unknown role \"" + c.role + "\" (want reader, failure-detector, object-manager, compute-server or kubelet)";
+      break;
+    }
+    if (c.role == "compute-server" && c.server.empty()) { err = at + "a compute-server token must name its server"; break; }
+    if (!c.server.empty() && std::find(servers.begin(), servers.end(), c.server) == servers.end()) {
+      err = at + "unknown server " + c.server;
+      break;
+    }
+    if (t.find(fs[0])) { err = at + "caller " + c.name + ": token already assigned"; break; }
+    t.byToken.emplace_back(fs[0], c);
+  }
+  fclose(f);
+  if (err.empty() && !t.on()) err = path + ": no tokens";
+  return err.empty();
+}
 
 // An API request as the HTTP thread validated it (http.h, classify()), executed by the RTL loop.
 struct Call {
@@ -198,6 +260,7 @@ class Daemon {
   std::atomic<unsigned> api_pending{0};
   int api_efd = -1;
   apta_http::Server* http = nullptr;
+  Tokens tokens;                   // empty: authentication off (no --token-file)
 
  private:
   void cycle();
@@ -1019,7 +1082,7 @@ bool classify(const apta_http::Request& q, Call& c, Reply& rep) {
   auto method = [&](const char* want) {
     if (q.method == want) return true;
     rep = error_reply(405, "method " + q.method + " not allowed on " + path);
-    rep.allow = want;
+    rep.headers = std::string("Allow: ") + want + "\r\n";
     return false;
   };
   const std::string op = "/v1/objects/", sp = "/v1/servers/";
@@ -1060,7 +1123,24 @@ bool classify(const apta_http::Request& q, Call& c, Reply& rep) {
 // The HTTP server's handler (its thread): immediate answer, or the call queued for the RTL loop.
 bool enqueue(Daemon& d, uint64_t id, apta_http::Request& q, Reply& rep) {
   Call c;
-  if (!classify(q, c, rep)) return true;
+  if (d.tokens.on()) {            // 401 before anything else: an unauthenticated caller learns nothing
+    const std::string& h = q.authorization;
+    const Caller* who = nullptr;
+    if (h.size() > 7 && strncasecmp(h.c_str(), "Bearer ", 7) == 0) who = d.tokens.find(h.substr(7));
+    if (!who) {
+      rep = error_reply(401, "missing or invalid bearer token");
+      rep.headers = "WWW-Authenticate: Bearer realm=\"apta-memd\"\r\n";
+      return true;
+    }
+    if (!classify(q, c, rep)) return true;
+    const char* need = c.kind == Call::PostObject ? "object-manager" : c.kind == Call::Ctrl ? "failure-detector" : nullptr;
+    if (need && who->role != need) {
+      rep = error_reply(403, "caller " + who->name + " (role " + who->role + ") may not do this: role " + need + " required");
+      return true;
+    }
+  } else if (!classify(q, c, rep)) {
+    return true;
+  }
   c.id = id;
   {
     std::lock_guard<std::mutex> g(d.api_mu);
@@ -1173,6 +1253,7 @@ void usage() {
           "  --init         write a fresh header and zero the guest areas (else the header must be valid)\n"
           "  --slots S      ring slots for --init (power of two, default %u, max %u)\n"
           "  --port P       control-plane API on 127.0.0.1:P (schema/controlplane.yaml)\n"
+          "  --token-file F bearer tokens, token,name,role[,server] per line: 401 without one, 403 for a wrong role\n"
           "  --lease-ms MS  heartbeat lease before a guest is fenced (default %u)\n"
           "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
           "  --stats        print cycles/s and requests/s at exit\n"
@@ -1212,6 +1293,7 @@ int main(int argc, char** argv) {
     }
     else if (a == "--slots") o.slots = uint32_t(strtoul(val("a count"), nullptr, 0));
     else if (a == "--port") o.port = atoi(val("a port"));
+    else if (a == "--token-file") o.token_file = val("a path");
     else if (a == "--lease-ms") o.lease_ms = strtoull(val("milliseconds"), nullptr, 0);
     else if (a == "--names") {
       std::string l = val("a list");
@@ -1235,6 +1317,12 @@ int main(int argc, char** argv) {
   auto ctx = std::make_unique<VerilatedContext>();
   ctx->commandArgs(1, argv);
   Daemon d(o, ctx.get());
+  if (!o.token_file.empty()) {
+    std::string err;
+    if (o.port <= 0) { fprintf(stderr, "apta-memd: --token-file needs --port\n"); return 2; }
+    if (!load_tokens(o.token_file, o.names, d.tokens, err)) { fprintf(stderr, "apta-memd: --token-file %s\n", err.c_str()); return 2; }
+    say("API authentication on: %zu tokens", d.tokens.byToken.size());
+  }
   if (d.open_region() < 0) return 1;
   if (o.port > 0 && (d.listen_fd = listen_on(o.port)) < 0) {
     fprintf(stderr, "apta-memd: cannot listen on 127.0.0.1:%d: %s\n", o.port, strerror(errno));
