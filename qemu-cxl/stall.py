@@ -111,10 +111,12 @@ class Attack:
         self.idle_open.set()
         while not self.stop_ev.wait(0.1):
             for i, s in enumerate(conns):
+                if self.stop_ev.is_set():
+                    break                                                # stop() closes the sockets
                 closed = s is None
                 if s is not None:
-                    s.setblocking(False)
                     try:
+                        s.setblocking(False)
                         closed = s.recv(1, socket.MSG_PEEK) is not None  # an answer (408) or EOF
                     except BlockingIOError:
                         closed = False
