@@ -227,7 +227,8 @@ class Rack:
     from one thread."""
 
     def __init__(self, exe: Path, s: messages.Schema, tmp: Path, lease_ms: int = LEASE_MS,
-                 extra: list[str] | None = None, data_bytes: int = DATA_BYTES):
+                 extra: list[str] | None = None, data_bytes: int = DATA_BYTES, token: str | None = None):
+        self.token = token                                 # bearer token of api() (daemon run with --token-file)
         self.path = tmp / "region"
         self.data_bytes = data_bytes
         with open(self.path, "wb") as f:
@@ -271,7 +272,8 @@ class Rack:
     def api(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
                                      data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              **({"Authorization": f"Bearer {self.token}"} if getattr(self, "token", None) else {})})
         try:
             with urllib.request.urlopen(req, timeout=10) as r:
                 code, ans = r.status, json.loads(r.read())

@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -31,15 +32,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <strings.h>
 #include <array>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "VMemoryServer.h"
+#include "http.h"
 #include "verilated.h"
 
 extern "C" {
@@ -134,6 +142,7 @@ struct Options {
   bool init = false, stats = false, trace = false;
   uint32_t slots = APTA_DEFAULT_SLOTS;
   int port = 0;                        // HTTP port on 127.0.0.1; 0 = no API
+  std::string token_file;              // --token-file: bearer tokens with roles (else no authentication)
   uint64_t lease_ms = APTA_LEASE_MS;
   std::vector<std::string> names;      // compute-server names of the API
   std::string pidfile;                 // printf pattern of guest g's QEMU pidfile (%u = g); "" = none
@@ -141,6 +150,74 @@ struct Options {
   // back while any other server owes an invalidation ack, as if a put waited for the
   // invalidations (the CXL-cached baseline), so a dead sharer stalls live writers until its fence.
   bool mutant_commit_waits = false;
+};
+
+// Bearer tokens (--token-file; issue 16), the roles of the Go control plane
+// (scheduler-plugin/pkg/controlplane/auth.go): every caller with a valid token may read; fence and
+// rejoin need failure-detector, POST /v1/objects object-manager. compute-server and kubelet tokens
+// (bound to one server) only read here: acks and invocations are ring traffic, not API calls.
+struct Caller { std::string name, role, server; };
+struct Tokens {
+  std::vector<std::pair<std::string, Caller>> byToken;
+  bool on() const { return !byToken.empty(); }
+  // Constant time in the token's content: every entry is compared in full.
+  const Caller* find(const std::string& tok) const {
+    const Caller* hit = nullptr;
+    for (auto& kv : byToken) {
+      unsigned diff = unsigned(kv.first.size() ^ tok.size());
+      for (size_t i = 0; i < kv.first.size(); i++) diff |= uint8_t(kv.first[i]) ^ uint8_t(i < tok.size() ? tok[i] : 0);
+      if (diff == 0) hit = &kv.second;
+    }
+    return hit;
+  }
+};
+
+// token,name,role[,server] per line (kube-apiserver's --token-auth-file); # comments, blank lines.
+bool load_tokens(const std::string& path, const std::vector<std::string>& servers, Tokens& t, std::string& err) {
+  FILE* f = fopen(path.c_str(), "r");
+  if (!f) { err = path + ": " + strerror(errno); return false; }
+  char buf[4096];
+  auto trim = [](std::string x) {
+    x.erase(0, x.find_first_not_of(" \t\r\n"));
+    x.erase(x.find_last_not_of(" \t\r\n") + 1);
+    return x;
+  };
+  for (int line = 1; fgets(buf, sizeof buf, f); line++) {
+    std::string l = trim(buf);
+    if (l.empty() || l[0] == '#') continue;
+    std::vector<std::string> fs;
+    size_t p = 0;
+    for (size_t q; (q = l.find(',', p)) != std::string::npos; p = q + 1) fs.push_back(trim(l.substr(p, q - p)));
+    fs.push_back(trim(l.substr(p)));
+    std::string at = path + " line " + std::to_string(line) + ": ";
+    if (fs.size() < 3 || fs.size() > 4) { err = at + "want token,name,role[,server], got " + std::to_string(fs.size()) + " fields"; break; }
+    Caller c{fs[1], fs[2], fs.size() == 4 ? fs[3] : ""};
+    if (fs[0].size() < 16) { err = at + "token of " + c.name + " shorter than 16 bytes"; break; }
+    if (c.role != "reader" && c.role != "failure-detector" && c.role != "object-manager" && c.role != "compute-server" &&
+        c.role != "kubelet") {
+      err = at + "unknown role \"" + c.role + "\" (want reader, failure-detector, object-manager, compute-server or kubelet)";
+      break;
+    }
+    if (c.role == "compute-server" && c.server.empty()) { err = at + "a compute-server token must name its server"; break; }
+    if (!c.server.empty() && std::find(servers.begin(), servers.end(), c.server) == servers.end()) {
+      err = at + "unknown server " + c.server;
+      break;
+    }
+    if (t.find(fs[0])) { err = at + "caller " + c.name + ": token already assigned"; break; }
+    t.byToken.emplace_back(fs[0], c);
+  }
+  fclose(f);
+  if (err.empty() && !t.on()) err = path + ": no tokens";
+  return err.empty();
+}
+
+// An API request as the HTTP thread validated it (http.h, classify()), executed by the RTL loop.
+struct Call {
+  enum Kind { Schedulable, Object, PostObject, Ctrl } kind = Schedulable;
+  std::string arg;                 // the query (Schedulable), object name (Object), server name (Ctrl)
+  uint64_t obj = 0, base = 0, size = 0, valid = 1;
+  bool fence = false;
+  uint64_t id = 0;                 // the HTTP server's connection id
 };
 
 class Daemon {
@@ -175,6 +252,15 @@ class Daemon {
   bool live(unsigned g, uint64_t t) const { return t - guests_[g].hb_change_ns < opt_.lease_ms * 1000000ull; }
 
   int listen_fd = -1;
+  // The API's hand-over (issue 16): the HTTP thread queues validated calls (at most kApiQueue,
+  // else 503) and pokes api_efd; the RTL loop runs them between cycles and answers through http.
+  static constexpr size_t kApiQueue = 64;
+  std::mutex api_mu;
+  std::deque<Call> api_q;
+  std::atomic<unsigned> api_pending{0};
+  int api_efd = -1;
+  apta_http::Server* http = nullptr;
+  Tokens tokens;                   // empty: authentication off (no --token-file)
 
  private:
   void cycle();
@@ -191,9 +277,7 @@ class Daemon {
   void fence(unsigned g, const char* why);
   void watch_qemu(unsigned g);
   unsigned epoch_of(unsigned g) const;
-  void serve_http(uint64_t wait_ns);
-  struct Conn { int fd; std::string in; uint64_t deadline; };
-  std::vector<Conn> conns_;
+  void serve_api(uint64_t wait_ns);
 
   Options opt_;
   std::unique_ptr<VMemoryServer> top_;
@@ -800,25 +884,6 @@ std::string json_str(const std::string& s) {
   return o + "\"";
 }
 
-// A flat JSON object's integer or boolean member (the API's request bodies are flat).
-bool json_num(const std::string& body, const char* key, uint64_t& v) {
-  std::string k = std::string("\"") + key + "\"";
-  size_t p = body.find(k);
-  if (p == std::string::npos) return false;
-  p = body.find(':', p + k.size());
-  if (p == std::string::npos) return false;
-  p++;
-  while (p < body.size() && isspace(uint8_t(body[p]))) p++;
-  if (body.compare(p, 4, "true") == 0) { v = 1; return true; }
-  if (body.compare(p, 5, "false") == 0) { v = 0; return true; }
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long x = strtoull(body.c_str() + p, &end, 0);
-  if (end == body.c_str() + p || errno || body[p] == '-') return false;
-  v = x;
-  return true;
-}
-
 // RFC 3986 percent-decoding of a query value or path segment (Go's client sends "103%2C104" for
 // "103,104"); false on a malformed escape.
 bool pct_decode(const std::string& in, std::string& out) {
@@ -842,8 +907,8 @@ bool parse_obj(const std::string& name, uint32_t& o) {
   return true;
 }
 
-struct Reply { int code; std::string body; };
-Reply error_reply(int code, const std::string& msg) { return {code, "{\"error\":" + json_str(msg) + "}"}; }
+using apta_http::Reply;
+Reply error_reply(int code, const std::string& msg) { return {code, apta_http::json_error(msg)}; }
 
 std::string names_json(const std::vector<std::string>& v) {
   std::string o = "[";
@@ -931,11 +996,8 @@ Reply api_object(Daemon& d, const std::string& name) {
                    ",\"sharers\":" + names_json(sh) + ",\"pending\":{" + pend + "}}"};
 }
 
-Reply api_post_object(Daemon& d, const std::string& body) {
-  uint64_t obj, base, size, valid = 1;
-  if (!json_num(body, "obj", obj) || !json_num(body, "base", base) || !json_num(body, "size", size))
-    return error_reply(400, "need obj, base, size (integers; base a byte address in the data area)");
-  json_num(body, "valid", valid);
+Reply api_post_object(Daemon& d, const Call& c) {
+  uint64_t obj = c.obj, base = c.base, size = c.size, valid = c.valid;
   if (obj >= (1ull << APTA_P_objIdBits) || base >= (1ull << APTA_P_addrBits) || size > 0xFFFF)
     return error_reply(400, "obj, base or size out of range");
   // The RTL checks size/alignment when it walks the entry (badMapEntry, overLong): a test may
@@ -960,64 +1022,146 @@ Reply api_ctrl(Daemon& d, const std::string& server, bool fence) {
                    ",\"server\":" + json_str(server) + ",\"epoch\":" + std::to_string(e) + "}"};
 }
 
-Reply route(Daemon& d, const std::string& method, const std::string& target, const std::string& body) {
-  std::string path = target, query;
-  size_t q = target.find('?');
-  if (q != std::string::npos) { path = target.substr(0, q); query = target.substr(q + 1); }
-  if (method == "GET" && path == "/v1/schedulable") return api_schedulable(d, query);
-  if (method == "GET" && path == "/v1/status") return api_schedulable(d, "");
-  if (method == "GET" && path.rfind("/v1/objects/", 0) == 0) {
-    std::string name;
-    if (!pct_decode(path.substr(12), name)) return error_reply(400, "object: malformed percent-escape");
-    return api_object(d, name);
+// POST /v1/objects's body (controlplane.yaml ObjectRequest) by nlohmann-json: a JSON object with
+// obj, base, size (non-negative integers) and optionally valid (0 or 1), nothing else; a key
+// twice is refused (a parser that keeps the first or the last would disagree with another).
+bool parse_object_request(const std::string& body, Call& c, std::string& err) {
+  using json = nlohmann::json;
+  std::vector<std::set<std::string>> keys;
+  std::string dup;
+  json::parser_callback_t cb = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+             dup.empty())
+      dup = parsed.get<std::string>();
+    return true;
+  };
+  json j;
+  try {
+    j = json::parse(body, cb);
+  } catch (const json::exception& e) {
+    err = dup.empty() ? std::string("body is not JSON: ") + e.what() : "duplicate key " + dup;
+    return false;
   }
-  if (method == "POST" && path == "/v1/objects") return api_post_object(d, body);
-  const std::string sp = "/v1/servers/";
-  if (method == "POST" && path.rfind(sp, 0) == 0) {
+  if (!dup.empty()) { err = "duplicate key " + dup; return false; }
+  if (!j.is_object()) { err = "body must be a JSON object {obj, base, size[, valid]}"; return false; }
+  for (auto& kv : j.items())
+    if (kv.key() != "obj" && kv.key() != "base" && kv.key() != "size" && kv.key() != "valid") {
+      err = "unknown field " + kv.key().substr(0, 64);
+      return false;
+    }
+  auto field = [&](const char* k, uint64_t& v, bool required) {
+    if (!j.contains(k)) {
+      if (required) err = std::string("missing field ") + k;
+      return !required;
+    }
+    if (!j[k].is_number_unsigned()) {
+      err = std::string(k) + ": expected a non-negative integer, got " + j[k].dump().substr(0, 32);
+      return false;
+    }
+    v = j[k].get<uint64_t>();
+    return true;
+  };
+  if (!field("obj", c.obj, true) || !field("base", c.base, true) || !field("size", c.size, true) ||
+      !field("valid", c.valid, false))
+    return false;
+  if (c.valid > 1) { err = "valid: expected 0 or 1, got " + std::to_string(c.valid); return false; }
+  if (c.obj >= (1ull << APTA_P_objIdBits)) { err = "obj: out of range (object ids have " + std::to_string(APTA_P_objIdBits) + " bits)"; return false; }
+  if (c.base >= (1ull << APTA_P_addrBits)) { err = "base: out of range"; return false; }
+  if (c.size > 0xFFFF) { err = "size: out of range (at most 65535 lines)"; return false; }
+  return true;
+}
+
+// On the HTTP thread: route and validate a request. true: a Call for the RTL loop; false: `rep`
+// is the answer (404, 405, 400), and nothing was changed.
+bool classify(const apta_http::Request& q, Call& c, Reply& rep) {
+  std::string path = q.target, query;
+  size_t qm = q.target.find('?');
+  if (qm != std::string::npos) { path = q.target.substr(0, qm); query = q.target.substr(qm + 1); }
+  auto method = [&](const char* want) {
+    if (q.method == want) return true;
+    rep = error_reply(405, "method " + q.method + " not allowed on " + path);
+    rep.headers = std::string("Allow: ") + want + "\r\n";
+    return false;
+  };
+  const std::string op = "/v1/objects/", sp = "/v1/servers/";
+  if (path == "/v1/schedulable" || path == "/v1/status") {
+    if (!method("GET")) return false;
+    c.kind = Call::Schedulable;
+    c.arg = path == "/v1/status" ? "" : query;
+    return true;
+  }
+  if (path == "/v1/objects") {
+    if (!method("POST")) return false;
+    std::string err;
+    if (!parse_object_request(q.body, c, err)) { rep = error_reply(400, err); return false; }
+    c.kind = Call::PostObject;
+    return true;
+  }
+  if (path.rfind(op, 0) == 0 && path.size() > op.size() && path.find('/', op.size()) == std::string::npos) {
+    if (!method("GET")) return false;
+    if (!pct_decode(path.substr(op.size()), c.arg)) { rep = error_reply(400, "object: malformed percent-escape"); return false; }
+    c.kind = Call::Object;
+    return true;
+  }
+  if (path.rfind(sp, 0) == 0) {
     std::string rest = path.substr(sp.size());
     size_t s = rest.find('/');
-    if (s != std::string::npos) {
-      std::string name = rest.substr(0, s), verb = rest.substr(s + 1);
-      if (verb == "fence" || verb == "rejoin") return api_ctrl(d, name, verb == "fence");
+    if (s != std::string::npos && s > 0 && (rest.substr(s + 1) == "fence" || rest.substr(s + 1) == "rejoin")) {
+      if (!method("POST")) return false;
+      c.kind = Call::Ctrl;
+      c.arg = rest.substr(0, s);
+      c.fence = rest.substr(s + 1) == "fence";
+      return true;
     }
   }
-  return error_reply(404, "no such endpoint: " + method + " " + path);
+  rep = error_reply(404, "no such endpoint: " + q.method + " " + path);
+  return false;
 }
 
-// A request is complete when its header and Content-Length bytes of body have arrived.
-bool request_complete(const std::string& in, size_t& hdr_end, size_t& need) {
-  hdr_end = in.find("\r\n\r\n");
-  if (hdr_end == std::string::npos) return false;
-  std::string h = in.substr(0, hdr_end);
-  for (auto& ch : h) ch = char(tolower(uint8_t(ch)));
-  size_t cl = h.find("content-length:");
-  need = cl == std::string::npos ? 0 : strtoul(h.c_str() + cl + 15, nullptr, 10);
-  return in.size() >= hdr_end + 4 + need;
-}
-
-// Answers one complete request and closes (HTTP/1.1, Connection: close).
-void answer(Daemon& d, int fd, const std::string& in, size_t hdr_end, size_t need) {
-  std::string line = in.substr(0, in.find("\r\n"));
-  size_t a = line.find(' '), b = line.rfind(' ');
-  Reply r = a == std::string::npos || b == a ? error_reply(400, "bad request line")
-                                              : route(d, line.substr(0, a), line.substr(a + 1, b - a - 1),
-                                                      in.substr(hdr_end + 4, need));
-  const char* reason = r.code == 200 ? "OK" : r.code == 400 ? "Bad Request" : r.code == 404 ? "Not Found" : "Service Unavailable";
-  std::string out = "HTTP/1.1 " + std::to_string(r.code) + " " + reason +
-                    "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
-                    std::to_string(r.body.size()) + "\r\n\r\n" + r.body;
-  // answers are a few KiB: blocking writes with a send timeout, so a client that does not read
-  // costs the loop at most that timeout
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  timeval tv{0, 200000};
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  size_t off = 0;
-  while (off < out.size()) {
-    ssize_t n = send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    off += size_t(n);
+// The HTTP server's handler (its thread): immediate answer, or the call queued for the RTL loop.
+bool enqueue(Daemon& d, uint64_t id, apta_http::Request& q, Reply& rep) {
+  Call c;
+  if (d.tokens.on()) {            // 401 before anything else: an unauthenticated caller learns nothing
+    const std::string& h = q.authorization;
+    const Caller* who = nullptr;
+    if (h.size() > 7 && strncasecmp(h.c_str(), "Bearer ", 7) == 0) who = d.tokens.find(h.substr(7));
+    if (!who) {
+      rep = error_reply(401, "missing or invalid bearer token");
+      rep.headers = "WWW-Authenticate: Bearer realm=\"apta-memd\"\r\n";
+      return true;
+    }
+    if (!classify(q, c, rep)) return true;
+    const char* need = c.kind == Call::PostObject ? "object-manager" : c.kind == Call::Ctrl ? "failure-detector" : nullptr;
+    if (need && who->role != need) {
+      rep = error_reply(403, "caller " + who->name + " (role " + who->role + ") may not do this: role " + need + " required");
+      return true;
+    }
+  } else if (!classify(q, c, rep)) {
+    return true;
   }
-  close(fd);
+  c.id = id;
+  {
+    std::lock_guard<std::mutex> g(d.api_mu);
+    if (d.api_q.size() >= Daemon::kApiQueue) { rep = error_reply(503, "API busy: the RTL loop's queue is full"); return true; }
+    d.api_q.push_back(std::move(c));
+    d.api_pending++;
+  }
+  uint64_t one = 1;
+  (void)!write(d.api_efd, &one, sizeof one);
+  return false;
+}
+
+// On the RTL loop's thread.
+Reply execute(Daemon& d, const Call& c) {
+  switch (c.kind) {
+    case Call::Schedulable: return api_schedulable(d, c.arg);
+    case Call::Object: return api_object(d, c.arg);
+    case Call::PostObject: return api_post_object(d, c);
+    case Call::Ctrl: return api_ctrl(d, c.arg, c.fence);
+  }
+  return error_reply(500, "unknown call");
 }
 
 int listen_on(int port) {
@@ -1029,48 +1173,39 @@ int listen_on(int port) {
   a.sin_family = AF_INET;
   a.sin_port = htons(uint16_t(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 || listen(s, 16) < 0) {
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 || listen(s, 512) < 0) {
     close(s);
     return -1;
   }
   return s;
 }
 
-// The API never blocks the RTL loop: connections are non-blocking, read as bytes arrive, answered
-// once complete; one that stays incomplete for 2 s (or exceeds 1 MiB) is dropped. Waits up to
-// `wait_ns` for something to happen (the idle loop's sleep).
-void Daemon::serve_http(uint64_t wait_ns) {
-  if (listen_fd < 0) {
+// The RTL loop's side of the API: waits up to `wait_ns` for a queued call (the idle loop's sleep),
+// then runs at most 8 queued calls (each a few RTL cycles) and hands their answers to the HTTP
+// thread. Sockets are never touched here: a client that does not read costs the loop nothing.
+void Daemon::serve_api(uint64_t wait_ns) {
+  if (api_efd < 0) {
     if (wait_ns) { timespec ts{0, long(wait_ns)}; nanosleep(&ts, nullptr); }
     return;
   }
-  std::vector<pollfd> p{{listen_fd, POLLIN, 0}};
-  for (const Conn& c : conns_) p.push_back({c.fd, POLLIN, 0});
-  timespec ts{0, long(wait_ns)};
-  if (ppoll(p.data(), p.size(), &ts, nullptr) <= 0) {
-    if (conns_.empty()) return;
+  if (wait_ns && api_pending == 0) {
+    pollfd p{api_efd, POLLIN, 0};
+    timespec ts{0, long(wait_ns)};
+    ppoll(&p, 1, &ts, nullptr);
   }
-  uint64_t t = now_ns();
-  if (p[0].revents & POLLIN)
-    while (conns_.size() < 16) {
-      int c = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (c < 0) break;
-      conns_.push_back({c, std::string(), t + 2000000000ull});
+  if (api_pending == 0) return;
+  uint64_t v;
+  (void)!read(api_efd, &v, sizeof v);
+  for (int i = 0; i < 8; i++) {
+    Call c;
+    {
+      std::lock_guard<std::mutex> g(api_mu);
+      if (api_q.empty()) break;
+      c = std::move(api_q.front());
+      api_q.pop_front();
+      api_pending--;
     }
-  for (size_t i = 0; i < conns_.size();) {
-    Conn& c = conns_[i];
-    char buf[4096];
-    ssize_t n;
-    bool eof = false;
-    while ((n = recv(c.fd, buf, sizeof buf, MSG_DONTWAIT)) > 0 && c.in.size() <= (1u << 20)) c.in.append(buf, size_t(n));
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) eof = true;
-    size_t hdr_end = 0, need = 0;
-    bool done = true;
-    if (request_complete(c.in, hdr_end, need)) answer(*this, c.fd, c.in, hdr_end, need);
-    else if (eof || c.in.size() > (1u << 20) || t > c.deadline) close(c.fd);
-    else done = false;
-    if (done) { conns_[i] = conns_.back(); conns_.pop_back(); }
-    else i++;
+    http->complete(c.id, execute(*this, c));
   }
 }
 
@@ -1101,10 +1236,10 @@ void Daemon::run() {
       if (quiet == 65) quiet_since = t;
       if (quiet > 64) {
         uint64_t s0 = now_ns();
-        serve_http(t - quiet_since > 20000000ull ? 500000 : 100000);
+        serve_api(t - quiet_since > 20000000ull ? 500000 : 100000);
         slept_ns_ += now_ns() - s0;
       } else if ((cycles & 1023) == 0) {
-        serve_http(0);
+        serve_api(0);
       }
     }
   }
@@ -1118,6 +1253,7 @@ void usage() {
           "  --init         write a fresh header and zero the guest areas (else the header must be valid)\n"
           "  --slots S      ring slots for --init (power of two, default %u, max %u)\n"
           "  --port P       control-plane API on 127.0.0.1:P (schema/controlplane.yaml)\n"
+          "  --token-file F bearer tokens, token,name,role[,server] per line: 401 without one, 403 for a wrong role\n"
           "  --lease-ms MS  heartbeat lease before a guest is fenced (default %u)\n"
           "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
           "  --stats        print cycles/s and requests/s at exit\n"
@@ -1157,6 +1293,7 @@ int main(int argc, char** argv) {
     }
     else if (a == "--slots") o.slots = uint32_t(strtoul(val("a count"), nullptr, 0));
     else if (a == "--port") o.port = atoi(val("a port"));
+    else if (a == "--token-file") o.token_file = val("a path");
     else if (a == "--lease-ms") o.lease_ms = strtoull(val("milliseconds"), nullptr, 0);
     else if (a == "--names") {
       std::string l = val("a list");
@@ -1180,14 +1317,29 @@ int main(int argc, char** argv) {
   auto ctx = std::make_unique<VerilatedContext>();
   ctx->commandArgs(1, argv);
   Daemon d(o, ctx.get());
+  if (!o.token_file.empty()) {
+    std::string err;
+    if (o.port <= 0) { fprintf(stderr, "apta-memd: --token-file needs --port\n"); return 2; }
+    if (!load_tokens(o.token_file, o.names, d.tokens, err)) { fprintf(stderr, "apta-memd: --token-file %s\n", err.c_str()); return 2; }
+    say("API authentication on: %zu tokens", d.tokens.byToken.size());
+  }
   if (d.open_region() < 0) return 1;
   if (o.port > 0 && (d.listen_fd = listen_on(o.port)) < 0) {
     fprintf(stderr, "apta-memd: cannot listen on 127.0.0.1:%d: %s\n", o.port, strerror(errno));
     return 1;
   }
   d.reset();
+  std::unique_ptr<apta_http::Server> http;
+  if (d.listen_fd >= 0) {
+    d.api_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    http = std::make_unique<apta_http::Server>(d.listen_fd, apta_http::Limits{},
+                                               [&d](uint64_t id, apta_http::Request& q, Reply& r) { return enqueue(d, id, q, r); });
+    d.http = http.get();
+    http->start();
+  }
   uint64_t t0 = now_ns();
   d.run();
+  if (http) http->stop();
   double secs = double(now_ns() - t0) / 1e9;
   say("stopped");
   if (o.stats) d.stats(secs);
