@@ -35,9 +35,10 @@ CHECKS = HERE / "checks.json"
 BUILD = ROOT / "build" / "murphi"
 SUMMARY = ROOT / "build" / "verify" / "summary.json"
 CC_FLAGS = ["-std=c11", "-O1", "-mcx16", "-w"]
-# A mutant whose target is a safety property stops at its first counterexample, a few seconds in:
-# compiling its 2.6 MB of generated C at -O0 takes half the time of -O1 and that dominates. A
-# liveness or deadlock target needs the whole state space explored first: those keep -O1.
+# A mutant of a default-suite configuration whose target is a safety property stops at its first
+# counterexample, a few seconds in: compiling its 2.6 MB of generated C at -O0 takes half the time of
+# -O1 and that dominates. A liveness or deadlock target needs the whole state space explored first,
+# and a deep configuration's counterexample can lie hundreds of thousands of states in: those keep -O1.
 CC_FLAGS_QUICK = ["-std=c11", "-O0", "-mcx16", "-w"]
 
 
@@ -269,6 +270,7 @@ def plan(checks: dict, models: list[str], mutants: list[str], overrides: dict,
                         {**c["constants"], **overrides}, None, c.get("covers", []), 1, threads,
                         c.get("timeout", 1200)))
     full = set(re.findall(r'^liveness\s+"([^"]+)"', MODEL.read_text(), re.M)) | {"deadlock"}
+    small = set(checks["suites"]["default"]["models"])   # deep configurations' counterexamples lie deeper
     for name in mutants:
         m = checks["mutants"][name]
         c = checks["configs"][m["config"]]
@@ -277,7 +279,7 @@ def plan(checks: dict, models: list[str], mutants: list[str], overrides: dict,
                         {**c["constants"], **m.get("constants", {}), "MUTANT": m["switch"], **overrides},
                         m["expected"], [], m.get("max_errors", 1), 1, m.get("timeout", 600),
                         m.get("rumur_flags", []),
-                        list(CC_FLAGS if m["expected"] in full else CC_FLAGS_QUICK)))
+                        list(CC_FLAGS_QUICK if m["config"] in small and m["expected"] not in full else CC_FLAGS)))
     return jobs
 
 
