@@ -124,6 +124,7 @@ class MsEnv(Transport, ControlPlane):
         self.map_done = set()
         self.errors, self.err_counts = [], {}
         self.status = {}
+        self.trace = None                 # ms_trace.MsTrace: the event log for trace validation
 
     # Transport
     def send(self, server, channel, flit):
@@ -164,9 +165,16 @@ class MsEnv(Transport, ControlPlane):
         for p in self.ins:
             p.drive()
         await ReadOnly()
+        tr = self.trace
+        if tr:
+            tr.sample_core(self.cycle)
         for p in self.ins:
-            if p.sample() and p is self.query:
-                pass
+            flit = p.cur
+            if p.sample() and tr:
+                if p in self.req:
+                    tr.req_fired(self.req.index(p), flit)
+                elif p is self.birsp:
+                    tr.birsp_fired(flit)
         st = self.status
         st["fenced"] = int(d.io_status_fenced.value)
         st["schedulable"] = int(d.io_status_schedulable.value)
@@ -177,9 +185,13 @@ class MsEnv(Transport, ControlPlane):
         if int(d.io_snp_valid.value):
             flit = int(d.io_snp_bits.value)
             _, m = self.S.decode(flit)
+            if tr:
+                tr.snp_out(m)
             self._later(m["server"], "snp", flit)
         if int(d.io_ctrlResp_valid.value):
             name, m = self.S.decode(int(d.io_ctrlResp_bits.value))
+            if name == "Fence" and tr:
+                tr.fence_done(m["server"], m["epoch"])
             if name == "Fence" and self.runner:
                 self.runner.on_fenced(m["server"], m["epoch"])
         if int(d.io_queryResp_valid.value):
@@ -206,6 +218,8 @@ class MsEnv(Transport, ControlPlane):
 
     def _rsp(self, flit):
         name, m = self.S.decode(flit)
+        if self.trace:
+            self.trace.rsp_out(name, m)
         if name == "PutCommit" and self.runner:
             self.runner.on_commit(m["server"], m["epoch"], m["obj"], m["txn"])
         self._later(m["server"], "rsp", flit)
@@ -241,6 +255,11 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
                             faults=FaultPlan(faults=faults, p=0.02, prefer=("owing-acks",) if ack_delay > 8 else ()), obj_ids=ids, txn_bits=S.params["txnBits"],
                             meta={"seed": seed, "source": f"rtl:{os.environ.get('APTA_VARIANT')}"})
     env.runner = runner
+    tag = os.environ.get("APTA_VARIANT", "ms3") + os.environ.get("APTA_MS_TAG", "")
+    from ms_trace import MsTrace
+    env.trace = MsTrace(dut, S, script, runner, models, ids, sizes,
+                        {"source": f"rtl:{tag}", "seed": seed, "variant": os.environ.get("APTA_VARIANT"),
+                         "mutant": int(os.environ.get("APTA_MUTANT", "0"))})
     limit = int(os.environ.get("APTA_MS_CYCLES", "200000"))
     for _ in range(limit):
         await env.tick()
@@ -261,6 +280,7 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
            / f"{script.name}-s{seed}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     rec.write(out)
+    env.trace.write(ROOT / "build" / "trace" / "ms" / tag / f"{script.name}-s{seed}.ndjson")
     rep = rec.check(str(out))
     res = {"workflow": script.name, "seed": seed, "rule": rule, "ack_delay": ack_delay, "cycles": env.cycle,
            # a run that hit its cycle limit, or left the memory server busy or a request
