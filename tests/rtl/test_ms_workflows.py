@@ -259,7 +259,8 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
     from ms_trace import MsTrace
     env.trace = MsTrace(dut, S, script, runner, models, ids, sizes,
                         {"source": f"rtl:{tag}", "seed": seed, "variant": os.environ.get("APTA_VARIANT"),
-                         "mutant": int(os.environ.get("APTA_MUTANT", "0"))})
+                         "mutant": int(os.environ.get("APTA_MUTANT", "0")),
+                         "dir_entries": params["dirSets"] * params["dirWays"]})
     limit = int(os.environ.get("APTA_MS_CYCLES", "200000"))
     for _ in range(limit):
         await env.tick()
