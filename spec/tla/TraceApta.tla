@@ -97,6 +97,13 @@ MatchFence ==
 
 MatchRejoin == E.server \in Server /\ Rejoin(E.server) /\ epoch'[E.server] = E.epoch
 
+\* a PutPrepare/PutLine the memory server discarded at its port (err zombie):
+\* the spec agrees that its sender is fenced or the flit's epoch is not current
+MatchRefused ==
+  /\ E.server \in Server
+  /\ fenced[E.server] \/ E.epoch # epoch[E.server]
+  /\ UNCHANGED vars
+
 MatchFinal == E.obj \in Obj /\ Holds(E.lines, mline[E.obj]) /\ UNCHANGED vars
 
 Match ==
@@ -112,6 +119,7 @@ Match ==
   \/ E.ev = "crash"       /\ MatchCrash
   \/ E.ev = "fence"       /\ MatchFence
   \/ E.ev = "rejoin"      /\ MatchRejoin
+  \/ E.ev = "refused"     /\ MatchRefused
   \/ E.ev = "final"       /\ MatchFinal
 
 -----------------------------------------------------------------------------

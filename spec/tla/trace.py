@@ -58,6 +58,7 @@ EVENTS = {
     "crash": {"server": STR},
     "fence": {"server": STR, "epoch": INT},
     "rejoin": {"server": STR, "epoch": INT},
+    "refused": {"server": STR, "epoch": INT, "obj": STR, "msg": STR},
     "final": {"obj": STR, "lines": LIST},
 }
 META = {"format": STR, "servers": LIST, "objects": "dict", "functions": "dict", "rule": STR,

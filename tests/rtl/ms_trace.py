@@ -32,6 +32,8 @@ the scheduler rule; then one event per line, each with `ev` and `cycle`:
   bisnp {server, epoch, obj}         snp_recv {server, epoch, obj, acked}
   birsp {server, epoch, obj}         done {fn, server}
   crash {server}  fence {server, epoch}  rejoin {server, epoch}   final {obj, lines}
+  refused {server, epoch, obj, msg}: a PutPrepare/PutLine the memory server discarded as a zombie
+    (err zombie: a fenced server or an old epoch), in the place where it was consumed
 Servers are named c1.., objects by their script names, functions by task name.
 """
 from __future__ import annotations
@@ -59,6 +61,9 @@ class MsTrace:
         self.open_gets: dict[tuple, dict] = {}  # (sid, obj) -> the served get whose ObjData is still leaving
         self.crashed: dict[int, dict] = {}      # sid -> the crash event, written before its fence
         self.refused = 0
+        self.fenced_at: dict[int, int] = {}     # sid -> index in events of its last fence
+        self.fenced_bits = 0                    # io_status_fenced last cycle
+        self.op_mask = (1 << S.opcode_bits) - 1
         after = {t.name: sorted({u.name for a in t.after for u in script.instances_of(a)}) for t in script.tasks}
         self.meta = {"ev": "meta", "format": FORMAT, "workflow": script.name,
                      "servers": [self.sname[k] for k in range(len(models))],
@@ -125,6 +130,7 @@ class MsTrace:
             put = self.runner.puts.get((sid, m["epoch"], m["txn"]))
             e = self.add("put_prepare", fn=self.run_on.get(sid), server=self.sname[sid], epoch=m["epoch"],
                          obj=self.names.get(m["obj"], m["obj"]), txn=m["txn"], version=put[1] if put else None)
+            e["_op"] = flit & self.op_mask
             self.attempts[sid] = {"obj": m["obj"], "txn": m["txn"], "epoch": m["epoch"], "fn": e["fn"],
                                   "version": e["version"], "events": [e]}
         elif name == "PutLine":
@@ -132,8 +138,11 @@ class MsTrace:
             e = self.add("put_line", fn=self.run_on.get(sid), server=self.sname[sid], epoch=m["epoch"],
                          obj=self.names.get(m["obj"], m["obj"]), txn=m["txn"], line=m["line"],
                          size=self.sizes.get(m["obj"]))
+            e["_op"] = flit & self.op_mask
             if a is not None and a["txn"] == m["txn"] and a["epoch"] == m["epoch"]:
                 a["events"].append(e)
+                if a.get("refused"):          # a line of the refused attempt, still arriving
+                    e["_drop"] = True
 
     def birsp_fired(self, flit):
         _, m = self.S.decode(flit)
@@ -161,11 +170,32 @@ class MsTrace:
         elif name == "RejoinAck":
             self.add("rejoin", server=self.sname[sid], epoch=m["epoch"])
 
+    def status(self, fenced_bits):
+        """io_status_fenced: a server whose bit rises was fenced this cycle (the memory server
+        discards its flits from now on; the control plane's echo on io_ctrlResp comes later)."""
+        rose = fenced_bits & ~self.fenced_bits
+        self.fenced_bits = fenced_bits
+        for sid in range(len(self.models)):
+            if (rose >> sid) & 1:
+                self.fence_done(sid, self._epoch(sid))
+
+    def zombie(self, sid, opcode):
+        """err zombie: the memory server discarded a PutPrepare/PutLine of a fenced server or an old
+        epoch at its port; the oldest such flit logged since the server's fence becomes `refused`."""
+        for e in self.events[self.fenced_at.get(sid, len(self.events)):]:
+            if e["ev"] in ("put_prepare", "put_line") and e.get("_op") == opcode and e["server"] == self.sname[sid]:
+                kept = {k: e[k] for k in ("cycle", "server", "epoch", "obj")}
+                msg = "PutPrepare" if e["ev"] == "put_prepare" else "PutLine"
+                e.clear()
+                e.update({"ev": "refused", **kept, "msg": msg})
+                return
+
     def fence_done(self, sid, epoch):
         c = self.crashed.pop(sid, None)
         if c is not None:
             self.add("crash", server=c["server"])
         self.add("fence", server=self.sname[sid], epoch=epoch)
+        self.fenced_at[sid] = len(self.events)
         self.run_on.pop(sid, None)
         self.attempts.pop(sid, None)
 

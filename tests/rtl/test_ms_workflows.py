@@ -180,6 +180,8 @@ class MsEnv(Transport, ControlPlane):
         st["schedulable"] = int(d.io_status_schedulable.value)
         st["pending"] = int(d.io_status_pending.value)
         st["idle"] = int(d.io_idle.value)
+        if tr:
+            tr.status(st["fenced"])
         if int(d.io_rsp_valid.value):
             self._rsp(int(d.io_rsp_bits.value))
         if int(d.io_snp_valid.value):
@@ -190,8 +192,6 @@ class MsEnv(Transport, ControlPlane):
             self._later(m["server"], "snp", flit)
         if int(d.io_ctrlResp_valid.value):
             name, m = self.S.decode(int(d.io_ctrlResp_bits.value))
-            if name == "Fence" and tr:
-                tr.fence_done(m["server"], m["epoch"])
             if name == "Fence" and self.runner:
                 self.runner.on_fenced(m["server"], m["epoch"])
         if int(d.io_queryResp_valid.value):
@@ -202,6 +202,8 @@ class MsEnv(Transport, ControlPlane):
             self.map_done.add(int(self.map_done_bits.value))
         if int(d.io_err_valid.value):
             code = int(d.io_err_bits_code.value)
+            if tr and code == schema.ms_error_code("zombie"):
+                tr.zombie(int(d.io_err_bits_server.value), int(d.io_err_bits_opcode.value))
             self.err_counts[code] = self.err_counts.get(code, 0) + 1
             if code not in EXPECTED_ERR:
                 self.errors.append(f"cycle {self.cycle}: err code {code} server {int(d.io_err_bits_server.value)} "
