@@ -144,10 +144,9 @@ TraceNext ==
 TraceSpec == TraceInit /\ [][TraceNext]_tvars
 
 -----------------------------------------------------------------------------
-(* TLC register 1: the most events any reachable state matched; printed    *)
-(* when it grows, and TLC stops once the whole log is matched.             *)
-ASSUME TLCSet(1, 0)
-
+(* TLC register 1 (set to 0 by MCTraceApta): the most events any reachable *)
+(* state matched; printed when it grows; TLC stops once the whole log is   *)
+(* matched.                                                                *)
 TraceProgress ==
   /\ IF l > TLCGet(1) THEN TLCSet(1, l) /\ PrintT(<<"trace-reached", l>>) ELSE TRUE
   /\ IF l = Len(Log) THEN TLCSet("exit", TRUE) ELSE TRUE
