@@ -125,6 +125,9 @@ def load_log(path: Path) -> tuple[dict, list[dict]]:
                         raise TraceLogError(f"{where}: {k}: must be {t}, got {e[k]!r}")
                 if e["format"] != FORMAT:
                     raise TraceLogError(f"{where}: format: {e['format']!r}, this reader knows {FORMAT!r}")
+                if e.get("core_probe") is False:
+                    raise TraceLogError(f"{where}: core_probe: the log has no get/commit decisions "
+                                        "(the core's result queue was not visible: a netlist?)")
                 meta = e
                 continue
             if ev not in EVENTS:

@@ -71,9 +71,13 @@ class MsTrace:
                      "functions": {t.name: {"reads": list(t.reads), "writes": list(t.writes), "after": after[t.name]}
                                    for t in script.tasks},
                      "rule": runner.rule, "epochs": [m.epoch for m in models], **meta}
-        q = getattr(getattr(dut, "core", None), "respQ", None)
-        self.respq = None if q is None else (q.io_enq_valid, q.io_enq_ready, q.io_enq_bits_op,
-                                             q.io_enq_bits_server, q.io_enq_bits_obj, q.io_enq_bits_result)
+        try:        # Verilator's public signals; a netlist (RTL_DIR=build/synth) may not have them
+            q = dut.core.respQ
+            self.respq = (q.io_enq_valid, q.io_enq_ready, q.io_enq_bits_op,
+                          q.io_enq_bits_server, q.io_enq_bits_obj, q.io_enq_bits_result)
+        except AttributeError:
+            self.respq = None
+        self.meta["core_probe"] = self.respq is not None   # trace.py refuses a log without it
         # hooks: the runner's history events and the models' snoop handling
         emit = runner.emit
 
@@ -216,14 +220,15 @@ class MsTrace:
             self.run_on[sid] = task
             self.add("place", fn=task, server=kw["server"], epoch=kw["epoch"])
         elif ev == "get_ret" and kw.get("hit"):
-            sid = next(s for s, run in r.active.items() if run.cur_id == kw["id"])
+            sid = next((s for s, run in r.active.items() if run.cur_id == kw["id"]), None)
+            if sid is None:
+                return
             o = r.active[sid].cur.obj
             self.add("get", fn=self.run_on.get(sid), server=self.sname[sid], epoch=self.models[sid].epoch,
                      obj=self.names[o], hit=True, lines=list(kw["lines"]))
         elif ev == "done":
-            task = kw["run"].split("#")[0]
-            sid = next(s for s, t in self.run_on.items() if t == task)
-            self.add("done", fn=task, server=self.sname[sid])
+            sid = next((s for s, run in r.active.items() if run.run == kw["run"]), None)
+            self.add("done", fn=kw["run"].split("#")[0], server=self.sname.get(sid, "?"))
         elif ev == "crash":
             sid = self._sid(kw["server"])
             self.crashed[sid] = {"server": kw["server"]}
