@@ -30,7 +30,7 @@ T == INSTANCE TraceApta WITH
        In <- TLIn, Out <- TLOut, Pred <- TLPred,
        NLines <- 1, DirCap <- TLDirCap, MaxCrash <- TLMaxCrash, MaxFalse <- TLMaxFalse,
        Declared <- TLDeclared, Lag <- TRUE, Locality <- FALSE, SilentEvict <- TRUE,
-       Mutant <- "none", Log <- TLLog
+       Mutant <- "none", Log <- TLLog, HiddenRecvInv <- TLHiddenRecvInv
 
 ASSUME TLCSet(1, 0)      \* TLC register 1: the most log events matched (TraceProgress)
 

@@ -25,7 +25,9 @@
 (***************************************************************************)
 EXTENDS Apta, Sequences, TLC
 
-CONSTANT Log      \* the events: records with ev and the fields of ms_trace.py's format
+CONSTANT Log,     \* the events: records with ev and the fields of ms_trace.py's format
+         HiddenRecvInv  \* TRUE: the log cannot show a compute server receiving a BISnp
+                        \* (the core alone: core_trace.py), so RecvInv is a hidden step
 
 VARIABLE l        \* log events matched so far
 
@@ -123,13 +125,18 @@ Match ==
   \/ E.ev = "final"       /\ MatchFinal
 
 -----------------------------------------------------------------------------
-(* Hidden steps: actions of Next the RTL does not log.  Each is taken only *)
-(* where the next event may need it (a drop before a miss of that object   *)
-(* on that server, an eviction before a BISnp of that object), which only  *)
-(* prunes behaviours that differ from a kept one by when an unobservable   *)
-(* step happened.                                                          *)
+(* Hidden steps: actions of Next the RTL does not log.  Some are taken    *)
+(* only where the next event may need them (a drop before a miss of that   *)
+(* object on that server, an eviction before a BISnp of that object, and,  *)
+(* in a log that cannot show a compute server receiving a BISnp, its       *)
+(* receipt before its BIRsp or before the server's rejoin, the last moment *)
+(* it can still produce an ack of that epoch), which only prunes           *)
+(* behaviours that differ from a kept one by when an unobservable step     *)
+(* happened.                                                               *)
 Hidden ==
   \/ Sync
+  \/ /\ HiddenRecvInv /\ E.ev \in {"birsp", "rejoin"} /\ E.server \in Server
+     /\ \E o \in Obj : RecvInv(E.server, o, epoch[E.server])
   \/ \E o \in Obj : Settle(o)
   \/ E.ev = "get" /\ ~E.hit /\ E.server \in Server /\ E.obj \in Obj /\ Drop(E.server, E.obj)
   \/ E.ev = "bisnp" /\ E.obj \in Obj /\ Evict(E.obj)

@@ -41,11 +41,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from apta import schema
 from compute_server import LIVE, decode_line
 
 FORMAT = "apta-trace/1"
-RESULT = {0: "Served", 1: "Committed", 2: "Stall", 3: "Drop"}   # rtl/CORE.md, resp.result
-OP_GET = 0
+RESULTS = schema.enum("ReqResult")      # the core's resp.result / ReqOp encodings (schema/core.json)
+OP_GET = schema.enum("ReqOp").index("Get")
 
 
 class MsTrace:
@@ -110,7 +111,7 @@ class MsTrace:
         v, r, op, srv, obj, res = self.respq
         if not (int(v.value) and int(r.value)):
             return
-        op, sid, o, res = int(op.value), int(srv.value), int(obj.value), RESULT[int(res.value)]
+        op, sid, o, res = int(op.value), int(srv.value), int(obj.value), RESULTS[int(res.value)]
         if op == OP_GET and res == "Served":
             e = self.add("get", fn=self.run_on.get(sid), server=self.sname[sid], epoch=self._epoch(sid),
                          obj=self.names.get(o, o), hit=False, lines=[])
