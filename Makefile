@@ -281,14 +281,18 @@ test-ms: rtl deps-rtl-sim
 # Trace validation (spec/tla/README.md, "Trace validation"): the event logs the RTL regression writes
 # (tests/rtl/ms_trace.py, build/trace/ms/) checked against spec/tla/Apta.tla by TLC (TraceApta.tla,
 # trace.py). test-trace is the short form `make test` runs too (pytest tests collects it);
-# trace-validate runs every workflow x APTA_MS_SEEDS (default 4) with crashes and validates each log.
+# trace-validate runs every workflow x APTA_MS_SEEDS (default 4) with crashes and 3 core stresses of
+# TRACE_CORE_OPS operations on the one-set geometry m3s1w1, and validates each log.
 test-trace: rtl deps-rtl-sim deps-tla
 	$(RTL_PYTEST) -rs tests/rtl/test_trace_validation.py
 
+TRACE_CORE_OPS ?= 2000
 trace-validate: rtl deps-rtl-sim deps-tla
-	rm -rf build/trace/ms/ms3 build/trace/tla
+	rm -rf build/trace/ms/ms3 build/trace/core build/trace/tla
 	$(RTL_PYTEST) -rs tests/rtl/test_ms_workflows.py::test_ms_workflows
-	$(PY) spec/tla/trace.py --summary --json build/trace/summary.json build/trace/ms/ms3/*.ndjson
+	for seed in 1 2 3; do APTA_SEED=$$seed APTA_TRACE_LOG=build/trace/core/m3s1w1-ops$(TRACE_CORE_OPS)-s$$seed.ndjson \
+	  $(PY) tests/rtl/core_trace.py m3s1w1 $(TRACE_CORE_OPS); done
+	$(PY) spec/tla/trace.py --summary --json build/trace/summary.json build/trace/ms/ms3/*.ndjson build/trace/core/*.ndjson
 
 # The same regression on another Verilog build of the same modules: the yosys gate-level netlists
 # of stress, m2s1w1, m3s1w1 (RTL_DIR = a root of <variant>/ directories or one variant's directory;

@@ -148,3 +148,14 @@ class CoreTrace:
             f.write(json.dumps(dict(self.meta, functions=self.functions)) + "\n")
             for e in self.events:
                 f.write(json.dumps(e) + "\n")
+
+
+if __name__ == "__main__":      # make trace-validate: one logged core stress (APTA_TRACE_LOG, APTA_SEED)
+    import os
+    import sys
+    from test_core_stress import _run_stress
+    variant, ops = sys.argv[1], int(sys.argv[2])
+    seed = int(os.environ.get("APTA_SEED", "1"))
+    out = Path(os.environ["APTA_TRACE_LOG"]).resolve()
+    res = _run_stress(variant, ops, seed, f"trace-{variant}-s{seed}", trace_log=out)
+    print(f"core stress {variant} seed {seed}: {res['ops']} ops, {res['cycles']} cycles -> {out}")

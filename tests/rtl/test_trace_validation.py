@@ -4,6 +4,8 @@ spec/tla/trace.py).
 
 * short workflow runs on ms3 with crashes and false suspicions: every log is accepted, and together
   they exercise the fault and invalidation actions (crash, fence, rejoin, BISnp, BIRsp);
+* a short core stress (tests/rtl/test_core_stress.py, tests/rtl/core_trace.py) on the one-set
+  geometry m3s1w1: its log is accepted;
 * a deliberate bug of the RTL whose histories stay clean (python/apta/history.py sees nothing):
   its log is rejected at a named step;
 * a good log corrupted by hand (a get returning an older version; a BIRsp with no BISnp) is
@@ -31,6 +33,8 @@ TRACE_PY = ROOT / "spec" / "tla" / "trace.py"
 trace = load_script("tla_trace", TRACE_PY)
 
 WORKFLOWS = "pipeline,broadcast-gather"   # short scripts with reads after writes and invalidations
+CORE_VARIANT = "m3s1w1"     # one directory set: Apta.tla's directory is fully associative (README)
+CORE_OPS = int(os.environ.get("APTA_TRACE_CORE_OPS", "300"))
 MUTANT = "sharers_kept_on_commit"       # rtl/Mutants.scala: the old sharers stay after a commit
 
 
@@ -65,6 +69,21 @@ def test_ms_logs_accepted(good):
     need = {"place", "get", "put_prepare", "put_line", "commit", "bisnp", "snp_recv", "birsp", "done",
             "crash", "fence", "rejoin", "final"}
     assert need <= seen, f"the logs never show {sorted(need - seen)}"
+
+
+@pytest.mark.rtl_variants(CORE_VARIANT)
+def test_core_stress_log_accepted():
+    """A short core stress (zombie requests, stalls, evictions, fences, rejoins, acks racing them)
+    logged at the core's ports: a behaviour of the spec."""
+    from test_core_stress import _run_stress
+    log = ROOT / "build" / "trace" / "core" / f"{CORE_VARIANT}-ops{CORE_OPS}-s1.ndjson"
+    res = _run_stress(CORE_VARIANT, CORE_OPS, 1, f"trace-{CORE_VARIANT}", trace_log=log)
+    assert res["ops"] >= CORE_OPS and res["violation"] is None
+    r = trace.validate(log)
+    assert r["result"] == "accepted" and r["matched"] == r["length"], trace.line_of(r)
+    seen = {e["ev"] for e in trace.load_log(log)[1]}
+    need = {"place", "get", "commit", "bisnp", "birsp", "fence", "rejoin", "refused"}
+    assert need <= seen, f"the core log never shows {sorted(need - seen)}"
 
 
 def _corrupt(src: Path, dst: Path, how) -> int:
