@@ -290,8 +290,9 @@ TRACE_CORE_OPS ?= 2000
 trace-validate: rtl deps-rtl-sim deps-tla
 	rm -rf build/trace/ms/ms3 build/trace/core build/trace/tla
 	$(RTL_PYTEST) -rs tests/rtl/test_ms_workflows.py::test_ms_workflows
-	for seed in 1 2 3; do APTA_SEED=$$seed APTA_TRACE_LOG=build/trace/core/m3s1w1-ops$(TRACE_CORE_OPS)-s$$seed.ndjson \
-	  $(PY) tests/rtl/core_trace.py m3s1w1 $(TRACE_CORE_OPS); done
+	for seed in 1 2 3; do
+	  APTA_RTL=1 $(PY) tests/rtl/core_trace.py m3s1w1 $(TRACE_CORE_OPS) $$seed build/trace/core/m3s1w1-ops$(TRACE_CORE_OPS)-s$$seed.ndjson
+	done
 	$(PY) spec/tla/trace.py --summary --json build/trace/summary.json build/trace/ms/ms3/*.ndjson build/trace/core/*.ndjson
 
 # The same regression on another Verilog build of the same modules: the yosys gate-level netlists

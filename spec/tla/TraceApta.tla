@@ -127,7 +127,8 @@ Match ==
 -----------------------------------------------------------------------------
 (* Hidden steps: actions of Next the RTL does not log.  Some are taken    *)
 (* only where the next event may need them (a drop before a miss of that   *)
-(* object on that server, an eviction before a BISnp of that object, and,  *)
+(* object on that server, an eviction before a BISnp of that object, or   *)
+(* of an entry without sharers (it sends none) before a get or commit, and *)
 (* in a log that cannot show a compute server receiving a BISnp, its       *)
 (* receipt before its BIRsp or before the server's rejoin, the last moment *)
 (* it can still produce an ack of that epoch), which only prunes           *)
@@ -140,6 +141,7 @@ Hidden ==
   \/ \E o \in Obj : Settle(o)
   \/ E.ev = "get" /\ ~E.hit /\ E.server \in Server /\ E.obj \in Obj /\ Drop(E.server, E.obj)
   \/ E.ev = "bisnp" /\ E.obj \in Obj /\ Evict(E.obj)
+  \/ E.ev \in {"get", "commit"} /\ \E o \in Obj : Evict(o) /\ sharers[o] = {}
 
 TraceInit == Init /\ l = 0
 

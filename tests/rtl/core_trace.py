@@ -150,12 +150,12 @@ class CoreTrace:
                 f.write(json.dumps(e) + "\n")
 
 
-if __name__ == "__main__":      # make trace-validate: one logged core stress (APTA_TRACE_LOG, APTA_SEED)
+if __name__ == "__main__":      # make trace-validate: core_trace.py VARIANT OPS SEED LOG (one logged stress)
     import os
     import sys
     from test_core_stress import _run_stress
-    variant, ops = sys.argv[1], int(sys.argv[2])
-    seed = int(os.environ.get("APTA_SEED", "1"))
-    out = Path(os.environ["APTA_TRACE_LOG"]).resolve()
+    variant, ops, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    out = Path(sys.argv[4]).resolve()
+    os.environ.pop("APTA_TRACE_LOG", None)
     res = _run_stress(variant, ops, seed, f"trace-{variant}-s{seed}", trace_log=out)
     print(f"core stress {variant} seed {seed}: {res['ops']} ops, {res['cycles']} cycles -> {out}")
