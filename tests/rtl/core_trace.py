@@ -40,7 +40,11 @@ class CoreTrace:
         self.owes: dict[tuple, int] = {}            # (sid, obj) -> BISnps of its epoch not yet acked (as logged)
         self.logged_fence = [False] * self.n        # a fence written since the server's last rejoin
         self.cycle = 0
-        q = self.dut.respQ
+        try:
+            q = self.dut.respQ                      # Verilator's public signals of the RTL build
+        except AttributeError:
+            raise AssertionError("APTA_TRACE_LOG: the core's result queue respQ is not visible "
+                                 "(a netlist?): the log needs the core's decisions") from None
         self.respq = (q.io_enq_valid, q.io_enq_ready, q.io_enq_bits_op, q.io_enq_bits_server,
                       q.io_enq_bits_obj, q.io_enq_bits_result)
         self.meta = {"ev": "meta", "format": FORMAT, "servers": [self.sname[k] for k in range(self.n)],

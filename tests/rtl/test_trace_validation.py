@@ -75,6 +75,10 @@ def test_ms_logs_accepted(good):
 def test_core_stress_log_accepted():
     """A short core stress (zombie requests, stalls, evictions, fences, rejoins, acks racing them)
     logged at the core's ports: a behaviour of the spec."""
+    from core_bfm import rtl_dir_overridden
+    if rtl_dir_overridden():
+        pytest.skip("the log needs the core's result queue (Verilator's public signals of the RTL build), "
+                    "which a netlist under RTL_DIR does not keep")
     from test_core_stress import _run_stress
     log = ROOT / "build" / "trace" / "core" / f"{CORE_VARIANT}-ops{CORE_OPS}-s1.ndjson"
     res = _run_stress(CORE_VARIANT, CORE_OPS, 1, f"trace-{CORE_VARIANT}", trace_log=log)
