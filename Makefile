@@ -38,6 +38,7 @@ help:
 	@echo "make eval         the paper's evaluation on the simulator -> build/eval/REPORT.md (+ results.json, plots)"
 	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
 	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (part of make test)"
+	@echo "make fuzz         coverage-guided fuzzing, longer runs (FUZZTIME=5m): the plugin's answer decoder (fuzz-scheduler)"
 	@echo "make test-sched-daemon  the e2e cluster against the memory-server daemon: workflows placed by kube-scheduler (part of make test)"
 	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
 	@echo "make gem5 GEM5_SRC=<gem5 checkout>  build gem5 v24.0.0.1 with the apta extension (sim/gem5/) into build/gem5/"
@@ -254,7 +255,7 @@ test-long: rtl deps-rtl-sim qemu-image daemon runner
 	echo "test-long: RTL stress (1M ops); the six workflows in QEMU guests with a guest killed in every one, placed by the executor and by kube-scheduler with the Apta plugin (the daemon as its control plane)"
 
 rtl-mutants: rtl deps-rtl-sim
-	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_ms_mutants.py
+	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_core_epochs.py tests/rtl/test_ms_mutants.py
 
 # generated single-point mutants of the Verilog (tests/rtl/mutation.py): all of them, each through the
 # regression; results in build/bench/rtl-mutation.json, the table in rtl/README.md ("Mutation testing")
@@ -319,7 +320,19 @@ scheduler: go-check
 
 test-scheduler: scheduler
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 ./pkg/... ./apis/...)
+	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -run='^$$' -fuzz='^FuzzDecodeAnswer$$' -fuzztime=$(FUZZTIME_TEST) -parallel 2 ./pkg/controlplane/) 2>&1 | tail -3
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 -count=1 -timeout 30m -v ./test/e2e/) 2>&1 | tee build/scheduler/e2e.log
+
+# Go native fuzzing of the plugin's answer decoder (pkg/controlplane FuzzDecodeAnswer; seeds in
+# pkg/controlplane/testdata/fuzz/FuzzDecodeAnswer/, a crasher is written there too): a bounded run
+# in test-scheduler, a longer one here (FUZZTIME=10m make fuzz-scheduler). Property: never panics;
+# whatever it accepts re-encodes to an answer it accepts again.
+FUZZTIME_TEST ?= 20s
+FUZZTIME ?= 5m
+.PHONY: fuzz fuzz-scheduler
+fuzz: fuzz-scheduler
+fuzz-scheduler: go-check
+	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -run='^$$' -fuzz='^FuzzDecodeAnswer$$' -fuzztime=$(FUZZTIME) ./pkg/controlplane/) 2>&1 | tail -5
 
 # The e2e as a binary, for tests/test_sched_daemon.py: the e2e's cluster against the memory-server
 # daemon, placements by the scheduler, functions run on the guests (qemu-cxl/kube.py).

@@ -146,6 +146,8 @@ class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParam
   servers.io.fence := ctrl.io.fence
   servers.io.fenceClears := !mut.on(Mutants.fenceIgnored)
   servers.io.rejoin := ctrl.io.rejoin
+  servers.io.mayWrap := mut.on(Mutants.epochWraps)
+  ctrl.io.wraps := mut.on(Mutants.epochWraps)
 
   // ---- answers ------------------------------------------------------------------------------------
   respQ.io.enq.valid := otc.io.resp.valid

@@ -9,8 +9,9 @@ import chisel3.util._
   * Several mirror a mutant of the Murphi model (spec/murphi/apta.m `MUTANT`), named in `doc`.
   */
 object Mutants {
-  /** `unit`: "core" (the CoherenceCore: `mutants` variants) or "ms" (the OSC/OPC of the memory-server
-    * top: `ms3_mutants`, tests/rtl/test_ms_mutants.py) */
+  /** `unit`: "core" (the CoherenceCore: `mutants` variants), "ms" (the OSC/OPC of the memory-server
+    * top: `ms3_mutants`, tests/rtl/test_ms_mutants.py) or "epoch" (the core's epoch bound, beyond
+    * the model's MAX_EPOCH and the stress's rejoins: `mutants_epochs`, tests/rtl/test_core_epochs.py) */
   case class Mutant(id: Int, name: String, doc: String, unit: String = "core")
 
   val sharersKeptOnCommit = Mutant(1, "sharers_kept_on_commit",
@@ -40,9 +41,14 @@ object Mutants {
   val commitBeforeCore = Mutant(12, "commit_before_core",
     "PutCommit leaves when the Commit is sent to the core, before the core answered Committed", "ms")
 
+  // ---- the epoch bound (OIC: CtrlUnit, ServerTable) ------------------------------------------------------
+  val epochWraps = Mutant(13, "epoch_wraps",
+    "a Rejoin at the last epoch value wraps the epoch to 0 and is granted (the design before the rule; model: M_EPOCH_WRAP_UNGUARDED)", "epoch")
+
   val all: Seq[Mutant] = Seq(sharersKeptOnCommit, ackNotDecremented, acceptInSI, fenceIgnored,
     oldEpochAck, getSAtoS, commitStalledInSA,
-    oscNoForward, noGetCommitInterlock, fenceKeepsOpenPut, retryNotIdempotent, commitBeforeCore)
+    oscNoForward, noGetCommitInterlock, fenceKeepsOpenPut, retryNotIdempotent, commitBeforeCore,
+    epochWraps)
   require(all.map(_.id).distinct.size == all.size && !all.exists(_.id == 0), "mutant ids unique, 0 = none")
 
   /** width of io_mutant */

@@ -139,7 +139,8 @@ def read_tla(root: Path) -> dict:
 
 RTL_MUTANT = re.compile(r'=\s*Mutant\(\s*(\d+)\s*,\s*"([^"]+)"\s*,\s*"(?:[^"\\]|\\.)*"\s*(?:,\s*"(\w+)"\s*)?\)')
 RTL_TESTS = {"core": "tests/rtl/test_core_mutants.py::test_mutants_caught",       # takes unit "core"
-             "ms": "tests/rtl/test_ms_mutants.py::test_ms_mutants_caught"}         # takes unit "ms"
+             "ms": "tests/rtl/test_ms_mutants.py::test_ms_mutants_caught",         # takes unit "ms"
+             "epoch": "tests/rtl/test_core_epochs.py::test_epoch_mutant_caught"}   # takes unit "epoch"
 RTL_MS_VECTORS = "tests/rtl/test_ms_vectors.py::test_ms_vectors_catch_mutants"   # its `must` set
 
 

@@ -179,6 +179,52 @@ def test_lease_fence_and_rejoin(rack):
     assert LEASE_MS / 1000 - 0.1 < lease < LEASE_MS / 1000 + 3, lease
 
 
+def test_rejoin_at_the_last_epoch_is_refused(rack):
+    """Epochs are never reused (rtl/README.md "Epochs"): guest 2 rejoins through every epoch value of
+    the daemon's RTL (epochBits of its variant: 65,535 rejoins at the default 16 bits), each granted
+    once in order; the next Rejoin is answered RejoinRefused with the last epoch, the server stays
+    fenced there (not back at epoch 0), its first incarnation's request is discarded, the API's
+    rejoin is refused too, and the other guests keep working."""
+    setup_objects(rack)
+    g0, g1, g2 = rack.guests
+    S = g2.s
+    last = (1 << S.params["epochBits"]) - 1
+    batch = LAY.slots // 2                   # never more answers in flight than the response ring holds
+    t0 = time.time()
+    epoch = 0
+    while epoch < last:
+        n = min(batch, last - epoch)
+        for k in range(n):                   # each Rejoin carries the epoch the guest is leaving
+            g2.put_slot(S.encode("Rejoin", server=2, epoch=epoch + k))
+        got = g2.recv(n, timeout=30)
+        want = [("RejoinAck", {"server": 2, "epoch": epoch + k + 1}) for k in range(n)]
+        assert got == want, next((g, w) for g, w in zip(got, want) if g != w)
+        epoch += n
+    took = time.time() - t0
+    g2.epoch = last
+    s = rack.server(2)
+    assert (s["fenced"], s["epoch"], s["live"]) == (False, last, True), s
+    assert g2.get(2, 4) == lines_of(2, 0, 4)         # the last incarnation works
+    g2.send("Rejoin")
+    (n, f), = g2.recv(1)
+    assert (n, f) == ("RejoinRefused", {"server": 2, "epoch": last}), (n, f)
+    s = rack.server(2)
+    assert (s["fenced"], s["epoch"], s["schedulable"]) == (True, last, False), s
+    g2.send("ObjGet", obj=2, epoch=0)               # the first incarnation's request: discarded
+    g2.send("ObjGet", obj=2)                        # and the last one's, now fenced
+    assert g2.quiet()
+    code, ans = rack.api("POST", "/v1/servers/cs2/rejoin")
+    assert code == 400 and "epochs exhausted" in ans.get("error", ""), (code, ans)
+    s = rack.server(2)
+    assert (s["fenced"], s["epoch"]) == (True, last), s
+    g0.put(2, txn=1, lines=lines_of(2, 1, 4))       # no ack owed by the fenced server
+    assert g1.get(2, 4) == lines_of(2, 1, 4)
+    assert rack.server(0)["schedulable"] and rack.server(1)["schedulable"]
+    log = rack.log.read_text()
+    assert f"rejoin refused: guest 2 is at its last epoch {last}" in log, log[-2000:]
+    print(f"\n{last} rejoins of one guest through the daemon in {took:.1f} s")
+
+
 def test_qemu_exit_fences_before_the_lease(exe, schema, tmp_path):
     """--qemu-pidfile: guest 1's "QEMU" (a sleep) dies while its heartbeat goes on: fenced at once."""
     qemu = subprocess.Popen(["sleep", "60"])

@@ -141,6 +141,17 @@ def test_feature_combination_has_a_configuration(combo):
     assert have, f"no configuration of the default or deep suite combines {sorted(combo)}"
 
 
+# Every pair of features: the protocol allows each (a 2-entry directory evicts with 3 objects; the OPC
+# timeout needs a put, and "OPC timeout" is counted only where there is one), so none may be left to
+# the README's "none yet" (issue 17: no empty row for a combination the protocol allows).
+PAIRS = [{a, b} for i, (a, _) in enumerate(check.FEATURES) for b, _ in check.FEATURES[i + 1:]]
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda c: "+".join(sorted(c)))
+def test_every_feature_pair_has_a_configuration(pair):
+    test_feature_combination_has_a_configuration(pair)
+
+
 def test_readme_tables_are_generated_from_checks():
     r = run_check("--check-tables")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -9,5 +9,7 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 echo "apt: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+# Wait for another apt/dpkg (a parallel make job, unattended upgrades) instead of failing on its lock.
+LOCK=(-o DPkg::Lock::Timeout=600)
+$SUDO apt-get "${LOCK[@]}" update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${LOCK[@]}" install -y -qq "${missing[@]}" >/dev/null

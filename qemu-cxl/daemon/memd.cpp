@@ -445,6 +445,11 @@ void Daemon::on_rsp(const Flit& f) {
     apta_unpack_RejoinAck(f.data(), &m);
     say("rejoin: guest %u in epoch %u", g, m.epoch);
     guests_[g].hb_change_ns = now_ns();  // a fresh lease from the rejoin
+  } else if (op == APTA_OP_RejoinRefused) {
+    apta_RejoinRefused m;
+    apta_unpack_RejoinRefused(f.data(), &m);
+    say("rejoin refused: guest %u is at its last epoch %u (epochs are never reused; fenced until the "
+        "memory server is reset)", g, m.epoch);
   }
   emit(guests_[g].rsp, f, 0, 0, g, "response");
 }
@@ -465,6 +470,9 @@ void Daemon::on_ctrl_resp(const Flit& f) {
     say("rejoin (control plane): server %u in epoch %u", g, e);
     if (g < N) guests_[g].hb_change_ns = now_ns();
   }
+  if (op == APTA_OP_RejoinRefused)
+    say("rejoin refused (control plane): server %u is at its last epoch %u (fenced until the memory server "
+        "is reset)", g, e);
   ctrl_resp_.push_back(f);
   if (ctrl_resp_.size() > 64) ctrl_resp_.pop_front();
 }
@@ -732,6 +740,11 @@ bool Daemon::ctrl_and_wait(unsigned op, unsigned g, std::string& err, unsigned& 
     for (const Flit& r : ctrl_resp_)
       if (apta_bits_get(r.data(), APTA_OPCODE_BITS, APTA_P_serverBits) == g) {
         epoch_out = epoch_of(g);
+        if (apta_opcode(r.data()) == APTA_OP_RejoinRefused) {
+          err = "epochs exhausted: the server is at its last epoch " + std::to_string(epoch_out) +
+                " (epochs are never reused) and stays fenced until the memory server is reset";
+          return false;
+        }
         return true;
       }
   }
@@ -939,7 +952,8 @@ Reply api_ctrl(Daemon& d, const std::string& server, bool fence) {
   if (g < 0) return error_reply(400, "unknown server " + server);
   std::string err;
   unsigned e;
-  if (!d.ctrl_and_wait(fence ? APTA_OP_Fence : APTA_OP_Rejoin, unsigned(g), err, e)) return error_reply(503, err);
+  if (!d.ctrl_and_wait(fence ? APTA_OP_Fence : APTA_OP_Rejoin, unsigned(g), err, e))
+    return error_reply(err.rfind("epochs exhausted", 0) == 0 ? 400 : 503, err);   // 400: a refused request
   Daemon::Snapshot s;
   if (!d.snapshot({}, s, err)) return error_reply(503, err);
   return {200, "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance()) +

@@ -101,6 +101,7 @@ static const char *acx_err(int rc, int code) {
   case ACX_EREFUSED: snprintf(b, sizeof b, "refused by the daemon (code %d)", code); return b;
   case ACX_EOBJ: snprintf(b, sizeof b, "ObjErr code %d from the memory server", code); return b;
   case ACX_EARG: return "bad size (0 or beyond linesPerObject)";
+  case ACX_EEPOCHS: return "rejoin refused: the server is at its last epoch (fenced until the memory server is reset)";
   default: snprintf(b, sizeof b, "error %d", rc); return b;
   }
 }

@@ -236,6 +236,13 @@ int acx_rejoin(acx *c) {
         if (seq == my) { c->st.refusals++; c->last_code = (int)refused; return ACX_EREFUSED; }
         continue;
       }
+      if (!apta_check(f, &field) && apta_opcode(f) == APTA_OP_RejoinRefused) {
+        apta_RejoinRefused r;
+        apta_unpack_RejoinRefused(f, &r);
+        if (r.server != c->g) continue;
+        c->epoch = r.epoch;      /* the last epoch value: never left, fenced until the memory server resets */
+        return ACX_EEPOCHS;
+      }
       if (apta_check(f, &field) || apta_opcode(f) != APTA_OP_RejoinAck) { c->st.stale_rsp++; continue; }
       apta_RejoinAck a;
       apta_unpack_RejoinAck(f, &a);

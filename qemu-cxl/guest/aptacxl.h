@@ -26,6 +26,9 @@
 #define ACX_EOBJ (-3)      /* ObjErr from the memory server (c->last_code = its code, 4..9) */
 #define ACX_EARG (-4)      /* bad argument (size 0 or > linesPerObject) */
 #define ACX_EREGION (-5)   /* the region's header is not a serving daemon's */
+#define ACX_EEPOCHS (-6)   /* RejoinRefused: the server's epoch is the last value (2^epochBits - 1); epochs
+                              are never reused, so it stays fenced until the memory server is reset
+                              (c->epoch = that epoch) */
 
 typedef struct {
   uint32_t obj, nlines, valid;
@@ -73,7 +76,8 @@ volatile uint8_t *acx_map_region(const char *file, uint64_t *size_out);
 void acx_heartbeat(acx *c);
 uint64_t acx_now_ns(void);
 
-/* Rejoin, wait for RejoinAck (its epoch becomes c->epoch), drop the whole cache, state "joined". */
+/* Rejoin, wait for RejoinAck (its epoch becomes c->epoch), drop the whole cache, state "joined".
+ * ACX_EEPOCHS if the memory server answers RejoinRefused (the guest stays fenced, state "booting"). */
 int acx_rejoin(acx *c);
 
 /* The object's nlines lines into buf (nlines * 64 bytes): from the cache if a valid copy is held,

@@ -421,7 +421,7 @@ static int join(void) {
     int rc = acx_rejoin(&C);
     if (!rc) return 0;
     say("rejoin rc=%d (attempt %d)", rc, k + 1);
-    if (k >= 20 || STOP) return rc;
+    if (k >= 20 || STOP || rc == ACX_EEPOCHS) return rc;   /* the last epoch: fenced until the memory server resets */
   }
 }
 

@@ -12,6 +12,13 @@ import chisel3.util._
   * Either way the Fence flit is echoed on `resp` once its effects are visible. A Rejoin fences
   * first when the server is not fenced, then starts its next epoch, unfenced, and answers
   * RejoinAck with the new epoch.
+  *
+  * Epochs are wide incarnation numbers that are never reused while the memory server runs: a
+  * Rejoin of a server whose epoch is already the last value (all ones) fences it like any Rejoin
+  * but grants no epoch; the server stays fenced in that epoch and is answered RejoinRefused. Only a
+  * reset (which empties every channel of the link) returns epochs to 0. So no epoch value is ever
+  * granted twice and the model's guard on reuse (`EpochReusable`, spec/murphi/apta.m) holds
+  * trivially: rtl/README.md "Epochs".
   */
 class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val io = IO(new Bundle {
@@ -21,6 +28,9 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
     val fenced = Input(UInt(p.servers.W))
     /** the ServerTable's current epochs */
     val epochs = Input(Vec(p.servers, UInt(p.epochBits.W)))
+    /** the `epoch_wraps` mutant only (rtl/Mutants.scala): the last epoch is not special, a Rejoin
+      * there wraps to 0 (the design before the rule); false in the real design */
+    val wraps = Input(Bool())
 
     /** one set of the fence walk; the core's arbiter gives it priority, so it always enters */
     val walk = Valid(new Bundle {
@@ -33,7 +43,7 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
     val fence = Valid(UInt(p.serverBits.W))
     /** a Rejoin completes for this server (epoch + 1, unfenced) */
     val rejoin = Valid(UInt(p.serverBits.W))
-    /** Fence echo or RejoinAck */
+    /** Fence echo, RejoinAck or RejoinRefused */
     val resp = Decoupled(UInt(flitBits.W))
     /** a walk is in progress (the core accepts nothing else) */
     val busy = Output(Bool())
@@ -47,6 +57,7 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
   // the pending answer (s_resp: still to send)
   val respValid = RegInit(false.B)
   val respRejoinAck = Reg(Bool())
+  val respRefused = Reg(Bool())     // with respRejoinAck: RejoinRefused instead
   val respServer = Reg(UInt(p.serverBits.W))
   val respEpoch = Reg(UInt(p.epochBits.W))
 
@@ -60,12 +71,15 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
   io.busy := state =/= sIdle
   io.in.ready := state === sIdle && !respValid
 
-  def answer(rejoinAck: Boolean, s: UInt, e: UInt): Unit = {
+  def answer(rejoinAck: Boolean, s: UInt, e: UInt, refused: Bool = false.B): Unit = {
     respValid := true.B
     respRejoinAck := rejoinAck.B
+    respRefused := refused
     respServer := s
     respEpoch := e
   }
+  /** the server's epoch is the last value: a Rejoin grants nothing (never wraps) */
+  def exhausted(s: UInt): Bool = io.epochs(s).andR && !io.wraps
 
   switch(state) {
     is(sIdle) {
@@ -91,6 +105,8 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
             server := s
             isRejoin := true.B
             state := sWalk
+          }.elsewhen(exhausted(s)) {
+            answer(rejoinAck = true, s, io.epochs(s), refused = true.B)   // stays fenced
           }.otherwise {
             io.rejoin.valid := true.B
             io.rejoin.bits := s
@@ -109,7 +125,9 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
     is(sDrain) {
       // the walk's last set is written at the end of this cycle: answer from the next one
       state := sIdle
-      when(isRejoin) {
+      when(isRejoin && exhausted(server)) {
+        answer(rejoinAck = true, server, io.epochs(server), refused = true.B)   // fenced, stays so
+      }.elsewhen(isRejoin) {
         io.rejoin.valid := true.B
         answer(rejoinAck = true, server, io.epochs(server) + 1.U)
       }.otherwise {
@@ -124,6 +142,10 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
   ackMsg.server := respServer
   ackMsg.epoch := respEpoch
   io.resp.valid := respValid
-  io.resp.bits := Mux(respRejoinAck, RejoinAckMsg.toFlit(ackMsg), FenceMsg.toFlit(fenceMsg))
+  val refusedMsg = Wire(new RejoinRefusedMsg)
+  refusedMsg.server := respServer
+  refusedMsg.epoch := respEpoch
+  io.resp.bits := Mux(!respRejoinAck, FenceMsg.toFlit(fenceMsg),
+    Mux(respRefused, RejoinRefusedMsg.toFlit(refusedMsg), RejoinAckMsg.toFlit(ackMsg)))
   when(io.resp.fire) { respValid := false.B }
 }

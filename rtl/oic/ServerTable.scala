@@ -18,8 +18,11 @@ class ServerTable(implicit val p: AptaParams) extends Module with HasAptaParamet
     val fence = Input(Valid(UInt(p.serverBits.W)))
     /** with `fence`: clear the server's total of owed acks (the walk clears the entries) */
     val fenceClears = Input(Bool())
-    /** a Rejoin completes: epoch + 1, unfenced (`MS: Rejoin`) */
+    /** a Rejoin completes: epoch + 1, unfenced (`MS: Rejoin`); never for a server at the last
+      * epoch value (CtrlUnit refuses that Rejoin) */
     val rejoin = Input(Valid(UInt(p.serverBits.W)))
+    /** the `epoch_wraps` mutant only: an epoch may wrap (the design before the rule) */
+    val mayWrap = Input(Bool())
 
     /** bit i: server i is fenced */
     val fenced = Output(UInt(p.servers.W))
@@ -41,7 +44,9 @@ class ServerTable(implicit val p: AptaParams) extends Module with HasAptaParamet
     when(io.fence.valid && io.fence.bits === i.U) { fenced(i) := true.B }
     when(io.rejoin.valid && io.rejoin.bits === i.U) {
       fenced(i) := false.B
-      epoch(i) := epoch(i) + 1.U   // wraps at 2^epochBits (the model asserts MAX_EPOCH instead)
+      // a wide incarnation number, never reused while the memory server runs (rtl/README.md "Epochs")
+      assert(io.mayWrap || !epoch(i).andR, "an epoch never wraps: a Rejoin at the last value is refused")
+      epoch(i) := epoch(i) + 1.U
     }
   }
   io.fenced := fenced.asUInt

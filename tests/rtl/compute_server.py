@@ -122,7 +122,8 @@ class ComputeServer:
         self.ticks = 0
         self.on_rejoined = None               # callback(sid, new epoch)
         self.stats = {"hits": 0, "misses": 0, "puts": 0, "retries": 0, "snoops": 0, "acks": 0,
-                      "stale_dropped": 0, "IS_D_I": 0, "P_A_I": 0, "snp_old_epoch": 0}
+                      "stale_dropped": 0, "IS_D_I": 0, "P_A_I": 0, "snp_old_epoch": 0,
+                      "rejoin_refused": 0}
 
     # ---- cache helpers -----------------------------------------------------------------------
     def state(self, obj):
@@ -204,6 +205,9 @@ class ComputeServer:
                 self.status, self.epoch = LIVE, m["epoch"]
                 if self.on_rejoined:
                     self.on_rejoined(self.sid, self.epoch)
+            elif name == "RejoinRefused":       # its last epoch: fenced until the memory server resets
+                self.status = FENCED
+                self.stats["rejoin_refused"] += 1
             else:
                 self.stats["stale_dropped"] += 1
             return

@@ -352,11 +352,14 @@ class Scoreboard:
                     self._count("fence.idle")
                 self._fence(c)
         else:
-            self._count("rejoin.fenced" if self.fenced[c] else "rejoin.live")
+            # the last epoch value is never left (rtl/CORE.md guard `rejoin.exhausted`): fenced, refused
+            last = self.epoch[c] == self.emask
+            self._count("rejoin.exhausted" if last else "rejoin.fenced" if self.fenced[c] else "rejoin.live")
             if not self.fenced[c]:
                 self._fence(c)
-            self.epoch[c] = (self.epoch[c] + 1) & self.emask
-            self.fenced[c] = False
+            if not last:
+                self.epoch[c] += 1
+                self.fenced[c] = False
         if self.on_ctrl:
             self.on_ctrl(name, c, self.epoch[c])
 
@@ -369,7 +372,7 @@ class Scoreboard:
             self._apply_ctrl(cr)
         c = f["server"]
         want = ({"op": "Fence", "server": c, "epoch": f["epoch"]} if name == "Fence"
-                else {"op": "RejoinAck", "server": c, "epoch": self.epoch[c]})
+                else {"op": "RejoinRefused" if self.fenced[c] else "RejoinAck", "server": c, "epoch": self.epoch[c]})
         if d != want:
             self.fail("ctrlResp", f"{name} {f}: ctrlResp expected {want}, got {d}")
 

@@ -102,7 +102,10 @@ class FakeMemoryServer(Transport, ControlPlane):
         e, o = m["epoch"], m.get("obj")
         if name == "Rejoin":
             self._do_fence(sid, self.epoch[sid]) if not self.fenced[sid] else None
-            self.epoch[sid] = (self.epoch[sid] + 1) % (1 << self.S.params["epochBits"])
+            if self.epoch[sid] == (1 << self.S.params["epochBits"]) - 1:   # never wraps: refused, stays fenced
+                self._out(sid, "rsp", "RejoinRefused", epoch=self.epoch[sid])
+                return
+            self.epoch[sid] += 1
             self.fenced[sid] = False
             self._out(sid, "rsp", "RejoinAck", epoch=self.epoch[sid])
             return

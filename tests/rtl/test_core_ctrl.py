@@ -17,7 +17,7 @@ from core_bfm import ROOT, Core, load_params
 HOLD = 12      # cycles ctrlResp is held not ready while the next flits queue behind
 
 
-def _expect(ops: list[tuple[str, int]], n: int) -> tuple[list[dict], dict]:
+def _expect(ops: list[tuple[str, int]], n: int, epoch_bits: int) -> tuple[list[dict], dict]:
     """The answers CORE.md promises for `ops` applied in order from reset (every server unfenced,
     epoch 0), and the status after them."""
     fenced, epoch, out = [False] * n, [0] * n, []
@@ -25,8 +25,11 @@ def _expect(ops: list[tuple[str, int]], n: int) -> tuple[list[dict], dict]:
         if op == "Fence":
             out.append({"op": "Fence", "server": s, "epoch": epoch[s]})   # the echo of a current fence
             fenced[s] = True
+        elif epoch[s] == (1 << epoch_bits) - 1:       # the last epoch is never left (guard rejoin.exhausted)
+            fenced[s] = True
+            out.append({"op": "RejoinRefused", "server": s, "epoch": epoch[s]})
         else:
-            epoch[s] = (epoch[s] + 1) % 256
+            epoch[s] += 1
             fenced[s] = False
             out.append({"op": "RejoinAck", "server": s, "epoch": epoch[s]})
     return out, {"fenced": fenced, "epoch": epoch}
@@ -50,16 +53,14 @@ if cocotb is not None:
         for s in range(n):
             o = (s + 1) % n
             ops = [("Fence", s), ("Rejoin", s), ("Fence", o), ("Rejoin", o), ("Rejoin", s)]
-            want, status = _expect(ops, n)
+            want, status = _expect(ops, n, p["epochBits"])
             await core.reset()
             got = []
             core.listeners[:] = [lambda b: got.append({k: b.data.get(k) for k in ("op", "server", "epoch")})
                                  if b.port == "ctrlResp" else None]
-            epochs = [0] * n
-            for op, srv in ops:            # all queued at once: the core takes the next when it may
-                core.send_ctrl(core.ctrl_flit(op, srv, epochs[srv]))
-                if op == "Rejoin":
-                    epochs[srv] = (epochs[srv] + 1) % 256
+            for i, (op, srv) in enumerate(ops):   # all queued at once: the core takes the next when it may
+                # each flit carries the server's epoch after the ones before it
+                core.send_ctrl(core.ctrl_flit(op, srv, _expect(ops[:i], n, p["epochBits"])[1]["epoch"][srv]))
             core.ready_p = {k: 1.0 for k in core.ready_p}
             core.ready_p["ctrlResp"] = 0.0
             for _ in range(HOLD):

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +37,12 @@ type AptaArgs struct {
 	// apta.io/min-seq, TLA-C1) and leaves them an eligible server (FRESHNESS.md). 0: ask once per
 	// pod. Default 50ms.
 	SnapshotTTL *metav1.Duration `json:"snapshotTTL,omitempty"`
+	// TokenFile is a file holding the bearer token the plugin presents to the control plane
+	// (a reader token; mounted from a Secret). Empty: no token is sent. Read at start.
+	TokenFile string `json:"tokenFile,omitempty"`
+	// CAFile is a PEM file of the CA(s) the control plane's TLS certificate must chain to (an
+	// https endpoint only). Empty: the system's roots.
+	CAFile string `json:"caFile,omitempty"`
 }
 
 const (
@@ -80,6 +88,11 @@ func Validate(a *AptaArgs, path *field.Path) field.ErrorList {
 	if a.SnapshotTTL != nil && (a.SnapshotTTL.Duration < 0 || a.SnapshotTTL.Duration > 10*time.Second) {
 		errs = append(errs, field.Invalid(path.Child("snapshotTTL"), a.SnapshotTTL.Duration.String(), "must be in [0, 10s]"))
 	}
+	if a.CAFile != "" {
+		if u, err := url.Parse(a.Endpoint); err == nil && u.Scheme != "https" {
+			errs = append(errs, field.Invalid(path.Child("caFile"), a.CAFile, "a CA file needs an https:// endpoint"))
+		}
+	}
 	for _, msg := range validation.IsQualifiedName(a.NodeLabel) {
 		errs = append(errs, field.Invalid(path.Child("nodeLabel"), a.NodeLabel, msg))
 	}
@@ -123,6 +136,22 @@ func Decode(obj runtime.Object) (*AptaArgs, error) {
 		return nil, fmt.Errorf("invalid apta plugin args: %w", errs.ToAggregate())
 	}
 	return a, nil
+}
+
+// MinTokenLength is the shortest bearer token the plugin accepts from its token file.
+const MinTokenLength = 16
+
+// ReadToken reads the bearer token in path (surrounding whitespace trimmed).
+func ReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < MinTokenLength || strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("%s does not hold one token of at least %d characters", path, MinTokenLength)
+	}
+	return tok, nil
 }
 
 // DeepCopyObject makes AptaArgs a runtime.Object.

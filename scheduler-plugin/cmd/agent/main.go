@@ -24,6 +24,8 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig (empty: in-cluster)")
 	interval := flag.Duration("interval", 200*time.Millisecond, "poll interval")
 	label := flag.String("node-label", config.DefaultNodeLabel, "node label naming the compute server")
+	tokenFile := flag.String("token-file", "", "file holding the agent's bearer token for the control plane (a reader token)")
+	caFile := flag.String("ca-file", "", "PEM CA(s) the control plane's TLS certificate must chain to")
 	flag.Parse()
 	var cfg *rest.Config
 	var err error
@@ -38,6 +40,23 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &agent.Agent{Kube: kubernetes.NewForConfigOrDie(cfg), CP: controlplane.NewClient(*endpoint, time.Second), NodeLabel: *label, Interval: *interval}
+	cp := controlplane.NewClient(*endpoint, time.Second)
+	if *tokenFile != "" {
+		if cp.Token, err = config.ReadToken(*tokenFile); err != nil {
+			fmt.Fprintln(os.Stderr, "agent: --token-file:", err)
+			os.Exit(2)
+		}
+	}
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err == nil {
+			err = cp.UseCA(pem)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agent: --ca-file:", err)
+			os.Exit(2)
+		}
+	}
+	a := &agent.Agent{Kube: kubernetes.NewForConfigOrDie(cfg), CP: cp, NodeLabel: *label, Interval: *interval}
 	a.Run(ctx)
 }

@@ -1,8 +1,11 @@
-// Command controlplane serves the conforming control-plane API (pkg/controlplane) on a
-// loopback address, logging every state change as a JSON line on stdout.
+// Command controlplane serves the conforming control-plane API (pkg/controlplane), logging every
+// state change as a JSON line on stdout. Every call is authenticated by a bearer token from
+// --token-file and authorized by the caller's role (pkg/controlplane/auth.go); TLS with
+// --tls-cert-file and --tls-private-key-file.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -15,20 +18,46 @@ import (
 func main() {
 	addr := flag.String("listen", "127.0.0.1:7400", "address to serve on")
 	servers := flag.String("servers", "", "comma-separated compute servers to register at start")
+	tokens := flag.String("token-file", "", "callers' bearer tokens, one per line: token,name,role[,server] (roles: reader, failure-detector, object-manager, compute-server, kubelet)")
+	insecure := flag.Bool("insecure-no-auth", false, "serve without authentication (every caller may do everything; tests on one host only)")
+	cert := flag.String("tls-cert-file", "", "serve TLS with this certificate (PEM)")
+	key := flag.String("tls-private-key-file", "", "the certificate's private key (PEM)")
 	flag.Parse()
+	fail := func(code int, err error) {
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
+		os.Exit(code)
+	}
 	s := controlplane.NewServer(os.Stdout)
+	switch {
+	case *tokens != "":
+		a, err := controlplane.LoadTokenFile(*tokens)
+		if err != nil {
+			fail(2, fmt.Errorf("--token-file: %v", err))
+		}
+		s.SetAuth(a)
+	case !*insecure:
+		fail(2, errors.New("--token-file is required (or --insecure-no-auth)"))
+	}
+	if (*cert == "") != (*key == "") {
+		fail(2, errors.New("--tls-cert-file and --tls-private-key-file go together"))
+	}
 	for _, n := range strings.Split(*servers, ",") {
 		if n = strings.TrimSpace(n); n == "" {
 			continue
 		}
 		if _, err := s.AddServer(n); err != nil {
-			fmt.Fprintln(os.Stderr, "controlplane:", err)
-			os.Exit(2)
+			fail(2, err)
 		}
 	}
-	fmt.Fprintln(os.Stderr, "controlplane: serving on", *addr)
-	if err := http.ListenAndServe(*addr, s.Handler()); err != nil {
-		fmt.Fprintln(os.Stderr, "controlplane:", err)
-		os.Exit(1)
+	srv := controlplane.HTTPServer(*addr, s.Handler())
+	fmt.Fprintln(os.Stderr, "controlplane: serving on", *addr, "tls:", *cert != "", "auth:", *tokens != "")
+	var err error
+	if *cert != "" {
+		err = srv.ListenAndServeTLS(*cert, *key)
+	} else {
+		err = srv.ListenAndServe()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fail(1, err)
 	}
 }

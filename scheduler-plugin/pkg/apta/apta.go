@@ -6,6 +6,7 @@ package apta
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -82,8 +83,22 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	return &Apta{handle: h, args: args, client: controlplane.NewClient(args.Endpoint, args.Timeout.Duration),
-		snaps: newSnapshots(args.SnapshotTTL.Duration)}, nil
+	client := controlplane.NewClient(args.Endpoint, args.Timeout.Duration)
+	if args.TokenFile != "" {
+		if client.Token, err = config.ReadToken(args.TokenFile); err != nil {
+			return nil, fmt.Errorf("invalid apta plugin args: pluginConfig.args.tokenFile: %v", err)
+		}
+	}
+	if args.CAFile != "" {
+		pem, err := os.ReadFile(args.CAFile)
+		if err == nil {
+			err = client.UseCA(pem)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("invalid apta plugin args: pluginConfig.args.caFile: %v", err)
+		}
+	}
+	return &Apta{handle: h, args: args, client: client, snaps: newSnapshots(args.SnapshotTTL.Duration)}, nil
 }
 
 // Name returns the plugin's name.

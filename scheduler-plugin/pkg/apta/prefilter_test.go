@@ -36,9 +36,9 @@ func TestPreFilter(t *testing.T) {
 		{name: "unknown object", pod: aptaPod("f", map[string]string{AnnotationInputs: "x,nosuch"}), wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: "unknown input object(s) nosuch"},
 		{name: "control plane down", pod: aptaPod("f", nil), down: true, wantCode: fwk.Error, wantMsg: "failing closed"},
 		{name: "control plane unreachable", endpoint: "http://127.0.0.1:1", pod: aptaPod("f", nil), wantCode: fwk.Error, wantMsg: "failing closed"},
-		{name: "unparsable answer", endpoint: garbage(t, 200, "{not json").URL, pod: aptaPod("f", nil), wantCode: fwk.Error, wantMsg: "unparsable answer"},
-		{name: "answer without servers", endpoint: garbage(t, 200, `{"seq": 3}`).URL, pod: aptaPod("f", nil), wantCode: fwk.Error, wantMsg: "no servers list"},
-		{name: "answer of the wrong type", endpoint: garbage(t, 200, `{"seq": "three", "servers": []}`).URL, pod: aptaPod("f", nil), wantCode: fwk.Error, wantMsg: "unparsable answer"},
+		{name: "unparsable answer", endpoint: garbage(t, 200, "{not json").URL, pod: aptaPod("f", nil), wantCode: fwk.Error, wantMsg: "invalid answer: malformed JSON"},
+		{name: "answer without servers", endpoint: garbage(t, 200, `{"seq": 3, "instance": "i"}`).URL, pod: aptaPod("f", nil), wantCode: fwk.Error, wantMsg: "field servers: required, missing"},
+		{name: "answer of the wrong type", endpoint: garbage(t, 200, `{"seq": "three", "instance": "i", "servers": []}`).URL, pod: aptaPod("f", nil), wantCode: fwk.Error, wantMsg: "field seq: string where the spec wants uint64"},
 		{name: "server error", endpoint: garbage(t, 500, "boom").URL, pod: aptaPod("f", nil), wantCode: fwk.Error, wantMsg: "500"},
 	}
 	for _, tt := range tests {

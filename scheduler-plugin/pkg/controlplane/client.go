@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,76 +13,107 @@ import (
 	"time"
 )
 
-// Client asks a control plane over HTTP.
+// Client asks a control plane over HTTP. It never follows a redirect (a 3xx is an error), reads
+// at most MaxAnswer bytes of an answer (more is an error), and decodes answers strictly
+// (answer.go): the plugin fails closed on anything else.
 type Client struct {
 	Endpoint string
 	HTTP     *http.Client
+	// MaxAnswer bounds an answer's body in bytes (DefaultMaxAnswer if 0).
+	MaxAnswer int64
+	// Token, if set, is sent as "Authorization: Bearer <Token>" on every call.
+	Token string
 }
+
+// DefaultMaxAnswer bounds an answer: 4 MiB holds a schedulable answer for thousands of servers
+// (≈ 300 bytes each) with their pending-object lists.
+const DefaultMaxAnswer = 4 << 20
+
+// ErrRedirect is returned for a 3xx answer: the client never follows one (the Location could be
+// any server; only the configured endpoint is trusted).
+var ErrRedirect = errors.New("redirect refused")
 
 // NewClient returns a client for endpoint (e.g. http://127.0.0.1:7400) with a per-call timeout.
 func NewClient(endpoint string, timeout time.Duration) *Client {
-	return &Client{Endpoint: strings.TrimRight(endpoint, "/"), HTTP: &http.Client{Timeout: timeout}}
+	return &Client{Endpoint: strings.TrimRight(endpoint, "/"), HTTP: &http.Client{
+		Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body, into any) error {
+// raw makes one call and returns the body of a 200 answer.
+func (c *Client) raw(ctx context.Context, method, path string, body any) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.Endpoint+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.HTTP.Do(req)
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc.CheckRedirect == nil { // a caller-supplied http.Client: still never follow
+		cp := *hc
+		cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		hc = &cp
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("control plane %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("control plane %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, fmt.Errorf("control plane %s %s: %s to %q: %w", method, path, resp.Status, resp.Header.Get("Location"), ErrRedirect)
+	}
+	max := c.MaxAnswer
+	if max <= 0 {
+		max = DefaultMaxAnswer
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return fmt.Errorf("control plane %s %s: reading answer: %w", method, path, err)
+		return nil, fmt.Errorf("control plane %s %s: reading answer: %w", method, path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("control plane %s %s: answer larger than %d bytes: refused", method, path, max)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e ErrorAnswer
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return fmt.Errorf("control plane %s %s: %s: %s", method, path, resp.Status, e.Error)
+			return nil, fmt.Errorf("control plane %s %s: %s: %s", method, path, resp.Status, e.Error)
 		}
-		return fmt.Errorf("control plane %s %s: %s", method, path, resp.Status)
+		return nil, fmt.Errorf("control plane %s %s: %s", method, path, resp.Status)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(into); err != nil {
-		return fmt.Errorf("control plane %s %s: unparsable answer: %v", method, path, err)
-	}
-	return nil
+	return b, nil
 }
 
 // Schedulable asks which servers are schedulable, for objs (none: overall). The answer is
-// checked for shape (a sequence number, named servers) before it is returned.
+// validated (DecodeSchedulableAnswer) before it is returned.
 func (c *Client) Schedulable(ctx context.Context, objs []string) (*SchedulableAnswer, error) {
 	path := "/v1/schedulable"
 	if len(objs) > 0 {
 		path += "?objects=" + url.QueryEscape(strings.Join(objs, ","))
 	}
-	var a SchedulableAnswer
-	if err := c.do(ctx, http.MethodGet, path, nil, &a); err != nil {
+	b, err := c.raw(ctx, http.MethodGet, path, nil)
+	if err != nil {
 		return nil, err
 	}
-	if a.Servers == nil {
-		return nil, fmt.Errorf("control plane GET %s: unparsable answer: no servers list", path)
+	a, err := DecodeSchedulableAnswer(b, objs)
+	if err != nil {
+		return nil, fmt.Errorf("control plane GET %s: %w", path, err)
 	}
-	for _, s := range a.Servers {
-		if s.Name == "" {
-			return nil, fmt.Errorf("control plane GET %s: unparsable answer: server without a name", path)
-		}
-	}
-	return &a, nil
+	return a, nil
 }
 
 // Status is Schedulable with no objects.
@@ -90,9 +122,15 @@ func (c *Client) Status(ctx context.Context) (*SchedulableAnswer, error) {
 }
 
 func (c *Client) change(ctx context.Context, path string, body any) (ChangeAnswer, error) {
-	var a ChangeAnswer
-	err := c.do(ctx, http.MethodPost, path, body, &a)
-	return a, err
+	b, err := c.raw(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return ChangeAnswer{}, err
+	}
+	a, err := DecodeChangeAnswer(b)
+	if err != nil {
+		return ChangeAnswer{}, fmt.Errorf("control plane POST %s: %w", path, err)
+	}
+	return a, nil
 }
 
 func (c *Client) AddServer(ctx context.Context, name string) (ChangeAnswer, error) {
@@ -126,14 +164,28 @@ func (c *Client) RegisterObject(ctx context.Context, obj, base, size uint64, val
 	return c.change(ctx, "/v1/objects", ObjectRequest{Obj: &obj, Base: &base, Size: &size, Valid: &v})
 }
 func (c *Client) Object(ctx context.Context, obj string) (*ObjectAnswer, error) {
-	var a ObjectAnswer
-	if err := c.do(ctx, http.MethodGet, "/v1/objects/"+url.PathEscape(obj), nil, &a); err != nil {
+	path := "/v1/objects/" + url.PathEscape(obj)
+	b, err := c.raw(ctx, http.MethodGet, path, nil)
+	if err != nil {
 		return nil, err
 	}
-	return &a, nil
+	a, err := DecodeObjectAnswer(b, obj)
+	if err != nil {
+		return nil, fmt.Errorf("control plane GET %s: %w", path, err)
+	}
+	return a, nil
 }
 func (c *Client) Log(ctx context.Context) ([]LogEntry, error) {
+	b, err := c.raw(ctx, http.MethodGet, "/v1/log", nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckJSON(b); err != nil {
+		return nil, fmt.Errorf("control plane GET /v1/log: %w", err)
+	}
 	var l []LogEntry
-	err := c.do(ctx, http.MethodGet, "/v1/log", nil, &l)
-	return l, err
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("control plane GET /v1/log: invalid answer: %v", err)
+	}
+	return l, nil
 }

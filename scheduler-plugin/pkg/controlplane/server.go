@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,7 +28,13 @@ type Server struct {
 	log      []LogEntry
 	out      io.Writer
 	down     bool
+	// auth, if set, authenticates every HTTP call and authorizes it by role (auth.go).
+	auth *Auth
 }
+
+// SetAuth turns on authentication and authorization of the HTTP API (nil: off, every caller
+// may do everything; only for tests in one process).
+func (s *Server) SetAuth(a *Auth) { s.mu.Lock(); s.auth = a; s.mu.Unlock() }
 
 type server struct {
 	live   bool
@@ -414,13 +421,17 @@ func ParseObjects(list string) ([]string, error) {
 	return out, nil
 }
 
-// Handler serves the API of schema/controlplane.yaml.
+// Handler serves the API of schema/controlplane.yaml. With SetAuth: no or an unknown bearer
+// token -> 401; a role that may not make the call -> 403; neither changes anything.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+	read := func(pattern string, f func(w http.ResponseWriter, r *http.Request)) {
+		mux.HandleFunc("GET "+pattern, f) // every authenticated caller may read
+	}
+	read("/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Schedulable(nil))
 	})
-	mux.HandleFunc("GET /v1/schedulable", func(w http.ResponseWriter, r *http.Request) {
+	read("/v1/schedulable", func(w http.ResponseWriter, r *http.Request) {
 		objs, err := ParseObjects(r.URL.Query().Get("objects"))
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, ErrorAnswer{err.Error()})
@@ -428,7 +439,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, s.Schedulable(objs))
 	})
-	mux.HandleFunc("GET /v1/objects/{obj}", func(w http.ResponseWriter, r *http.Request) {
+	read("/v1/objects/{obj}", func(w http.ResponseWriter, r *http.Request) {
 		a, ok := s.Object(r.PathValue("obj"))
 		if !ok {
 			writeJSON(w, http.StatusNotFound, ErrorAnswer{fmt.Sprintf("unknown object %q", r.PathValue("obj"))})
@@ -436,27 +447,38 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, a)
 	})
-	mux.HandleFunc("GET /v1/log", func(w http.ResponseWriter, r *http.Request) {
+	read("/v1/log", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Log())
 	})
-	change := func(path string, f func(r *http.Request) (ChangeAnswer, error)) {
+	change := func(path string, f func(r *http.Request, c *Caller) (ChangeAnswer, error)) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-			a, err := f(r)
+			c, _ := r.Context().Value(callerKey{}).(*Caller)
+			a, err := f(r, c)
 			if err != nil {
-				writeJSON(w, http.StatusBadRequest, ErrorAnswer{err.Error()})
+				code := http.StatusBadRequest
+				if se, ok := err.(*statusError); ok {
+					code = se.code
+				}
+				writeJSON(w, code, ErrorAnswer{err.Error()})
 				return
 			}
 			writeJSON(w, http.StatusOK, a)
 		})
 	}
-	change("/v1/servers", func(r *http.Request) (ChangeAnswer, error) {
+	change("/v1/servers", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
+		if err := allow(c, "", RoleFailureDetector); err != nil {
+			return ChangeAnswer{}, err
+		}
 		var req ServerRequest
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.AddServer(req.Server)
 	})
-	change("/v1/objects", func(r *http.Request) (ChangeAnswer, error) {
+	change("/v1/objects", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
+		if err := allow(c, "", RoleObjectManager); err != nil {
+			return ChangeAnswer{}, err
+		}
 		var req ObjectRequest
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
@@ -477,40 +499,71 @@ func (s *Server) Handler() http.Handler {
 		}
 		return s.RegisterObject(*req.Obj, req.Valid == nil || *req.Valid == 1)
 	})
-	change("/v1/servers/{server}/fence", func(r *http.Request) (ChangeAnswer, error) { return s.Fence(r.PathValue("server")) })
-	change("/v1/servers/{server}/rejoin", func(r *http.Request) (ChangeAnswer, error) { return s.Rejoin(r.PathValue("server")) })
-	change("/v1/commit", func(r *http.Request) (ChangeAnswer, error) {
+	change("/v1/servers/{server}/fence", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
+		if err := allow(c, "", RoleFailureDetector); err != nil {
+			return ChangeAnswer{}, err
+		}
+		return s.Fence(r.PathValue("server"))
+	})
+	change("/v1/servers/{server}/rejoin", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
+		if err := allow(c, "", RoleFailureDetector); err != nil {
+			return ChangeAnswer{}, err
+		}
+		return s.Rejoin(r.PathValue("server"))
+	})
+	change("/v1/commit", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
 		var req CommitRequest
 		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		if err := allow(c, req.Server, RoleComputeServer, RoleKubelet); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.Commit(req.Server, req.Object)
 	})
-	change("/v1/cache", func(r *http.Request) (ChangeAnswer, error) {
+	change("/v1/cache", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
 		var req CommitRequest
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
 		}
+		if err := allow(c, req.Server, RoleComputeServer, RoleKubelet); err != nil {
+			return ChangeAnswer{}, err
+		}
 		return s.Cache(req.Server, req.Object)
 	})
-	change("/v1/ack", func(r *http.Request) (ChangeAnswer, error) {
+	change("/v1/ack", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
 		var req AckRequest
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
 		}
+		if err := allow(c, req.Server, RoleComputeServer); err != nil {
+			return ChangeAnswer{}, err
+		}
 		return s.Ack(req.Server, req.Object, req.Epoch, req.Count)
 	})
-	change("/v1/invocations", func(r *http.Request) (ChangeAnswer, error) {
+	change("/v1/invocations", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
 		var req InvocationRequest
 		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		if err := allow(c, req.Server, RoleKubelet); err != nil {
 			return ChangeAnswer{}, err
 		}
 		return s.Invoke(req)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		down := s.down
+		down, auth := s.down, s.auth
 		s.mu.Unlock()
+		if auth != nil {
+			c, ok := auth.authenticate(r)
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="apta-controlplane"`)
+				writeJSON(w, http.StatusUnauthorized, ErrorAnswer{"missing or invalid bearer token"})
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, &c))
+		}
 		if down {
 			writeJSON(w, http.StatusServiceUnavailable, ErrorAnswer{"control plane unavailable"})
 			return
@@ -518,6 +571,8 @@ func (s *Server) Handler() http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 }
+
+type callerKey struct{}
 
 func decode(r *http.Request, into any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))

@@ -140,7 +140,7 @@ func TestDaemonControlPlane(t *testing.T) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); ag.Run(bg) }()
-	c.startScheduler(t, c.schedulerConfig(t, c.kubeconfig(t, "apta-scheduler"), endpoint, plugin))
+	c.startScheduler(t, c.schedulerConfig(t, c.kubeconfig(t, "apta-scheduler"), endpoint, "", "", plugin))
 
 	// what the agent mirrors, as it changes
 	var seenMu sync.Mutex

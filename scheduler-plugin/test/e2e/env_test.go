@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	authv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -138,7 +139,7 @@ func startClusterNodes(t *testing.T, nodes [][2]string) *cluster {
 func (c *cluster) apply(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	for _, f := range []string{"rbac.yaml", "scheduler-config.yaml", "admission-policy.yaml"} {
+	for _, f := range []string{"rbac.yaml", "scheduler-config.yaml", "admission-policy.yaml", "secret.yaml", "networkpolicy.yaml"} {
 		b, err := os.ReadFile(filepath.Join(manifests, f))
 		if err != nil {
 			t.Fatal(err)
@@ -170,6 +171,10 @@ func create(ctx context.Context, k kubernetes.Interface, obj runtime.Object) err
 		_, err = k.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	case *v1.ConfigMap:
 		_, err = k.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *v1.Secret:
+		_, err = k.CoreV1().Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *networkingv1.NetworkPolicy:
+		_, err = k.NetworkingV1().NetworkPolicies(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 	default:
 		err = createRBACOrPolicy(ctx, k, obj)
 	}
@@ -230,7 +235,7 @@ func (c *cluster) clientFor(t *testing.T, sa string) kubernetes.Interface {
 // schedulerConfig takes the configuration from the manifests' ConfigMap and adapts it to
 // this run: the ServiceAccount kubeconfig, this run's control plane, no leader election
 // (each run starts a fresh scheduler), and, for the negative control, no Apta plugin.
-func (c *cluster) schedulerConfig(t *testing.T, kubeconfig, endpoint string, plugin bool) string {
+func (c *cluster) schedulerConfig(t *testing.T, kubeconfig, endpoint, tokenFile, caFile string, plugin bool) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(manifests, "scheduler-config.yaml"))
 	if err != nil {
@@ -249,7 +254,20 @@ func (c *cluster) schedulerConfig(t *testing.T, kubeconfig, endpoint string, plu
 	prof := cfg["profiles"].([]any)[0].(map[string]any)
 	if plugin {
 		pc := prof["pluginConfig"].([]any)[0].(map[string]any)
-		pc["args"].(map[string]any)["endpoint"] = endpoint
+		args := pc["args"].(map[string]any)
+		args["endpoint"] = endpoint
+		// the manifests' token path (a mounted Secret) becomes this run's file; "": no token
+		// (the memory-server daemon authenticates no one yet)
+		if _, ok := args["tokenFile"]; !ok {
+			t.Fatal("the manifests' plugin args set no tokenFile")
+		}
+		delete(args, "tokenFile")
+		if tokenFile != "" {
+			args["tokenFile"] = tokenFile
+		}
+		if caFile != "" {
+			args["caFile"] = caFile
+		}
 	} else {
 		delete(prof, "plugins")
 		delete(prof, "pluginConfig")

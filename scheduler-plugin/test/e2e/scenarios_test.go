@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	crand "crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +25,7 @@ import (
 	"github.com/apta/scheduler-plugin/pkg/agent"
 	"github.com/apta/scheduler-plugin/pkg/apta"
 	"github.com/apta/scheduler-plugin/pkg/controlplane"
+	"github.com/apta/scheduler-plugin/pkg/controlplane/cptest"
 	"github.com/apta/scheduler-plugin/pkg/workflow"
 )
 
@@ -64,11 +67,49 @@ func (c *cluster) newRunNS(t *testing.T, plugin bool, ns string, kubelet bool) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: r.cp.Handler()}
-	go func() { _ = srv.Serve(l) }()
+	// The control plane as deployed (issue 16): TLS with a CA made for this run, a bearer token
+	// per caller, by role: the scheduler and the agent read, the emulated kubelet reports starts.
+	caPEM, cert, err := cptest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(c.dir, ns+"-ca.pem")
+	tokens := map[string]string{}
+	auth := controlplane.NewAuth()
+	for name, role := range map[string]controlplane.Role{"apta-scheduler": controlplane.RoleReader, "apta-agent": controlplane.RoleReader, "kubelet": controlplane.RoleKubelet} {
+		tokens[name] = randomToken(t)
+		if err := auth.Add(tokens[name], controlplane.Caller{Name: name, Role: role}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokenFile := filepath.Join(c.dir, ns+"-scheduler-token")
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokenFile, []byte(tokens["apta-scheduler"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.cp.SetAuth(auth)
+	srv := controlplane.HTTPServer("", r.cp.Handler())
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	go func() { _ = srv.ServeTLS(l, "", "") }()
 	t.Cleanup(func() { _ = srv.Close(); logf.Close() })
-	endpoint := "http://" + l.Addr().String()
-	r.cpc = controlplane.NewClient(endpoint, 2*time.Second)
+	endpoint := "https://" + l.Addr().String()
+	client := func(name string) *controlplane.Client {
+		cl := controlplane.NewClient(endpoint, 2*time.Second)
+		if err := cl.UseCA(caPEM); err != nil {
+			t.Fatal(err)
+		}
+		cl.Token = tokens[name]
+		return cl
+	}
+	r.cpc = client("apta-agent")
+	if _, err := client("kubelet").Fence(context.Background(), "s1"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("the kubelet's token fencing a server: %v, want 403", err)
+	}
+	if _, err := controlplane.NewClient(endpoint, 2*time.Second).Status(context.Background()); err == nil {
+		t.Fatal("a client without the CA was answered")
+	}
 	for _, n := range c.nodes {
 		if _, err := r.cp.AddServer("s" + strings.TrimPrefix(n, "n")); err != nil {
 			t.Fatal(err)
@@ -93,12 +134,21 @@ func (c *cluster) newRunNS(t *testing.T, plugin bool, ns string, kubelet bool) *
 	go func() { defer wg.Done(); ag.Run(bg) }()
 	if kubelet {
 		wg.Add(2)
-		k := &workflow.Kubelet{Kube: c.admin, CP: r.cpc, Namespace: ns, NodeLabel: config.DefaultNodeLabel}
+		k := &workflow.Kubelet{Kube: c.admin, CP: client("kubelet"), Namespace: ns, NodeLabel: config.DefaultNodeLabel}
 		go func() { defer wg.Done(); k.Run(bg, r.bgErr) }()
 		go func() { defer wg.Done(); r.acker(bg) }()
 	}
-	c.startScheduler(t, c.schedulerConfig(t, c.kubeconfig(t, "apta-scheduler"), endpoint, plugin))
+	c.startScheduler(t, c.schedulerConfig(t, c.kubeconfig(t, "apta-scheduler"), endpoint, tokenFile, caFile, plugin))
 	return r
+}
+
+// randomToken is a fresh bearer token (32 random bytes, hex).
+func randomToken(t *testing.T) string {
+	b := make([]byte, 32)
+	if _, err := crand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }
 
 func (r *run) bgErr(err error) {
