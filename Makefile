@@ -12,7 +12,7 @@ APT     := tools/install-apt.sh
 
 .PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
         rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants rtl-mutation bench test-rtl-netlist workloads \
-        test-history test-ms gem5 gem5-check test-gem5 eval-gem5 bench-gem5
+        test-history test-ms test-trace trace-validate gem5 gem5-check test-gem5 eval-gem5 bench-gem5
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
@@ -29,6 +29,8 @@ help:
 	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
+	@echo "make test-trace   trace validation: short RTL event logs against Apta.tla (TLC), a mutant's and corrupted logs rejected"
+	@echo "make trace-validate  every workflow's RTL event log (all seeds) against Apta.tla: one line per log + a summary"
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
 	@echo "make sim         build the trace-replay simulator (sim/) into build/simulator/"
@@ -278,6 +280,23 @@ test-history: venv
 
 test-ms: rtl deps-rtl-sim
 	$(RTL_PYTEST) -rs tests/rtl/test_ms_workflows.py
+
+# Trace validation (spec/tla/README.md, "Trace validation"): the event logs the RTL regression writes
+# (tests/rtl/ms_trace.py, build/trace/ms/) checked against spec/tla/Apta.tla by TLC (TraceApta.tla,
+# trace.py). test-trace is the short form `make test` runs too (pytest tests collects it);
+# trace-validate runs every workflow x APTA_MS_SEEDS (default 4) with crashes and 3 core stresses of
+# TRACE_CORE_OPS operations on the one-set geometry m3s1w1, and validates each log.
+test-trace: rtl deps-rtl-sim deps-tla
+	$(RTL_PYTEST) -rs tests/rtl/test_trace_validation.py
+
+TRACE_CORE_OPS ?= 2000
+trace-validate: rtl deps-rtl-sim deps-tla
+	rm -rf build/trace/ms/ms3 build/trace/core build/trace/tla
+	$(RTL_PYTEST) -rs tests/rtl/test_ms_workflows.py::test_ms_workflows
+	for seed in 1 2 3; do
+	  APTA_RTL=1 $(PY) tests/rtl/core_trace.py m3s1w1 $(TRACE_CORE_OPS) $$seed build/trace/core/m3s1w1-ops$(TRACE_CORE_OPS)-s$$seed.ndjson
+	done
+	$(PY) spec/tla/trace.py --summary --json build/trace/summary.json build/trace/ms/ms3/*.ndjson build/trace/core/*.ndjson
 
 # The same regression on another Verilog build of the same modules: the yosys gate-level netlists
 # of stress, m2s1w1, m3s1w1 (RTL_DIR = a root of <variant>/ directories or one variant's directory;

@@ -64,6 +64,10 @@ class Stress:
         self.draining = False
         self.stats = Counter()
         self.sets = sorted({set_of(self.p, o) for o in objects})
+        # APTA_TRACE_LOG (trace validation, tests/rtl/core_trace.py): no acks for nothing owed and no
+        # zombie acks of an older epoch, which no compute server of the spec sends (the random stream
+        # is the same either way: only the sending is skipped)
+        self.protocol_only = bool(os.environ.get("APTA_TRACE_LOG"))
         core.listeners.append(self.on_beat)
         sb.on_resp = self.on_resp
         sb.on_ctrl = self.on_ctrl
@@ -196,12 +200,15 @@ class Stress:
                      and sb.e[o].pend[c] > 0]                # (ack.stale.owing: must not pay for it)
             if owing:
                 c, o = rng.choice(owing)
-                acks.insert(rng.randrange(len(acks) + 1), core.ack_flit(c, sb.epoch[c] - 1, o))
+                pos = rng.randrange(len(acks) + 1)
+                if not self.protocol_only:
+                    acks.insert(pos, core.ack_flit(c, sb.epoch[c] - 1, o))
         if rng.random() < 0.1:                       # an ack for nothing owed
             objs = [o for o in self.objects if owner[set_of(self.p, o)] == "ack"]
             if objs:
                 o, c = rng.choice(objs), rng.randrange(self.n)
-                acks.append(core.ack_flit(c, sb.epoch[c], o))
+                if not self.protocol_only:
+                    acks.append(core.ack_flit(c, sb.epoch[c], o))
         # requests, per request-owned set
         reqs = []
         retry, self.retry = self.retry, []
@@ -326,6 +333,18 @@ if cocotb is not None:
         sb = Scoreboard(p, core.S, objects)
         core.listeners.append(sb)
         await core.reset(mutant=mutant)
+        tracer, log_path = None, os.environ.get("APTA_TRACE_LOG")
+        if log_path:                         # the event log for trace validation (core_trace.py)
+            from core_trace import CoreTrace
+            tracer = CoreTrace(core, objects, {"source": f"rtl-core:{variant}", "seed": seed,
+                                               "variant": variant, "mutant": mutant, "ops_goal": ops})
+            untraced = core.cycle
+
+            async def traced_cycle():
+                beats = await untraced()
+                tracer.on_cycle(beats)
+                return beats
+            core.cycle = traced_cycle
         st = Stress(core, sb, rng, objects, ops)
         t0 = time.time()
         result = {"variant": variant, "seed": seed, "mutant": mutant, "ops_goal": ops}
@@ -339,6 +358,8 @@ if cocotb is not None:
             result["violation"] = {"check": "hang/protocol", "text": str(e)}
             raise
         finally:
+            if tracer:
+                tracer.write(Path(log_path))
             result.update(ops=st.ops, batches=st.batch, cycles=core.cycle_no,
                           seconds=round(time.time() - t0, 1), cells=dict(sb.cov),
                           extra=dict(sb.extra), results=dict(st.stats))
@@ -358,15 +379,17 @@ STRESS_OPS = int(os.environ.get("APTA_STRESS_OPS", "100000"))
 DEFAULT_OPS = int(os.environ.get("APTA_STRESS_DEFAULT_OPS", "10000"))
 
 
-def _run_stress(variant, ops, seed, tag, out_dir: Path | None = None):
+def _run_stress(variant, ops, seed, tag, out_dir: Path | None = None, trace_log: Path | None = None):
     from core_bfm import rtl_dir_overridden, run
     if rtl_dir_overridden():
         tag += "-ext"
     out = (out_dir or ROOT / "build" / "coverage") / f"stress-{tag}.json"
     if out.exists():
         out.unlink()
-    n, failed = run(variant, "test_core_stress", {"APTA_OPS": ops, "APTA_SEED": seed,
-                                                  "APTA_RESULT": out}, results_name=f"stress-{tag}.xml")
+    env = {"APTA_OPS": ops, "APTA_SEED": seed, "APTA_RESULT": out}
+    if trace_log:
+        env["APTA_TRACE_LOG"] = trace_log
+    n, failed = run(variant, "test_core_stress", env, results_name=f"stress-{tag}.xml")
     res = json.loads(out.read_text()) if out.exists() else {}
     assert n == 1 and failed == 0, f"stress on {variant} failed: {res.get('violation')}"
     return res

@@ -124,6 +124,7 @@ class MsEnv(Transport, ControlPlane):
         self.map_done = set()
         self.errors, self.err_counts = [], {}
         self.status = {}
+        self.trace = None                 # ms_trace.MsTrace: the event log for trace validation
 
     # Transport
     def send(self, server, channel, flit):
@@ -164,19 +165,30 @@ class MsEnv(Transport, ControlPlane):
         for p in self.ins:
             p.drive()
         await ReadOnly()
+        tr = self.trace
+        if tr:
+            tr.sample_core(self.cycle)
         for p in self.ins:
-            if p.sample() and p is self.query:
-                pass
+            flit = p.cur
+            if p.sample() and tr:
+                if p in self.req:
+                    tr.req_fired(self.req.index(p), flit)
+                elif p is self.birsp:
+                    tr.birsp_fired(flit)
         st = self.status
         st["fenced"] = int(d.io_status_fenced.value)
         st["schedulable"] = int(d.io_status_schedulable.value)
         st["pending"] = int(d.io_status_pending.value)
         st["idle"] = int(d.io_idle.value)
+        if tr:
+            tr.status(st["fenced"])
         if int(d.io_rsp_valid.value):
             self._rsp(int(d.io_rsp_bits.value))
         if int(d.io_snp_valid.value):
             flit = int(d.io_snp_bits.value)
             _, m = self.S.decode(flit)
+            if tr:
+                tr.snp_out(m)
             self._later(m["server"], "snp", flit)
         if int(d.io_ctrlResp_valid.value):
             name, m = self.S.decode(int(d.io_ctrlResp_bits.value))
@@ -190,6 +202,8 @@ class MsEnv(Transport, ControlPlane):
             self.map_done.add(int(self.map_done_bits.value))
         if int(d.io_err_valid.value):
             code = int(d.io_err_bits_code.value)
+            if tr and code == schema.ms_error_code("zombie"):
+                tr.zombie(int(d.io_err_bits_server.value), int(d.io_err_bits_opcode.value))
             self.err_counts[code] = self.err_counts.get(code, 0) + 1
             if code not in EXPECTED_ERR:
                 self.errors.append(f"cycle {self.cycle}: err code {code} server {int(d.io_err_bits_server.value)} "
@@ -206,6 +220,8 @@ class MsEnv(Transport, ControlPlane):
 
     def _rsp(self, flit):
         name, m = self.S.decode(flit)
+        if self.trace:
+            self.trace.rsp_out(name, m)
         if name == "PutCommit" and self.runner:
             self.runner.on_commit(m["server"], m["epoch"], m["obj"], m["txn"])
         self._later(m["server"], "rsp", flit)
@@ -241,6 +257,12 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
                             faults=FaultPlan(faults=faults, p=0.02, prefer=("owing-acks",) if ack_delay > 8 else ()), obj_ids=ids, txn_bits=S.params["txnBits"],
                             meta={"seed": seed, "source": f"rtl:{os.environ.get('APTA_VARIANT')}"})
     env.runner = runner
+    tag = os.environ.get("APTA_VARIANT", "ms3") + os.environ.get("APTA_MS_TAG", "")
+    from ms_trace import MsTrace
+    env.trace = MsTrace(dut, S, script, runner, models, ids, sizes,
+                        {"source": f"rtl:{tag}", "seed": seed, "variant": os.environ.get("APTA_VARIANT"),
+                         "mutant": int(os.environ.get("APTA_MUTANT", "0")),
+                         "dir_entries": params["dirSets"] * params["dirWays"]})
     limit = int(os.environ.get("APTA_MS_CYCLES", "200000"))
     for _ in range(limit):
         await env.tick()
@@ -261,6 +283,7 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
            / f"{script.name}-s{seed}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     rec.write(out)
+    env.trace.write(ROOT / "build" / "trace" / "ms" / tag / f"{script.name}-s{seed}.ndjson")
     rep = rec.check(str(out))
     res = {"workflow": script.name, "seed": seed, "rule": rule, "ack_delay": ack_delay, "cycles": env.cycle,
            # a run that hit its cycle limit, or left the memory server busy or a request
