@@ -147,9 +147,24 @@ def test_feature_combination_has_a_configuration(combo):
 PAIRS = [{a, b} for i, (a, _) in enumerate(check.FEATURES) for b, _ in check.FEATURES[i + 1:]]
 
 
+# Pairs whose only configuration did not finish on the development machine (checks.json marks it
+# "unfinished" with its numbers): open findings, listed so that a finished configuration must retire them.
+OPEN_PAIRS = [{"2-entry directory", "2 puts on one object"}, {"2-entry directory", "3 puts on one object"},
+              {"2-entry directory", "2 staging slots"}]
+
+
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda c: "+".join(sorted(c)))
 def test_every_feature_pair_has_a_configuration(pair):
     test_feature_combination_has_a_configuration(pair)
+    configs = [c for c in DEFAULT["models"] + DEEP["models"] if pair <= check.features_of(CHECKS, c)]
+    finished = [c for c in configs if "unfinished" not in CHECKS["configs"][c]]
+    if pair in OPEN_PAIRS:
+        assert not finished, f"{sorted(pair)} is checked by {finished}: remove it from OPEN_PAIRS"
+        for c in configs:
+            u = CHECKS["configs"][c]["unfinished"]
+            assert u["states"] > 0 and u["seconds"] > 0, f"{c}: an unfinished run records its numbers"
+    else:
+        assert finished, f"{sorted(pair)}: only unfinished configurations {configs}"
 
 
 def test_readme_tables_are_generated_from_checks():
