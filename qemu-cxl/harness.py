@@ -14,6 +14,7 @@ Offsets come from schema/layout.json (apta.layout), flits from schema/messages.j
 run any of this (the daemon's RTL variant, build/rtl/msemu, from `make rtl`)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -23,6 +24,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -306,6 +308,19 @@ class Rack:
                 self.proc.wait()
         self.r.close()
         return self.log.read_text()
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls, *args, **kw):
+        """A rack for one test: stopped even when the test fails, its log shown, and a clean exit
+        (by SIGTERM, not a crash) asserted."""
+        r = cls(*args, **kw)
+        try:
+            yield r
+        finally:
+            log = r.close()
+            sys.stderr.write(log[-3000:])
+        assert r.proc.returncode == 0, log
 
 
 class Serving(Rack):

@@ -13,7 +13,6 @@ import json
 import os
 import struct
 import subprocess
-import sys
 import time
 
 import pytest
@@ -23,13 +22,8 @@ from harness import DATA_BYTES, EXE, LAY, LEASE_MS, LINE, REFUSED, ROOT, Rack
 
 @pytest.fixture
 def rack(exe, schema, tmp_path):
-    r = Rack(exe, schema, tmp_path)
-    try:
+    with Rack.running(exe, schema, tmp_path) as r:
         yield r
-    finally:
-        log = r.close()
-        sys.stderr.write(log[-3000:])
-    assert r.proc.returncode == 0, log        # exited by SIGTERM cleanly (not a crash)
 
 
 def lines_of(obj: int, version: int, size: int) -> list[int]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import time
 
 import pytest
@@ -19,13 +18,8 @@ from harness import ROOT, Rack
 
 @pytest.fixture
 def rack(exe, schema, tmp_path):
-    r = Rack(exe, schema, tmp_path)
-    try:
+    with Rack.running(exe, schema, tmp_path) as r:
         yield r
-    finally:
-        log = r.close()
-        sys.stderr.write(log[-3000:])
-    assert r.proc.returncode == 0, log
 
 
 def req(method: str, path: str, body: bytes | None = None, headers: str = "") -> bytes:
@@ -199,13 +193,8 @@ TOKEN_FILE = f"""# token,name,role[,server]
 def authed(exe, schema, tmp_path):
     tf = tmp_path / "tokens.csv"
     tf.write_text(TOKEN_FILE)
-    r = Rack(exe, schema, tmp_path, extra=["--token-file", str(tf)], token=TOK["reader"])
-    try:
+    with Rack.running(exe, schema, tmp_path, extra=["--token-file", str(tf)], token=TOK["reader"]) as r:
         yield r
-    finally:
-        log = r.close()
-        sys.stderr.write(log[-3000:])
-    assert r.proc.returncode == 0, log
 
 
 def call(rack: Rack, method: str, path: str, token: str | None, body: bytes | None = None) -> tuple[int, dict]:

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/apta/scheduler-plugin/pkg/controlplane/cptest"
 )
 
@@ -72,25 +70,12 @@ func TestDecodeSchedulableAnswer(t *testing.T) {
 // TestRequiredMatchesSpec: the fields the decoder requires are the spec's `required:` lists, and
 // removing any one of them from a conforming answer gets it refused, naming the field.
 func TestRequiredMatchesSpec(t *testing.T) {
-	b, err := os.ReadFile("../../../schema/controlplane.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spec struct {
-		Components struct {
-			Schemas map[string]struct {
-				Required []string `json:"required"`
-			} `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := yaml.Unmarshal(b, &spec); err != nil {
-		t.Fatal(err)
-	}
+	schemas := specSchemas(t)
 	for schema, goList := range map[string][]string{
 		"SchedulableAnswer": RequiredSchedulableAnswer, "ServerState": RequiredServerState,
 		"ChangeAnswer": RequiredChangeAnswer, "ObjectAnswer": RequiredObjectAnswer,
 	} {
-		inSpec := append([]string(nil), spec.Components.Schemas[schema].Required...)
+		inSpec := append([]string(nil), schemas[schema].Required...)
 		inGo := append([]string(nil), goList...)
 		sort.Strings(inSpec)
 		sort.Strings(inGo)
@@ -102,12 +87,12 @@ func TestRequiredMatchesSpec(t *testing.T) {
 	if err := json.Unmarshal([]byte(goodAnswer), &top); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range spec.Components.Schemas["SchedulableAnswer"].Required {
+	for _, k := range schemas["SchedulableAnswer"].Required {
 		m := copyMap(top)
 		delete(m, k)
 		mustRefuse(t, m, k)
 	}
-	for _, k := range spec.Components.Schemas["ServerState"].Required {
+	for _, k := range schemas["ServerState"].Required {
 		m := copyMap(top)
 		srv := m["servers"].([]any)
 		s0 := copyMap(srv[0].(map[string]any))

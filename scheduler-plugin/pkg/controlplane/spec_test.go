@@ -11,21 +11,32 @@ import (
 )
 
 // TestSpecMatchesTypes checks that schema/controlplane.yaml and the Go wire types name the same fields.
-func TestSpecMatchesTypes(t *testing.T) {
+// specSchema is what the tests read of one schema of schema/controlplane.yaml.
+type specSchema struct {
+	Properties map[string]any `json:"properties"`
+	Required   []string       `json:"required"`
+}
+
+// specSchemas reads the components' schemas of schema/controlplane.yaml (the one definition of the API).
+func specSchemas(t *testing.T) map[string]specSchema {
+	t.Helper()
 	b, err := os.ReadFile("../../../schema/controlplane.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var spec struct {
 		Components struct {
-			Schemas map[string]struct {
-				Properties map[string]any `json:"properties"`
-			} `json:"schemas"`
+			Schemas map[string]specSchema `json:"schemas"`
 		} `json:"components"`
 	}
 	if err := yaml.Unmarshal(b, &spec); err != nil {
 		t.Fatal(err)
 	}
+	return spec.Components.Schemas
+}
+
+func TestSpecMatchesTypes(t *testing.T) {
+	schemas := specSchemas(t)
 	tests := []struct {
 		schema string
 		typ    any
@@ -36,7 +47,7 @@ func TestSpecMatchesTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
-			s, ok := spec.Components.Schemas[tt.schema]
+			s, ok := schemas[tt.schema]
 			if !ok {
 				t.Fatalf("schema %s missing from the spec", tt.schema)
 			}
