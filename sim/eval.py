@@ -55,6 +55,56 @@ PAPER = {
     "R8": ("Apta speedup over baseline with weaker cores (geomean)", 0.78),
 }
 AGREE_PP = 5.0  # "agreement within a few percentage points"
+DEPENDS_PP = 0.5  # a result "rests on" an open choice when it moves by at least this many percentage points over it
+
+# One fixed colour per configuration, the same in every figure.
+COLORS = {"rdma": "#7f7f7f", "rdma_faas": "#1f77b4", "rdmaf_faas": "#17becf", "rdmaf_apta": "#9467bd",
+          "cxl_uncached": "#ff7f0e", "cxl_cached": "#d62728", "apta": "#2ca02c"}
+PAPER_MARK = {"marker": "D", "color": "black", "markersize": 6, "zorder": 5}  # the paper's stated numbers
+
+# The sensitivity sections: the choices the paper leaves open, each choice with its source. Extra
+# runs beside the frozen headline (sim/params.json is never re-fitted to them).
+FAMILIES = {"rdma_link": "RDMA link", "weak_cpi": "weak-core CPI", "jitter": "jitter mode"}
+JITTER_MODES = {  # mode -> the jitter runs' scenario-name prefix (sim/README.md "Links" defines the modes)
+    "message": "jitter", "operation": "jitter-operation", "correlated": "jitter-correlated"}
+
+
+def rdma_links(params) -> list:
+    """The RDMA link (one-way latency, bandwidth per direction) under which the RDMA configurations
+    are re-run: the headline's literal reading of §II-A first, then NICs with a cited source and the
+    DM link as a bracket."""
+    lk = params["links"]
+    return [
+        {"id": "literal", "headline": True, "label": "§II-A taken literally (the headline)",
+         "latency_ns": lk["rdma_latency_ns"]["value"], "bandwidth_gbps": lk["rdma_bandwidth_gbps"]["value"],
+         "source": "sim/params.json links.rdma_*: " + lk["rdma_latency_ns"]["source"].split(". ")[0]},
+        {"id": "cx3-fdr", "headline": False, "label": "the paper's NIC at its line rate (ConnectX-3 FDR), §II-A's latency",
+         "latency_ns": lk["rdma_latency_ns"]["value"], "bandwidth_gbps": 56,
+         "source": "the paper, §II: 'one-sided RDMA verbs, which runs over an Infiniband network (Mellanox ConnectX-3 NIC on "
+                   "PCIe-gen3 x16)'; ConnectX-3 runs InfiniBand up to FDR (NVIDIA MLNX_OFED documentation Rev 4.9-2.2.6.0 LTS, "
+                   "Introduction: 'ConnectX-3/ConnectX-3 Pro, mlx4, InfiniBand: SDR, QDR, FDR10, FDR'), 56 Gb/s per FDR port "
+                   "(IBM POWER8 documentation, 'PCIe3 2-port 56 Gb FDR IB Adapter x16 (FC EC33)': 'Each port maximum of 56 Gb'). "
+                   "The paper states no latency for it, so §II-A's is kept: this row moves the bandwidth only"},
+        {"id": "cx4-edr", "headline": False, "label": "a measured RDMA NIC: ConnectX-4 EDR, back to back",
+         "latency_ns": 830, "bandwidth_gbps": 100,
+         "source": "D. Potter, master's thesis, RWTH Aachen University, 2018 (git.dennispotter.eu/Dennis/masters-thesis): "
+                   "tables/mtu_performance.tex, ib_send_lat (perftest, one-way = half the round trip), RC, 32 B, MTU 4096: "
+                   "0.83 us; tables/benchmark_testsystem.tex: 2x Mellanox ConnectX-4 MT27700, PCIe Gen 3 x16, 100 Gbit/s, "
+                   "0.5 m passive copper cable (no switch). Bandwidth: the 100 Gbit/s line rate, not a measured throughput"},
+        {"id": "rmmap-cx4", "headline": False, "label": "RMMAP's RDMA (ConnectX-4, 100 Gbps, 'lower than 2 us')",
+         "latency_ns": 1000, "bandwidth_gbps": 100,
+         "source": "papers/rmmap-serdes-free-state-transfer.txt §4.1: 'RDMA is a high speed (up to 400 Gbps [60]) and low "
+                   "latency (lower than 2 us) networking feature'; §5 testbed: 'two 100 Gbps ConnectX-4 MCX455A InfiniBand "
+                   "NICs'. Read as a round trip below 2 us: 1 us one-way, an upper bound"},
+        {"id": "dm", "headline": False, "label": "bracket: the RDMA configurations on the DM link",
+         "latency_ns": lk["dm_latency_ns"]["value"], "bandwidth_gbps": lk["dm_bandwidth_gbps"]["value"],
+         "source": "ours, not a NIC: Table II's DM link, the limit in which RDMA differs from DM only by its protocol; the "
+                   "paper's R1.net (+7% for the faster network) says its measured RDMA sits close to it"},
+    ]
+
+
+def rdma_link_configs(params) -> list:
+    return [c for c in CONFIGS if params["configs"][c]["link"] == "rdma"]
 
 
 def pval(params, sec, key):
@@ -90,6 +140,26 @@ def main_scenarios(params, jitter_runs):
     sc += [{"name": f"cpi{v}", "config": c, "overrides": {"compute.cpi_int_fp": v}} for v in cpis for c in (BASE, "apta")]
     sc += [{"name": f"jitter{k}", "config": c, "jitter": True, "seed": k}
            for c in ("apta", "cxl_cached") for k in range(1, jitter_runs + 1)]
+    return sc
+
+
+def sensitivity_scenarios(params, jitter_runs):
+    """The runs beside the headline: the RDMA configurations under each other RDMA link (base and the
+    weak-core CPI of R8), the jitter runs in the other two jitter modes, and message-mode jitter runs
+    of the configurations R4 does not use (the figures' error bars). The headline's own runs
+    (main_scenarios) are not repeated."""
+    weak = pval(params, "sweeps", "weak_cpi")
+    sc = []
+    for ch in rdma_links(params):
+        if ch["headline"]:
+            continue
+        o = {"links.rdma_latency_ns": ch["latency_ns"], "links.rdma_bandwidth_gbps": ch["bandwidth_gbps"]}
+        sc += [{"name": f"rdmalink-{ch['id']}:base", "config": c, "overrides": o} for c in rdma_link_configs(params)]
+        sc.append({"name": f"rdmalink-{ch['id']}:cpi{weak}", "config": BASE, "overrides": o | {"compute.cpi_int_fp": weak}})
+    for mode, prefix in JITTER_MODES.items():
+        cfgs = [c for c in CONFIGS if c not in ("apta", "cxl_cached")] if mode == "message" else ["apta", "cxl_cached"]
+        sc += [{"name": f"{prefix}{k}", "config": c, "jitter": True, "seed": k} | ({} if mode == "message" else {"jitter_mode": mode})
+               for c in cfgs for k in range(1, jitter_runs + 1)]
     return sc
 
 
@@ -130,7 +200,7 @@ def eval_app(app, args, params):
     raw = os.path.join(args.out, "raw")
     plan_path = os.path.join(raw, f"{app}.plan.json")
     planlib.write_json_atomic(plan_path, plan)
-    sc = main_scenarios(params, args.jitter_runs)
+    sc = main_scenarios(params, args.jitter_runs) + sensitivity_scenarios(params, args.jitter_runs)
     log(f"{app}: {len(plan['instances'])} instances, {len(sc)} scenarios")
     res = run_sim(args.sim, plan_path, sc, os.path.join(raw, f"{app}.results.json"), args.params)
     by = {}
@@ -264,6 +334,66 @@ def bound_table(sizes: dict, times: dict, params, ms: dict | None, ms_why: str) 
 
 
 # --- analysis ---------------------------------------------------------------------------------------
+def r_values(names: list, get, params, r4: float) -> dict:
+    """The paper's stated results (PAPER's ids) measured on runs: get(app, scenario name, config) ->
+    a run's result; r4: R4, computed from the jitter runs (r4_runs). Fractions: gains for speedups,
+    reductions for R4-R6 (1 - ours / baseline)."""
+    def ms(a, n, c):
+        return get(a, n, c)["makespan_ns"]
+
+    def over(x, y):  # geomean speedup of config x over config y, as a fraction
+        return geomean([ms(a, "base", y) / ms(a, "base", x) for a in names]) - 1
+
+    def red(kind, c):  # geomean reduction of total get/put latency vs baseline
+        return 1 - geomean([get(a, "base", c)[kind] / get(a, "base", BASE)[kind] for a in names
+                            if get(a, "base", BASE)[kind] > 0])
+
+    def vs_base(n, base_n):  # Apta in scenario n over the baseline in scenario base_n, geomean, as a fraction
+        return geomean([ms(a, base_n, BASE) / ms(a, n, "apta") for a in names]) - 1
+
+    weak = pval(params, "sweeps", "weak_cpi")
+    return {
+        "R1": over("apta", "rdma_faas"),
+        "R1.net": over("rdmaf_faas", "rdma_faas"),
+        "R1.proto": over("rdmaf_apta", "rdmaf_faas"),
+        "R1.hw": over("apta", "rdmaf_apta"),
+        "R2": over("apta", "cxl_uncached"),
+        "R3": over("apta", "cxl_cached"),
+        "R4": r4,
+        "R5": red("get_ns", "apta"),
+        "R5.faas": red("get_ns", "rdma_faas"),
+        "R5.cxl": red("get_ns", "cxl_uncached"),
+        "R6": red("put_ns", "apta"),
+        "R6.cxl": red("put_ns", "cxl_uncached"),
+        "R7.bw": vs_base(f"bw{max(pval(params, 'sweeps', 'bandwidth_gbps'))}", "base"),
+        "R7.lat": vs_base(f"lat{max(pval(params, 'sweeps', 'latency_ns'))}", "base"),
+        "R8": vs_base(f"cpi{weak}", f"cpi{weak}"),
+    }
+
+
+def jitter_names(by: dict, prefix: str) -> list:
+    """The jitter runs' scenario names: prefix followed by the run number only ("jitter7", not
+    "jitter-operation7" for the prefix "jitter")."""
+    return [n for n in by if n.startswith(prefix) and n[len(prefix):].isdigit()]
+
+
+def r4_runs(apps: dict, names: list, prefix: str) -> dict:
+    """R4 from the jitter runs named prefix<k>: per app the makespan's mean, standard deviation and
+    CV for Apta and CXL cached, and the reduction 1 - std(Apta) / std(CXL cached); "mean": R4, the
+    mean of the reductions over the apps."""
+    per = {}
+    for a in names:
+        d = {}
+        for c in ("apta", "cxl_cached"):
+            xs = [apps[a]["by"][n][c]["makespan_ns"] for n in jitter_names(apps[a]["by"], prefix)
+                  if c in apps[a]["by"][n] and apps[a]["by"][n][c]["completed"]]
+            d[c] = {"runs": len(xs), "mean_ns": statistics.mean(xs), "std_ns": statistics.pstdev(xs),
+                    "cv": statistics.pstdev(xs) / statistics.mean(xs)}
+        d["reduction"] = 1 - d["apta"]["std_ns"] / d["cxl_cached"]["std_ns"] if d["cxl_cached"]["std_ns"] > 0 else float("nan")
+        per[a] = d
+    return {"per_app": per, "mean": statistics.mean([per[a]["reduction"] for a in names])}
+
+
 def table_iv_both(apps: dict, names: list) -> tuple[dict, dict]:
     """Table IV per app in both units, from the workflow model (python/apta/workflow.py) and from
     the simulated object caches of every cached configuration, and which unit the paper's counts
@@ -298,18 +428,107 @@ def table_iv_both(apps: dict, names: list) -> tuple[dict, dict]:
     return out, unit
 
 
+def moves(values: dict) -> dict:
+    """How far a result moves over the choices of one open question: values {choice id: result as a
+    fraction}; the lowest and highest (with their choices) and the span between them in percentage
+    points."""
+    if not values:
+        raise ValueError("moves: no values")
+    lo = min(values, key=values.get)
+    hi = max(values, key=values.get)
+    return {"min": values[lo], "max": values[hi], "lo": lo, "hi": hi, "span_pp": (values[hi] - values[lo]) * 100}
+
+
+def jitter_stats(apps: dict, names: list, prefix: str, config: str) -> dict:
+    """The links' jitter as the simulator measured it in the runs prefix<k> of one configuration,
+    averaged over the apps and runs: latency draws per jittered message, the latency's CV (its std /
+    mean) and the lag-1 correlation of consecutive latencies on a channel."""
+    xs = [apps[a]["by"][n][config]["jitter_stats"] for a in names for n in jitter_names(apps[a]["by"], prefix)
+          if config in apps[a]["by"][n] and apps[a]["by"][n][config].get("jitter_stats")]
+    xs = [x for x in xs if x["messages"] > 0]
+    if not xs:
+        return {}
+    return {"runs": len(xs), "draws_per_message": statistics.mean(x["draws"] / x["messages"] for x in xs),
+            "cv": statistics.mean(x["cv"] for x in xs), "lag1": statistics.mean(x["lag1"] for x in xs),
+            "messages": statistics.mean(x["messages"] for x in xs)}
+
+
+def jitter_errorbars(apps: dict, names: list) -> dict:
+    """Error bars of the figures from the message-mode jitter runs (jitter<k>): per app and
+    configuration the standard deviation over the runs of the speedup over RDMA and of the get and put
+    time normalized to RDMA (both of run k), and the same of their geomean over the apps. Only
+    configurations with jitter runs in every app."""
+    out = {"runs": 0}
+    ks = sorted(set.intersection(*[set(jitter_names(apps[a]["by"], "jitter")) for a in names]), key=lambda n: int(n[6:]))
+    have = [c for c in CONFIGS if ks and all(c in apps[a]["by"][n] and apps[a]["by"][n][c]["completed"] for a in names for n in ks)]
+    if BASE not in have:
+        return out
+    out["runs"] = len(ks)
+    for key, field in (("speedup", "makespan_ns"), ("get_norm", "get_ns"), ("put_norm", "put_ns")):
+        per, gm = {}, {}
+        for c in have:
+            runs = {a: [] for a in names}
+            for n in ks:
+                for a in names:
+                    b, x = apps[a]["by"][n][BASE][field], apps[a]["by"][n][c][field]
+                    if b > 0 and x > 0:
+                        runs[a].append(b / x if key == "speedup" else x / b)
+            for a in names:
+                per.setdefault(a, {})[c] = statistics.pstdev(runs[a]) if len(runs[a]) > 1 else 0.0
+            if all(len(runs[a]) == len(ks) for a in names):
+                gm[c] = statistics.pstdev([geomean([runs[a][k] for a in names]) for k in range(len(ks))])
+        out[key] = per
+        out[key + "_geomean"] = gm
+    return out
+
+
+def sensitivity(apps: dict, params, A: dict) -> dict:
+    """The R rows under each open choice (FAMILIES): RDMA link (every R row recomputed with the RDMA
+    configurations' runs on that link), weak-core CPI (R8 at every CPI of the sweep) and jitter mode
+    (R4 per mode). "moves": per R row and family with a span of at least DEPENDS_PP, moves()."""
+    names = A["apps"]
+    head = {r["id"]: r["ours"] for r in A["comparison"]}
+    rcfg = rdma_link_configs(params)
+    fams = {"rdma_link": [], "weak_cpi": [], "jitter": []}
+    for ch in rdma_links(params):
+        if ch["headline"]:
+            rows = dict(head)
+        else:
+            pre = f"rdmalink-{ch['id']}:"
+
+            def get(a, n, c, pre=pre):
+                by = apps[a]["by"]
+                return by[pre + n][c] if c in rcfg and c in by.get(pre + n, {}) else by[n][c]
+            rows = r_values(names, get, params, head["R4"])
+        fams["rdma_link"].append(ch | {"rows": rows})
+    weak = pval(params, "sweeps", "weak_cpi")
+    for v, sw in A["sweeps"]["cpi"].items():
+        fams["weak_cpi"].append({"id": f"CPI {v}", "cpi": float(v), "headline": float(v) == weak, "rows": {"R8": sw["geomean"] - 1},
+                                 "per_app": {a: sw["per_app"][a] - 1 for a in names}})
+    for mode, prefix in JITTER_MODES.items():
+        if not all(jitter_names(apps[a]["by"], prefix) for a in names):
+            continue
+        r = r4_runs(apps, names, prefix)
+        fams["jitter"].append({"id": mode, "headline": mode == "message", "rows": {"R4": r["mean"]},
+                               "per_app": {a: r["per_app"][a]["reduction"] for a in names}, "r4": r["per_app"],
+                               "stats": {c: jitter_stats(apps, names, prefix, c) for c in ("apta", "cxl_cached")}})
+    mv = {}
+    for rid in PAPER:
+        for f, chs in fams.items():
+            vals = {c["id"]: c["rows"][rid] for c in chs if rid in c["rows"]}
+            if len(vals) > 1:
+                m = moves(vals)
+                if m["span_pp"] >= DEPENDS_PP:
+                    mv.setdefault(rid, {})[f] = m
+    return {"families": fams, "moves": mv, "depends_pp": DEPENDS_PP,
+            "jitter_corr_us": pval(params, "links", "jitter_corr_us"), "jitter_cv": pval(params, "links", "jitter_cv")}
+
+
 def analyse(apps: dict, params) -> dict:
     names = list(apps)
     ms = {a: {c: apps[a]["by"]["base"][c]["makespan_ns"] for c in CONFIGS} for a in names}
     spd = {a: {c: ms[a][BASE] / ms[a][c] for c in CONFIGS} for a in names}
     gm = {c: geomean([spd[a][c] for a in names]) for c in CONFIGS}
-
-    def over(x, y):  # geomean speedup of config x over config y, as a fraction
-        return geomean([ms[a][y] / ms[a][x] for a in names]) - 1
-
-    def red(kind, c):  # geomean reduction of total get/put latency vs baseline
-        return 1 - geomean([apps[a]["by"]["base"][c][kind] / apps[a]["by"]["base"][BASE][kind] for a in names
-                            if apps[a]["by"]["base"][BASE][kind] > 0])
 
     get_norm = {a: {c: apps[a]["by"]["base"][c]["get_ns"] / apps[a]["by"]["base"][BASE]["get_ns"] for c in CONFIGS} for a in names}
     put_norm = {a: {c: apps[a]["by"]["base"][c]["put_ns"] / apps[a]["by"]["base"][BASE]["put_ns"] for c in CONFIGS} for a in names}
@@ -329,35 +548,9 @@ def analyse(apps: dict, params) -> dict:
     bw = sweep("bw", bws)
     lat = sweep("lat", lats)
     cpi = sweep("cpi", cpis, base_of=lambda v: f"cpi{v}")
-    # R4: standard deviation of the makespan over the jitter runs
-    r4 = {}
-    for a in names:
-        d = {}
-        for c in ("apta", "cxl_cached"):
-            xs = [r["makespan_ns"] for n, rs in apps[a]["by"].items() if n.startswith("jitter") for cc, r in rs.items()
-                  if cc == c and r["completed"]]
-            d[c] = {"runs": len(xs), "mean_ns": statistics.mean(xs), "std_ns": statistics.pstdev(xs),
-                    "cv": statistics.pstdev(xs) / statistics.mean(xs)}
-        d["reduction"] = 1 - d["apta"]["std_ns"] / d["cxl_cached"]["std_ns"] if d["cxl_cached"]["std_ns"] > 0 else float("nan")
-        r4[a] = d
-    weak = str(pval(params, "sweeps", "weak_cpi"))
-    ours = {
-        "R1": over("apta", "rdma_faas"),
-        "R1.net": over("rdmaf_faas", "rdma_faas"),
-        "R1.proto": over("rdmaf_apta", "rdmaf_faas"),
-        "R1.hw": over("apta", "rdmaf_apta"),
-        "R2": over("apta", "cxl_uncached"),
-        "R3": over("apta", "cxl_cached"),
-        "R4": statistics.mean([r4[a]["reduction"] for a in names]),
-        "R5": red("get_ns", "apta"),
-        "R5.faas": red("get_ns", "rdma_faas"),
-        "R5.cxl": red("get_ns", "cxl_uncached"),
-        "R6": red("put_ns", "apta"),
-        "R6.cxl": red("put_ns", "cxl_uncached"),
-        "R7.bw": bw[str(max(bws))]["geomean"] - 1,
-        "R7.lat": lat[str(max(lats))]["geomean"] - 1,
-        "R8": cpi[weak]["geomean"] - 1,
-    }
+    r4 = r4_runs(apps, names, "jitter")
+    ours = r_values(names, lambda a, n, c: apps[a]["by"][n][c], params, r4["mean"])
+    r4 = r4["per_app"]
     table_iv, unit = table_iv_both(apps, names)
     breakdown = {a: {c: {k: apps[a]["by"]["base"][c][k] for k in ("makespan_ns", "get_ns", "compute_ns", "put_ns")} for c in CONFIGS} for a in names}
     failure = {a: [{k: r[k] for k in ("config", "completed", "stall", "makespan_ns", "why")} | {"normal_makespan_ns": ms[a][r["config"]]}
@@ -381,73 +574,218 @@ def save_fig(fig, path):
     os.replace(tmp, path)
 
 
+def paper_value(rid: str) -> float:
+    """A stated result as a ratio to the baseline-normalized quantity it describes: a speedup +42% ->
+    1.42, a reduction of 90% -> 0.10."""
+    v = PAPER[rid][1]
+    return 1 - v if rid in REDUCTIONS else 1 + v
+
+
+def shown(x: float, rid: str) -> float:
+    """A result in percent as the report prints it (reductions negative)."""
+    return -x * 100 if rid in REDUCTIONS else x * 100
+
+
 def plots(A, params, out):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
     except ImportError:
         log("matplotlib missing (pip install -r requirements.txt): no plots")
-        return []
+        return [], {}
     names, files = A["apps"], []
     labels = {c: params["configs"][c]["label"] for c in CONFIGS}
+    E = A.get("errorbars") or {"runs": 0}
+    used = {}  # figure -> {configuration: the colour its bars were drawn in}: what the test checks
+    paper_handle = Line2D([], [], linestyle="none", label="paper (stated)", **PAPER_MARK)
+    err_note = (f"error bars: +-1 std. dev. over {E['runs']} jitter runs (per-message jitter)" if E["runs"] else "no jitter runs: no error bars")
 
-    def bars(ax, data, configs, title, ylabel):
+    def bars(ax, data, configs, title, ylabel, fig, key):
         groups = names + ["geomean"]
         w = 0.8 / len(configs)
         for k, c in enumerate(configs):
             ys = [data[a][c] for a in names] + [geomean([data[a][c] for a in names])]
-            ax.bar([g + k * w for g in range(len(groups))], ys, w, label=labels[c])
+            err = None
+            if E["runs"] and c in E[key + "_geomean"]:
+                err = [E[key][a][c] for a in names] + [E[key + "_geomean"][c]]
+            cont = ax.bar([g + k * w for g in range(len(groups))], ys, w, label=labels[c], color=COLORS[c],
+                          yerr=err, capsize=2, error_kw={"lw": 0.8})
+            used.setdefault(fig, {})[c] = matplotlib.colors.to_hex(cont.patches[0].get_facecolor())
         ax.set_xticks([g + 0.4 - w / 2 for g in range(len(groups))])
         ax.set_xticklabels(groups, rotation=20)
-        ax.set_title(title)
+        ax.set_title(title, fontsize=10)
         ax.set_ylabel(ylabel)
+        return w
 
-    fig, ax = plt.subplots(figsize=(11, 4))
-    bars(ax, A["speedup"], CONFIGS, "Fig. 8: speedup over RDMA without caching (ours)", "speedup")
+    fig, ax = plt.subplots(figsize=(11, 4.3))
+    bars(ax, A["speedup"], CONFIGS, "Fig. 8: speedup over RDMA without caching (ours)", "speedup", "fig8", "speedup")
     ax.axhline(1, color="k", lw=0.5)
-    ax.legend(fontsize=7, ncol=4)
+    ax.legend(fontsize=7, ncol=4, loc="upper left")
+    ax.text(1.0, -0.2, err_note + ". The paper states only ratios between configurations (R1-R3): "
+            "drawn beside ours in rrows.png.", transform=ax.transAxes, ha="right", fontsize=7)
     save_fig(fig, os.path.join(out, "fig8.png")); files.append("fig8.png")
     plt.close(fig)
 
-    fig, axs = plt.subplots(1, 2, figsize=(13, 4))
+    # Fig. 9: the paper's stated geomean reductions (R5, R6) as markers on the geomean group
+    stated = {"get_norm": {"rdma_faas": "R5.faas", "cxl_uncached": "R5.cxl", "apta": "R5"},
+              "put_norm": {"cxl_uncached": "R6.cxl", "apta": "R6"}}
+    fig, axs = plt.subplots(1, 2, figsize=(13, 4.4))
     sel = ["rdma", "rdma_faas", "cxl_uncached", "apta"]
-    bars(axs[0], A["get_norm"], sel, "Fig. 9 (left): total get latency, normalized", "normalized to RDMA")
-    bars(axs[1], A["put_norm"], sel, "Fig. 9 (right): total put latency, normalized", "normalized to RDMA")
-    axs[0].legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(1.1, -0.18))
+    for ax, key, title in ((axs[0], "get_norm", "Fig. 9 (left): total get latency, normalized"),
+                           (axs[1], "put_norm", "Fig. 9 (right): total put latency, normalized")):
+        w = bars(ax, A[key], sel, title, "normalized to RDMA", "fig9", key)
+        g = len(names)
+        for k, c in enumerate(sel):
+            if c in stated[key]:
+                ax.plot(g + k * w, paper_value(stated[key][c]), **PAPER_MARK)
+        if key == "put_norm":  # §IV-C: "RDMA and RDMA+FaaS see the same put latencies"
+            ax.plot(g + sel.index("rdma_faas") * w, 1.0, **PAPER_MARK)
+    hs = [Patch(color=COLORS[c], label=labels[c]) for c in sel] + [paper_handle]
+    fig.legend(handles=hs, loc="upper center", ncol=len(hs), fontsize=8, bbox_to_anchor=(0.5, -0.03))
+    fig.text(0.5, -0.11, err_note + "; paper markers on the geomean group: R5, R6 and 'RDMA and RDMA+FaaS see the same put latencies'",
+             ha="center", fontsize=7)
     save_fig(fig, os.path.join(out, "fig9.png")); files.append("fig9.png")
     plt.close(fig)
 
-    fig, axs = plt.subplots(1, 3, figsize=(14, 3.8))
+    # Fig. 10: per-app lines in fixed colours, geomean, the paper's R7/R8 as markers
+    app_colors = {a: plt.get_cmap("Dark2")(k % 8) for k, a in enumerate(names)}  # apps, not configurations: another palette
+    fig, axs = plt.subplots(1, 3, figsize=(14, 4.2))
+    sw = A["sweeps"]
     for ax, key, xl in zip(axs, ("bandwidth_gbps", "latency_ns", "cpi"), ("DM bandwidth (Gbps)", "DM link latency (ns)", "int/fp CPI")):
-        sw = A["sweeps"][key]
-        xs = [float(v) for v in sw]
+        xs = [float(v) for v in sw[key]]
         for a in names:
-            ax.plot(xs, [sw[v]["per_app"][a] for v in sw], marker=".", lw=0.8, label=a)
-        ax.plot(xs, [sw[v]["geomean"] for v in sw], "k-o", lw=2, label="geomean")
+            ax.plot(xs, [sw[key][v]["per_app"][a] for v in sw[key]], marker=".", lw=0.8, color=app_colors[a])
+        ax.plot(xs, [sw[key][v]["geomean"] for v in sw[key]], "k-o", lw=2)
         ax.set_xlabel(xl)
         ax.set_ylabel("Apta speedup over baseline")
         if key == "cpi":
             ax.set_xscale("log")
             ax.minorticks_off()
             ax.set_xticks(xs)
-            ax.set_xticklabels([str(v) for v in sw])
-    axs[0].legend(fontsize=7)
-    fig.suptitle("Fig. 10: sensitivity (ours)")
+            ax.set_xticklabels([str(v) for v in sw[key]])
+            ax.axhline(paper_value("R8"), color="k", ls="--", lw=0.8)
+            ax.text(xs[0], paper_value("R8"), " paper R8 (its CPI is not stated)", fontsize=7, va="bottom")
+            ax.axvline(pval(params, "sweeps", "weak_cpi"), color="0.6", ls=":", lw=0.8)
+        elif key == "bandwidth_gbps":
+            ax.plot(max(xs), paper_value("R7.bw"), **PAPER_MARK)
+        else:
+            ax.plot(max(xs), paper_value("R7.lat"), **PAPER_MARK)
+    hs = [Line2D([], [], color=app_colors[a], marker=".", label=a) for a in names]
+    hs += [Line2D([], [], color="k", marker="o", lw=2, label="geomean"), paper_handle]
+    fig.legend(handles=hs, loc="upper center", ncol=len(hs), fontsize=8, bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle("Fig. 10: sensitivity (ours); paper: R7 at 200 Gbps / 600 ns, R8 (dashed, CPI not stated; ours at the dotted CPI)")
     save_fig(fig, os.path.join(out, "fig10.png")); files.append("fig10.png")
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    # R4: what R4 reports. (a) the standard deviations themselves, (b) the reduction per app and
+    # mode, their mean (= R4) and the paper's -32%
+    S = A.get("sensitivity", {}).get("families", {})
+    modes = S.get("jitter") or [{"id": "message", "per_app": {a: A["r4"][a]["reduction"] for a in names},
+                                 "rows": {"R4": next(r["ours"] for r in A["comparison"] if r["id"] == "R4")}}]
+    mode_colors = {"message": "#444444", "operation": "#bcbd22", "correlated": "#8c564b"}
+    fig, axs = plt.subplots(1, 2, figsize=(14, 4.2))
     xs = range(len(names))
-    ax.bar([x - 0.2 for x in xs], [A["r4"][a]["cxl_cached"]["cv"] * 100 for a in names], 0.4, label="CXL cached")
-    ax.bar([x + 0.2 for x in xs], [A["r4"][a]["apta"]["cv"] * 100 for a in names], 0.4, label="Apta")
-    ax.set_xticks(list(xs)); ax.set_xticklabels(names)
-    ax.set_ylabel("std. dev. / mean of makespan (%)")
-    ax.set_title("Result 4: execution-time variation under link jitter (ours)")
-    ax.legend()
+    for k, c in enumerate(("cxl_cached", "apta")):
+        cont = axs[0].bar([x + (k - 0.5) * 0.4 for x in xs], [A["r4"][a][c]["std_ns"] / 1e3 for a in names], 0.4,
+                          color=COLORS[c], label=labels[c])
+        used.setdefault("r4", {})[c] = matplotlib.colors.to_hex(cont.patches[0].get_facecolor())
+    axs[0].set_yscale("log")
+    fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    axs[0].yaxis.set_major_formatter(fmt)
+    axs[0].yaxis.set_minor_formatter(fmt)
+    axs[0].tick_params(axis="y", which="minor", labelsize=7)
+    axs[0].set_xticks(list(xs)); axs[0].set_xticklabels(names, rotation=20)
+    axs[0].set_ylabel("std. dev. of the makespan (us, log)")
+    axs[0].set_title(f"(a) std. dev. over the jitter runs (per message, {A['r4'][names[0]]['apta']['runs']} runs)", fontsize=10)
+    axs[0].legend(fontsize=8)
+    groups = names + ["mean (R4)"]
+    w = 0.8 / len(modes)
+    for k, m in enumerate(modes):
+        ys = [-m["per_app"][a] * 100 for a in names] + [-m["rows"]["R4"] * 100]
+        axs[1].bar([g + k * w for g in range(len(groups))], ys, w, color=mode_colors.get(m["id"], "0.5"),
+                   label=f"jitter per {m['id']}" + (" (headline)" if m["id"] == "message" else "") if m["id"] != "correlated"
+                   else f"correlated (tau {A.get('sensitivity', {}).get('jitter_corr_us', '?')} us)")
+    axs[1].plot(len(names) + 0.4 - w / 2, -PAPER["R4"][1] * 100, **PAPER_MARK)
+    axs[1].axhline(0, color="k", lw=0.5)
+    axs[1].set_xticks([g + 0.4 - w / 2 for g in range(len(groups))]); axs[1].set_xticklabels(groups, rotation=20)
+    axs[1].set_ylabel("Apta's std. dev. vs CXL cached's (%)")
+    axs[1].set_title("(b) R4: change of the std. dev., per app and jitter mode", fontsize=10)
+    h1, _ = axs[1].get_legend_handles_labels()
+    axs[1].legend(handles=h1 + [paper_handle], fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axs[1].set_ylim(min(-100, axs[1].get_ylim()[0]), max(5, axs[1].get_ylim()[1]))
+    fig.suptitle("Result 4: standard deviation of the makespan under Gaussian link jitter (ours)")
     save_fig(fig, os.path.join(out, "r4.png")); files.append("r4.png")
     plt.close(fig)
-    return files
+
+    # every stated result: paper (marker), ours (dot) and how far each open choice moves it (bars)
+    sens = A.get("sensitivity")
+    if sens:
+        fam_colors = {"rdma_link": "#1f77b4", "weak_cpi": "#ff7f0e", "jitter": "#9467bd"}
+        rows = [r for r in A["comparison"]]
+        fig, ax = plt.subplots(figsize=(10, 0.42 * len(rows) + 1.6))
+        for y, r in enumerate(rows):
+            rid = r["id"]
+            for k, (f, m) in enumerate(sens["moves"].get(rid, {}).items()):
+                a, b = sorted((shown(m["min"], rid), shown(m["max"], rid)))
+                ax.plot([a, b], [y + 0.18 * (k + 1)] * 2, color=fam_colors[f], lw=3, solid_capstyle="butt")
+            ax.plot(shown(r["ours"], rid), y, "o", color=COLORS["apta"], zorder=4)
+            ax.plot(shown(r["paper"], rid), y, **PAPER_MARK)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([f"{r['id']}" for r in rows])
+        ax.invert_yaxis()
+        ax.axvline(0, color="k", lw=0.5)
+        ax.set_xlabel("result (%): speedups as gains, R4-R6 as changes (negative = lower)")
+        hs = [Line2D([], [], color=COLORS["apta"], marker="o", linestyle="none", label="ours (headline)"), paper_handle]
+        hs += [Line2D([], [], color=fam_colors[f], lw=3, label=f"range over the {FAMILIES[f]} choices") for f in FAMILIES]
+        ax.legend(handles=hs, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3)
+        ax.set_title("Every stated result: the paper's, ours, and how far the choices the paper leaves open move ours", fontsize=10)
+        ax.grid(axis="x", lw=0.3)
+        save_fig(fig, os.path.join(out, "rrows.png")); files.append("rrows.png")
+        plt.close(fig)
+
+        # the sensitivity sections' plots: RDMA link choices, weak-core CPI, jitter modes
+        fig, axs = plt.subplots(1, 3, figsize=(16, 4.6), gridspec_kw={"width_ratios": [2.2, 1, 1]})
+        chs = sens["families"]["rdma_link"]
+        rids = [rid for rid in PAPER if "rdma_link" in sens["moves"].get(rid, {})]
+        cmap = plt.get_cmap("Blues")
+        w = 0.8 / len(chs)
+        for k, ch in enumerate(chs):
+            axs[0].bar([g + k * w for g in range(len(rids))], [shown(ch["rows"][rid], rid) for rid in rids], w,
+                       color=cmap(0.35 + 0.6 * k / max(1, len(chs) - 1)),
+                       label=f"{ch['id']}: {ch['latency_ns']:g} ns, {ch['bandwidth_gbps']:g} Gbps" + (" (headline)" if ch["headline"] else ""))
+        for g, rid in enumerate(rids):
+            axs[0].plot(g + 0.4 - w / 2, shown(PAPER[rid][1], rid), **PAPER_MARK)
+        axs[0].axhline(0, color="k", lw=0.5)
+        axs[0].set_xticks([g + 0.4 - w / 2 for g in range(len(rids))]); axs[0].set_xticklabels(rids)
+        axs[0].set_ylabel("result (%)")
+        axs[0].set_title("(a) RDMA link of the RDMA configurations (one-way latency, bandwidth)", fontsize=10)
+        h0, _ = axs[0].get_legend_handles_labels()
+        axs[0].legend(handles=h0 + [paper_handle], fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3)
+        cp = sens["families"]["weak_cpi"]
+        axs[1].plot([c["cpi"] for c in cp], [c["rows"]["R8"] * 100 for c in cp], "k-o")
+        axs[1].axhline(PAPER["R8"][1] * 100, color="k", ls="--", lw=0.8)
+        axs[1].text(cp[0]["cpi"], PAPER["R8"][1] * 100, " paper R8", fontsize=7, va="bottom")
+        axs[1].axvline(pval(params, "sweeps", "weak_cpi"), color="0.6", ls=":", lw=0.8)
+        axs[1].set_xscale("log"); axs[1].minorticks_off()
+        axs[1].set_xticks([c["cpi"] for c in cp]); axs[1].set_xticklabels([f"{c['cpi']:g}" for c in cp])
+        axs[1].set_xlabel("int/fp CPI of both systems' cores (dotted: headline)")
+        axs[1].set_ylabel("R8: Apta over the baseline (%)")
+        axs[1].set_title("(b) weak-core CPI", fontsize=10)
+        jm = sens["families"]["jitter"]
+        axs[2].bar(range(len(jm)), [-m["rows"]["R4"] * 100 for m in jm], 0.6, color=[mode_colors.get(m["id"], "0.5") for m in jm])
+        axs[2].plot(range(len(jm)), [-PAPER["R4"][1] * 100] * len(jm), linestyle="none", **PAPER_MARK)
+        axs[2].axhline(0, color="k", lw=0.5)
+        axs[2].set_xticks(range(len(jm))); axs[2].set_xticklabels([m["id"] + (" (headline)" if m["headline"] else "") for m in jm], rotation=15)
+        axs[2].set_ylabel("R4: std. dev. change (%)")
+        axs[2].set_title("(c) jitter mode", fontsize=10)
+        fig.suptitle("Sensitivity to the choices the paper leaves open (extra runs; the headline's parameters unchanged)")
+        save_fig(fig, os.path.join(out, "sensitivity.png")); files.append("sensitivity.png")
+        plt.close(fig)
+    return files, used
 
 
 # --- report -------------------------------------------------------------------------------------------
@@ -674,6 +1012,85 @@ def bound_section(A, params) -> list:
     return L
 
 
+def rests_on(A, rid: str) -> str:
+    """Which open choices a result rests on and how far it moves over each (sensitivity()'s moves)."""
+    S = A.get("sensitivity")
+    if not S:
+        return "-"
+    mv = S["moves"].get(rid)
+    if not mv:
+        return f"none of the swept choices (each moves it < {S['depends_pp']:g} pp)"
+    out = []
+    for f, m in mv.items():
+        ends = sorted(((shown(m["min"], rid), m["lo"]), (shown(m["max"], rid), m["hi"])))
+        out.append(f"{FAMILIES[f]}: {ends[0][0]:+.0f}% ({ends[0][1]}) to {ends[1][0]:+.0f}% ({ends[1][1]}), {m['span_pp']:.0f} pp")
+    return "; ".join(out)
+
+
+def crossing(points: list, target: float):
+    """The first pair of neighbouring (x, y) points whose y values lie on both sides of target (or on
+    it), or None."""
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if (y0 - target) * (y1 - target) <= 0:
+            return (x0, y0), (x1, y1)
+    return None
+
+
+def sensitivity_section(A, params) -> list:
+    """The report's sections on the choices the paper leaves open: RDMA link, weak-core CPI, jitter mode."""
+    S = A.get("sensitivity")
+    if not S:
+        return []
+    F = S["families"]
+    names = A["apps"]
+    L = ["", "## Sensitivity: the choices the paper leaves open", "",
+         "Extra runs beside the headline; `sim/params.json` is not changed by them and the headline above is computed "
+         "from the headline runs only. The last column of the comparison table says which of these choices each result "
+         f"rests on (it moves by at least {S['depends_pp']:g} pp over the choices) and how far. Plot: "
+         "[sensitivity.png](sensitivity.png); every result with its ranges: [rrows.png](rrows.png).", "",
+         "### RDMA link (the RDMA and RDMA+FaaS configurations)", "",
+         "§II-A gives the RDMA system only relative to the DM link ('lowers latency by 3x and improves bandwidth by 10x'); "
+         "the headline takes that literally. Every result is recomputed with the two RDMA configurations re-run on each link "
+         "below (their base runs and the baseline at the weak-core CPI of R8); the other configurations' runs are the headline's.", ""]
+    chs = F["rdma_link"]
+    rids = [rid for rid in PAPER if "rdma_link" in S["moves"].get(rid, {})]
+    L += ["| link | one-way latency | bandwidth | " + " | ".join(rids) + " | source |", "|---|---|---|" + "---|" * (len(rids) + 1)]
+    for ch in chs:
+        L.append(f"| {ch['id']}{' (headline)' if ch['headline'] else ''}: {ch['label']} | {ch['latency_ns']:g} ns | {ch['bandwidth_gbps']:g} Gbps | "
+                 + " | ".join(pct(ch["rows"][rid], rid) for rid in rids) + f" | {ch['source']} |")
+    L.append("| **paper** | | | " + " | ".join(f"**{pct(PAPER[rid][1], rid)}**" for rid in rids) + " | §IV-C |")
+    L += ["", "### Weak-core CPI (R8)", "",
+          f"The paper does not state the CPI behind R8; the headline uses {pval(params, 'sweeps', 'weak_cpi'):g} "
+          "(`sweeps.weak_cpi`, chosen before any run). R8 (Apta over the baseline, both at that CPI) at every CPI of the sweep:", "",
+          "| CPI | R8 | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for c in F["weak_cpi"]:
+        L.append(f"| {c['cpi']:g}{' (headline)' if c['headline'] else ''} | {pct(c['rows']['R8'], 'R8')} | "
+                 + " | ".join(pct(c["per_app"][a]) for a in names) + " |")
+    cr = crossing([(c["cpi"], c["rows"]["R8"]) for c in F["weak_cpi"]], PAPER["R8"][1])
+    L += ["", (f"The paper's {pct(PAPER['R8'][1])} lies between CPI {cr[0][0]:g} ({pct(cr[0][1])}) and CPI {cr[1][0]:g} "
+               f"({pct(cr[1][1])}) in our runs." if cr else f"No CPI of the sweep brackets the paper's {pct(PAPER['R8'][1])}.")]
+    jm = F["jitter"]
+    L += ["", "### Jitter mode (R4)", "",
+          f"Each message's one-way latency is max(0, L (1 + {S['jitter_cv']:g} z)) with z ~ N(0, 1) (`links.jitter_cv`); "
+          "a link's messages never overtake each other. The modes differ in how z is drawn (sim/README.md, Links): "
+          "**per message** (the headline): independently for every message; **per operation**: once per store operation "
+          "(a get, a put with all its stages, a version check, an invalidation with its ack) and shared by all of its "
+          f"messages; **correlated**: per channel, a stationary Gaussian process in time with correlation time "
+          f"{S['jitter_corr_us']:g} us (`links.jitter_corr_us`, ours), so messages close in time see nearly the same "
+          "latency. Measured in the runs: latency draws per jittered message, the latency's CV and the lag-1 correlation "
+          "of consecutive latencies on a channel (CXL cached / Apta).", "",
+          "| mode | R4 | " + " | ".join(names) + " | draws per message | latency CV | lag-1 correlation |",
+          "|---|---|" + "---|" * len(names) + "---|---|---|"]
+    for m in jm:
+        st = m["stats"]
+        f3 = lambda k, fmt: " / ".join(format(st[c][k], fmt) if st.get(c) else "-" for c in ("cxl_cached", "apta"))
+        L.append(f"| {m['id']}{' (headline)' if m['headline'] else ''} | {pct(m['rows']['R4'], 'R4')} | "
+                 + " | ".join(pct(m["per_app"][a], "R4") for a in names)
+                 + f" | {f3('draws_per_message', '.3g')} | {f3('cv', '.2f')} | {f3('lag1', '.2f')} |")
+    L.append("| **paper** | **" + pct(PAPER["R4"][1], "R4") + "** |" + " |" * (len(names) + 3))
+    return L
+
+
 def report(A, params, args, files, wall) -> str:
     names = A["apps"]
     L = ["# Evaluation report (generated by sim/eval.py)", "",
@@ -684,10 +1101,11 @@ def report(A, params, args, files, wall) -> str:
           f"Agreement means within {AGREE_PP:.0f} percentage points; every other row is a finding (below). "
           "Speedups are shown as gains (+), latency and standard-deviation results as changes (-x% = x% lower); "
           "the deviation is ours minus the paper's magnitude.", "",
-          "| result | what | paper | ours | deviation | |", "|---|---|---|---|---|---|"]
+          "| result | what | paper | ours | deviation | | rests on (how far ours moves over the choices, section Sensitivity) |",
+          "|---|---|---|---|---|---|---|"]
     for r in A["comparison"]:
         L.append(f"| {r['id']} | {r['what']} | {pct(r['paper'], r['id'])} | {pct(r['ours'], r['id'])} | {r['deviation_pp']:+.0f} pp | "
-                 f"{'agrees' if r['agrees'] else '**deviates**'} |")
+                 f"{'agrees' if r['agrees'] else '**deviates**'} | {rests_on(A, r['id'])} |")
     U = A["table_iv_unit"]
     if U["stated"]:
         u = U["paper_unit"] or "phase"
@@ -718,6 +1136,7 @@ def report(A, params, args, files, wall) -> str:
     for key, unit in (("bandwidth_gbps", "Gbps"), ("latency_ns", "ns"), ("cpi", "CPI")):
         sw = A["sweeps"][key]
         L.append(f"- {key}: " + ", ".join(f"{v} {unit}: {sw[v]['geomean']:.2f}x" for v in sw))
+    L += sensitivity_section(A, params)
     L += ["", "## Result 4: standard deviation of the makespan under Gaussian link jitter", "",
           "| app | CXL cached std (us) | CV | Apta std (us) | CV | Apta vs CXL cached |", "|---|---|---|---|---|---|"]
     for a in names:
@@ -790,7 +1209,10 @@ def main(argv=None):
         A["bounds"] = bound_table(sizes, bound_runs(args, sizes), params, ms, ms_why)
     except RuntimeError as e:
         sys.exit(f"eval: error: {e} (nothing written to {os.path.relpath(args.out, ROOT)}/results.json)")
-    files = plots(A, params, args.out)
+    A["sensitivity"] = sensitivity(res, params, A)
+    A["errorbars"] = jitter_errorbars(res, A["apps"])
+    files, colors = plots(A, params, args.out)
+    A["figure_colors"] = colors
     wall = time.time() - t0
     results = {"traces": args.traces, "params": args.params, "jitter_runs": args.jitter_runs, "wall_s": wall,
                "paper": {k: {"what": w, "value": v} for k, (w, v) in PAPER.items()}} | A

@@ -79,6 +79,7 @@ Params Params::load(const std::string& path, const json::Value& overrides) {
     p.rdma_gbps = pval(root, "links", "rdma_bandwidth_gbps");
     p.flit_bytes = pval(root, "links", "flit_bytes");
     p.jitter_cv = pval(root, "links", "jitter_cv");
+    p.jitter_corr_ns = pval(root, "links", "jitter_corr_us") * 1000;
     p.sw_factor = pval(root, "software", "rdma_sw_factor");
     p.sw_call_ns = pval(root, "software", "rdma_ft_call_us") * 1000;
     p.inv_handler_ns = pval(root, "software", "inv_handler_us") * 1000;
@@ -184,6 +185,11 @@ Scenario Scenario::from(const json::Value& v, const std::string& w) {
   s.config = v.at("config", w).str(w + ".config");
   if (v.has("overrides")) { s.overrides = v.at("overrides"); s.overrides.obj(w + ".overrides"); }
   if (v.has("jitter")) s.jitter = v.at("jitter").boolean(w + ".jitter");
+  if (v.has("jitter_mode")) {
+    s.jitter_mode = v.at("jitter_mode").str(w + ".jitter_mode");
+    if (s.jitter_mode != "message" && s.jitter_mode != "operation" && s.jitter_mode != "correlated")
+      throw std::runtime_error(w + ".jitter_mode: 'message', 'operation' or 'correlated', got '" + s.jitter_mode + "'");
+  }
   if (v.has("seed")) s.seed = uint64_t(v.at("seed").integer(w + ".seed"));
   if (v.has("scheduler")) {
     const std::string& k = v.at("scheduler").str(w + ".scheduler");
@@ -204,6 +210,7 @@ json::Value RunResult::to_json(const Plan& plan) const {
   o["config"] = sc.config;
   o["overrides"] = sc.overrides;
   o["jitter"] = sc.jitter;
+  o["jitter_mode"] = sc.jitter_mode;
   o["seed"] = (long long)sc.seed;
   o["scheduler"] = sc.locality ? "locality" : "plan";
   o["rule"] = sc.rule;
@@ -234,6 +241,15 @@ json::Value RunResult::to_json(const Plan& plan) const {
   o["sim_events"] = (long long)sim_events;
   o["stale_reads"] = (long long)stale_reads;
   o["inv_timeouts"] = (long long)inv_timeouts;
+  if (sc.jitter) {
+    json::Value j = json::Value::object();
+    j["messages"] = (long long)jitter_messages;
+    j["draws"] = (long long)jitter_draws;
+    j["mean"] = jitter_mean;
+    j["cv"] = jitter_cv;
+    j["lag1"] = jitter_lag1;
+    o["jitter_stats"] = j;
+  }
   o["wall_s"] = wall_s;
   o["replay_s"] = replay_s;
   json::Value arr = json::Value::array();

@@ -26,7 +26,7 @@ struct Params {
   double ms_clock_ghz, otc_cycles, osc_cycles, stall_retry_ns;
   int dir_sets, dir_ways, max_pend;
   // links
-  double dm_lat_ns, dm_gbps, rdma_lat_ns, rdma_gbps, flit_bytes, jitter_cv;
+  double dm_lat_ns, dm_gbps, rdma_lat_ns, rdma_gbps, flit_bytes, jitter_cv, jitter_corr_ns;
   // software
   double sw_factor, sw_call_ns, inv_handler_ns;
   std::vector<std::string> log_stages;  // CXL atomic put: redo-log stages
@@ -71,6 +71,7 @@ struct Scenario {
   std::string name, config;
   json::Value overrides = json::Value::object();
   bool jitter = false;
+  std::string jitter_mode = "message";  // message | operation | correlated (system.hpp JitterMode)
   uint64_t seed = 1;
   bool locality = false;        // locality-aware scheduler instead of the plan's servers
   bool rule = true;             // pending-invalidation rule (async configurations)
@@ -96,6 +97,9 @@ struct RunResult {
   int gets_hit = 0, gets_miss = 0, puts_no_inv = 0, puts_inv = 0;               // Table IV per function phase
   int obj_gets_hit = 0, obj_gets_miss = 0, obj_puts_no_inv = 0, obj_puts_inv = 0;  // Table IV per object
   uint64_t l1_hits = 0, l1_misses = 0, dram_lines = 0;  // compute-side replay (L2 misses go to DRAM)
+  // jitter: messages jittered, latency draws, mean and std of latency/mean, lag-1 correlation on a channel
+  uint64_t jitter_messages = 0, jitter_draws = 0;
+  double jitter_mean = 0, jitter_cv = 0, jitter_lag1 = 0;
   uint64_t events = 0, line_accesses = 0, messages = 0, stale_reads = 0, sim_events = 0, inv_timeouts = 0;
   double wall_s = 0, replay_s = 0;  // replay_s: CPU seconds in the L1/L2/DRAM replay loop
   std::vector<InstResult> inst;

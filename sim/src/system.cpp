@@ -12,7 +12,11 @@ System::System(const Plan& plan, Params p, Config c, Scenario s, Backend& b)
   for (auto& x : sv_)
     for (Link* l : {&x.up, &x.down}) {
       l->gbps = bw; l->lat = lat;
-      if (S.jitter) { l->cv = P.jitter_cv; l->rng = &rng_; }
+      if (S.jitter) {
+        l->cv = P.jitter_cv; l->rng = &rng_; l->stats = &jstats_; l->tau_ns = P.jitter_corr_ns;
+        l->mode = S.jitter_mode == "operation" ? JitterMode::Operation
+                : S.jitter_mode == "correlated" ? JitterMode::Correlated : JitterMode::Message;
+      }
     }
   if (C.cache == Caching::Async) dir_ = std::make_unique<Directory>(P.servers, P.dir_sets, P.dir_ways, P.max_pend);
   size_t no = plan_.objects.size();
@@ -64,6 +68,17 @@ RunResult& System::finish() {
     R.obj_gets_hit += ir.obj_get_hit; R.obj_gets_miss += ir.obj_get_miss;
     R.obj_puts_no_inv += ir.obj_put_no_inv; R.obj_puts_inv += ir.obj_put_inv;
   }
+  const JitterStats& j = jstats_;
+  R.jitter_messages = j.messages; R.jitter_draws = j.draws;
+  if (j.messages > 0) {
+    R.jitter_mean = j.s / double(j.messages);
+    R.jitter_cv = std::sqrt(std::max(0.0, j.s2 / double(j.messages) - R.jitter_mean * R.jitter_mean)) / R.jitter_mean;
+  }
+  if (j.pairs > 1) {
+    double n = double(j.pairs), cov = j.pxy / n - (j.px / n) * (j.py / n);
+    double vx = j.pxx / n - (j.px / n) * (j.px / n), vy = j.pyy / n - (j.py / n) * (j.py / n);
+    R.jitter_lag1 = vx > 0 && vy > 0 ? cov / std::sqrt(vx * vy) : 0;
+  }
   return R;
 }
 
@@ -74,10 +89,19 @@ uint64_t System::lines_of(int obj) const {
 // a message on server s's link: up (to the memory server) or down; fn runs on arrival. It is
 // sent at not_before (which may lie in the past when a backend reports DRAM completions late:
 // the reply then streams from its first line, as it would have) or now.
-void System::msg(int s, bool up, double bytes, std::function<void()> fn, double not_before, double min_end) {
+void System::msg(int s, bool up, double bytes, std::function<void()> fn, double not_before, double min_end, double z) {
   ++R.messages;
   Link& l = up ? sv_[size_t(s)].up : sv_[size_t(s)].down;
-  at(l.send(not_before > 0 ? not_before : now(), bytes, min_end), std::move(fn));
+  at(l.send(not_before > 0 ? not_before : now(), bytes, min_end, z), std::move(fn));
+}
+
+// Operation jitter mode: one latency draw per store operation, which every message of it carries
+// (msg's z); in the other modes NaN, and each link draws per message.
+double System::op_z() {
+  if (!S.jitter || S.jitter_mode != "operation" || P.jitter_cv <= 0) return std::numeric_limits<double>::quiet_NaN();
+  std::normal_distribution<double> nd(0.0, 1.0);
+  ++jstats_.draws;
+  return nd(rng_);
 }
 
 // Software protocol overhead of the RDMA_f configurations (§IV-B): the operation takes
@@ -205,15 +229,15 @@ void System::do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool
     case Caching::Version:
       if (held) {  // FaaS caching: one round trip to check the version, no data unless stale
         uint32_t mine = h->second;
-        double t0 = now();
+        double t0 = now(), z = op_z();
         auto back = sw_done(t0, [this, i, gen, s, obj, mine, cb] {
           if (!live(i, gen)) return;
           if (mine == version_[size_t(obj)]) { cb(true, mine); return; }
           fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
         });
-        msg(s, true, P.flit_bytes, [this, s, back] {
-          msg(s, false, P.flit_bytes, back, now() + ms_ns(P.otc_cycles));
-        });
+        msg(s, true, P.flit_bytes, [this, s, back, z] {
+          msg(s, false, P.flit_bytes, back, now() + ms_ns(P.otc_cycles), 0, z);
+        }, 0, 0, z);
         return;
       }
       break;
@@ -233,25 +257,26 @@ void System::fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint3
       if (C.cache == Caching::Sync) sync_sharers_[size_t(obj)] |= 1ull << s;
       install(s, obj, v, C.cache != Caching::None);
       cb(v);
-    });
+    }, op_z());
     return;
   }
   // object-granular: one request, the OSC serves every line in one bulk reply
   double t0 = now();
   auto vp = std::make_shared<uint32_t>(0);
   auto done = sw_done(t0, [this, i, gen, vp, cb] { if (live(i, gen)) cb(*vp); });
-  msg(s, true, P.flit_bytes, [this, s, obj, n, vp, done] {
-    at(now() + ms_ns(P.otc_cycles + P.osc_cycles), [this, s, obj, n, vp, done] { serve(s, obj, n, vp, done); });
-  });
+  double z = op_z();
+  msg(s, true, P.flit_bytes, [this, s, obj, n, vp, done, z] {
+    at(now() + ms_ns(P.otc_cycles + P.osc_cycles), [this, s, obj, n, vp, done, z] { serve(s, obj, n, vp, done, z); });
+  }, 0, 0, z);
 }
 
-void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done) {
+void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done, double z) {
   if (C.cache == Caching::Async) {
     ReqOutcome o = dir_->get(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
     if (o.result == Result::Drop) return;  // a fenced (zombie) server: nothing is served
     if (o.result == Result::Stall) {
       for (auto& sn : o.snps) send_inval(sn);
-      at(now() + P.stall_retry_ns, [this, s, obj, n, vp, done] { serve(s, obj, n, vp, done); });
+      at(now() + P.stall_retry_ns, [this, s, obj, n, vp, done, z] { serve(s, obj, n, vp, done, z); });
       return;
     }
   }
@@ -259,12 +284,12 @@ void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std
   *vp = v;
   // the reply streams as lines come out of DRAM: it starts with the first line and its
   // channel is busy at least until the last line is out
-  B.ms_dram(now(), uint32_t(obj), 0, n, false, [this, s, obj, v, n, done](double first, double last) {
+  B.ms_dram(now(), uint32_t(obj), 0, n, false, [this, s, obj, v, n, done, z](double first, double last) {
     msg(s, false, double(n) * P.flit_bytes, [this, s, obj, v, done] {
       if (!sv_[size_t(s)].alive) return;
       install(s, obj, v, C.cache != Caching::None);
       done();
-    }, first, last);
+    }, first, last, z);
   });
 }
 
@@ -276,9 +301,10 @@ struct System::Stream {
   unsigned out = 0;
   bool write, dir;
   std::function<void()> cb;
+  double z;  // the operation's latency draw (Operation jitter mode), else NaN
 };
-void System::line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb) {
-  auto st = std::make_shared<Stream>(Stream{s, obj, n, 0, 0, 0, write, dir, std::move(cb)});
+void System::line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb, double z) {
+  auto st = std::make_shared<Stream>(Stream{s, obj, n, 0, 0, 0, write, dir, std::move(cb), z});
   if (n == 0) { st->cb(); return; }
   issue(st);
 }
@@ -296,34 +322,35 @@ void System::issue(const std::shared_ptr<Stream>& st) {
       // a write completes when accepted; a read when its data is out of DRAM
       if (st->write) {
         B.ms_dram(t, uint32_t(st->obj), line, 1, true, nullptr);
-        msg(st->s, false, P.flit_bytes, reply, t);
+        msg(st->s, false, P.flit_bytes, reply, t, 0, st->z);
       } else {
-        B.ms_dram(t, uint32_t(st->obj), line, 1, false, [this, st, reply](double, double last) { msg(st->s, false, P.flit_bytes, reply, last); });
+        B.ms_dram(t, uint32_t(st->obj), line, 1, false, [this, st, reply](double, double last) { msg(st->s, false, P.flit_bytes, reply, last, 0, st->z); });
       }
-    });
+    }, 0, 0, st->z);
   }
 }
 
 // ---- put ----------------------------------------------------------------------------------
 void System::do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb) {
   uint64_t n = lines_of(obj);
-  if (C.line_gran) { logged_put(i, gen, s, obj, ver, n, 0, false, cb); return; }
+  if (C.line_gran) { logged_put(i, gen, s, obj, ver, n, 0, false, cb, op_z()); return; }
   // object-granular one-phase commit: prepare + n line writes, then commit
   double t0 = now();
   auto inv = std::make_shared<bool>(false);
   auto done = sw_done(t0, [this, i, gen, inv, cb] { if (live(i, gen)) cb(*inv); });
-  msg(s, true, double(n + 1) * P.flit_bytes, [this, s, obj, ver, n, inv, done] {
-    at(now() + ms_ns(P.otc_cycles), [this, s, obj, ver, n, inv, done] { commit(s, obj, ver, n, inv, done); });
-  });
+  double z = op_z();
+  msg(s, true, double(n + 1) * P.flit_bytes, [this, s, obj, ver, n, inv, done, z] {
+    at(now() + ms_ns(P.otc_cycles), [this, s, obj, ver, n, inv, done, z] { commit(s, obj, ver, n, inv, done, z); });
+  }, 0, 0, z);
 }
 
-void System::commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done) {
+void System::commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done, double z) {
   if (C.cache == Caching::Async) {
     ReqOutcome o = dir_->commit(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
     if (o.result == Result::Drop) return;  // zombie put from a fenced server: never commits
     if (o.result == Result::Stall) {
       for (auto& sn : o.snps) send_inval(sn);
-      at(now() + P.stall_retry_ns, [this, s, obj, ver, n, inv, done] { commit(s, obj, ver, n, inv, done); });
+      at(now() + P.stall_retry_ns, [this, s, obj, ver, n, inv, done, z] { commit(s, obj, ver, n, inv, done, z); });
       return;
     }
     *inv = !o.snps.empty();
@@ -340,29 +367,30 @@ void System::commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bo
     if (!sv_[size_t(s)].alive) return;
     if (C.cache != Caching::None) sv_[size_t(s)].held[obj] = ver;  // write-allocate
     done();
-  });
+  }, 0, 0, z);
 }
 
 // Apta / RDMA_f+Apta: object-granular back-invalidation to one sharer, acked asynchronously
 void System::send_inval(const Snp& sn) {
   int x = sn.server;
-  msg(x, false, P.flit_bytes, [this, sn, x] {
+  double z = op_z();  // the invalidation and its ack: one operation
+  msg(x, false, P.flit_bytes, [this, sn, x, z] {
     if (!sv_[size_t(x)].alive || sv_[size_t(x)].epoch != sn.epoch) return;  // dead: no ack ever
     double handler = P.inv_handler_ns + (C.sw ? P.sw_call_ns : 0);  // reverse map (+ RDMA_f call)
-    at(now() + handler, [this, sn, x] {
+    at(now() + handler, [this, sn, x, z] {
       if (!sv_[size_t(x)].alive) return;
       sv_[size_t(x)].held.erase(int(sn.obj));
       msg(x, true, P.flit_bytes, [this, sn, x] {
         dir_->ack(x, sn.epoch, sn.obj);
         schedule();
-      });
+      }, 0, 0, z);
     });
-  });
+  }, 0, 0, z);
 }
 
 // CXL: redo-logged put, stage by stage, each a burst of line writes ended by a persist barrier
 void System::logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint64_t n, size_t stage, bool inv,
-                std::function<void(bool)> cb) {
+                std::function<void(bool)> cb, double z) {
   if (!live(i, gen)) return;
   if (stage == P.log_stages.size()) {
     version_[size_t(obj)] = ver;
@@ -375,7 +403,7 @@ void System::logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint6
   }
   const std::string& k = P.log_stages[stage];
   uint64_t lines = k == "log" ? n + 1 : k == "apply" ? n : 1;
-  auto next = [this, i, gen, s, obj, ver, n, stage, cb](bool inv2) { logged_put(i, gen, s, obj, ver, n, stage + 1, inv2, cb); };
+  auto next = [this, i, gen, s, obj, ver, n, stage, cb, z](bool inv2) { logged_put(i, gen, s, obj, ver, n, stage + 1, inv2, cb, z); };
   if (k == "apply" && C.cache == Caching::Sync) {
     uint64_t others = sync_sharers_[size_t(obj)] & ~(1ull << s);
     if (others) {
@@ -389,7 +417,7 @@ void System::logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint6
       for (int x = 0; x < P.servers; ++x) {
         if (!(others >> x & 1)) continue;
         ++*pending;
-        sync_invalidate(s, x, obj, n, pending, join);
+        sync_invalidate(s, x, obj, n, pending, join, z);
       }
       if (P.cxl_inv_timeout_ns >= 0)
         at(now() + P.cxl_inv_timeout_ns, [this, pending, join] {
@@ -399,32 +427,33 @@ void System::logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint6
           R.stall.clear();
           (*join)();
         });
-      line_stream(s, obj, lines, true, true, [streams, join] { *streams = 0; (*join)(); });
+      line_stream(s, obj, lines, true, true, [streams, join] { *streams = 0; (*join)(); }, z);
       return;
     }
   }
   // the log, its flag and its clearing live in the memory server's redo-log area, apply writes the object
-  line_stream(s, k == "apply" ? obj : int(kRedoLog), lines, true, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); });
+  line_stream(s, k == "apply" ? obj : int(kRedoLog), lines, true, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); }, z);
 }
 
-void System::sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending, std::shared_ptr<std::function<void()>> join) {
+void System::sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending, std::shared_ptr<std::function<void()>> join,
+                             double z) {
   // n line snoops to sharer x (hardware, one L2 lookup each, pipelined), n acks back; the
   // writer learns of completion with the last write completion (one more flit down)
-  msg(x, false, double(n) * P.flit_bytes, [this, w, x, obj, n, pending, join] {
+  msg(x, false, double(n) * P.flit_bytes, [this, w, x, obj, n, pending, join, z] {
     if (!sv_[size_t(x)].alive) {
       R.stall = "CXL cached: a put by c" + std::to_string(w + 1) + " waits for invalidation acks from dead server c" +
                 std::to_string(x + 1) + " (blocking MESI invalidation)";
       return;  // never acked
     }
-    at(now() + P.l2_lat / P.clock_ghz, [this, w, x, obj, n, pending, join] {
+    at(now() + P.l2_lat / P.clock_ghz, [this, w, x, obj, n, pending, join, z] {
       sv_[size_t(x)].held.erase(obj);
-      msg(x, true, double(n) * P.flit_bytes, [this, w, pending, join] {
+      msg(x, true, double(n) * P.flit_bytes, [this, w, pending, join, z] {
         msg(w, false, P.flit_bytes, [pending, join] {
           if (*pending > 0 && --*pending == 0) (*join)();
-        });
-      });
+        }, 0, 0, z);
+      }, 0, 0, z);
     });
-  });
+  }, 0, 0, z);
 }
 
 // ---- scheduling ---------------------------------------------------------------------------

@@ -10,6 +10,8 @@
 // difference between the two simulators comes from those models, never from the protocol.
 #pragma once
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -29,19 +31,59 @@ struct Slots {
   std::vector<uint32_t> obj, ver;
 };
 
+// How a jittered link draws its latency (sim/README.md "Links"). Message: every message's latency
+// is drawn independently. Operation: one draw per store operation (a get, a put, a version check,
+// an invalidation with its ack), shared by all of its messages. Correlated: per channel, the draw
+// follows a stationary Gaussian (Ornstein-Uhlenbeck) process in time with correlation time tau:
+// z' = a z + sqrt(1 - a^2) e, a = exp(-dt / tau), dt between the two messages' departures.
+// In every mode the latency is max(0, lat (1 + cv z)) with z ~ N(0, 1) marginally.
+enum class JitterMode { Message, Operation, Correlated };
+
+// What the jitter did in a run (all channels): the drawn latencies relative to the mean, and their
+// lag-1 correlation between consecutive messages on one channel.
+struct JitterStats {
+  uint64_t messages = 0, draws = 0, pairs = 0;
+  double s = 0, s2 = 0;                          // sum of l/lat, of (l/lat)^2
+  double px = 0, py = 0, pxx = 0, pyy = 0, pxy = 0;  // consecutive pairs (previous, this) on a channel
+};
+
 // One direction of a point-to-point link: serialization at the bandwidth, then the latency
 // (optionally jittered); arrivals stay in send order (ordered links).
 struct Link {
   double gbps = 1, lat = 0, cv = 0;
   double free_at = 0, last_arrival = 0;
   std::mt19937_64* rng = nullptr;
-  double send(double t, double bytes, double min_end = 0) {
+  JitterMode mode = JitterMode::Message;
+  double tau_ns = 0;            // Correlated: correlation time
+  JitterStats* stats = nullptr;
+  double z_prev = 0, t_prev = -1, r_prev = 0;  // Correlated: the last draw and its departure; the last l/lat
+  uint64_t jittered = 0;                       // messages jittered on this channel so far
+  // z: the operation's draw (Operation mode); NaN = draw here
+  double send(double t, double bytes, double min_end = 0, double z = std::numeric_limits<double>::quiet_NaN()) {
     double start = std::max(t, free_at);
     free_at = std::max(start + bytes * 8.0 / gbps, min_end);
     double l = lat;
     if (rng && cv > 0) {
-      std::normal_distribution<double> nd(0.0, 1.0);
-      l = std::max(0.0, lat * (1.0 + cv * nd(*rng)));
+      if (mode == JitterMode::Message || std::isnan(z)) {
+        std::normal_distribution<double> nd(0.0, 1.0);
+        double e = nd(*rng);
+        if (stats) ++stats->draws;
+        if (mode == JitterMode::Correlated && t_prev >= 0) {
+          double a = std::exp(-(free_at - t_prev) / tau_ns);
+          e = a * z_prev + std::sqrt(1 - a * a) * e;
+        }
+        z = e;
+      }
+      z_prev = z; t_prev = free_at;
+      l = std::max(0.0, lat * (1.0 + cv * z));
+      if (stats && lat > 0) {
+        double r = l / lat;
+        ++stats->messages; stats->s += r; stats->s2 += r * r;
+        if (jittered++ > 0) {
+          ++stats->pairs; stats->px += r_prev; stats->py += r; stats->pxx += r_prev * r_prev; stats->pyy += r * r; stats->pxy += r_prev * r;
+        }
+        r_prev = r;
+      }
     }
     double arr = std::max(free_at + l, last_arrival);
     last_arrival = arr;
@@ -116,6 +158,7 @@ class System {
   Scenario S;
   Backend& B;
   std::mt19937_64 rng_;
+  JitterStats jstats_;
   std::vector<Server> sv_;
   std::unique_ptr<Directory> dir_;
   std::vector<uint32_t> version_, next_version_;
@@ -128,7 +171,9 @@ class System {
   void at(double t, std::function<void()> f) { B.at(t, std::move(f)); }
   double ms_ns(double cycles) const { return cycles / P.ms_clock_ghz; }
   uint64_t lines_of(int obj) const;
-  void msg(int s, bool up, double bytes, std::function<void()> fn, double not_before = 0, double min_end = 0);
+  void msg(int s, bool up, double bytes, std::function<void()> fn, double not_before = 0, double min_end = 0,
+           double z = std::numeric_limits<double>::quiet_NaN());
+  double op_z();  // the latency draw of a new store operation (Operation jitter mode), else NaN
   std::function<void()> sw_done(double t0, std::function<void()> cb);
   bool live(int i, uint64_t gen) const;
   void install(int s, int obj, uint32_t ver, bool cache);
@@ -139,16 +184,16 @@ class System {
   void put_next(int i, uint64_t gen);
   void do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool, uint32_t)> cb);
   void fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint32_t)> cb);
-  void serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done);
-  void line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb);
+  void serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done, double z);
+  void line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb, double z);
   void issue(const std::shared_ptr<Stream>& st);
   void do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb);
-  void commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done);
+  void commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done, double z);
   void send_inval(const Snp& sn);
   void logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint64_t n, size_t stage, bool inv,
-                  std::function<void(bool)> cb);
+                  std::function<void(bool)> cb, double z);
   void sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending,
-                       std::shared_ptr<std::function<void()>> join);
+                       std::shared_ptr<std::function<void()>> join, double z);
   bool deps_done(int i) const;
   bool placeable(int s) const;
   void schedule();
