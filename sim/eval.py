@@ -1159,7 +1159,8 @@ def report(A, params, args, files, wall) -> str:
     why = explanations(A, params)
     for r in dev:
         L.append(f"- **{r['id']}** ({r['what']}): paper {pct(r['paper'], r['id'])}, ours {pct(r['ours'], r['id'])} "
-                 f"({r['deviation_pp']:+.0f} pp). {why.get(r['id'], '')}")
+                 f"({r['deviation_pp']:+.0f} pp). {why.get(r['id'], '')}"
+                 + (f" Over the open choices (Sensitivity): {rests_on(A, r['id'])}." if r["id"] in A.get("sensitivity", {}).get("moves", {}) else ""))
     L += ["", "These explanations are computed from the measured breakdown above and the modelling "
           "decisions recorded in sim/params.json; no parameter was changed after the comparison.", ""]
     L += ["Plots: " + ", ".join(f"[{f}]({f})" for f in files), ""]

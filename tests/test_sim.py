@@ -169,6 +169,44 @@ def test_jitter_changes_latency_but_keeps_order(sim, tmp_path):
     assert again["j1/cxl_uncached"]["get_ns"] == r["j1/cxl_uncached"]["get_ns"]  # deterministic per seed
 
 
+def get_put_plan(tmp_path, lines=512):
+    """One instance: a get of X and a put of Y, `lines` lines each: two store operations."""
+    d = trace(tmp_path / "gp.0", ["& GET", "& COMPUTE", "& PUT", "& END"],
+              [("get", "X", 0x10000, lines * 64), ("put", "Y", 0x900000, lines * 64)])
+    return {"app": "t", "objects": ["X", "Y"], "instances": [inst("f", 0, d, reads=["X"], writes=["Y"])]}
+
+
+@pytest.mark.parametrize("config", ["cxl_uncached", "apta"])
+def test_jitter_modes_defining_properties(sim, tmp_path, config):
+    """The three jitter modes (sim/README.md, Links), each by its defining property, measured by the
+    simulator's own jitter statistics on a get and a put: per message, one draw per message and
+    consecutive latencies uncorrelated; per operation, one draw per operation (2 here) shared by its
+    messages; correlated, a draw per message but consecutive latencies nearly equal (messages ns
+    apart, correlation time 10 us). The default is per message."""
+    seeds = range(1, 6)
+    sc = [{"name": f"{m}{k}", "config": config, "jitter": True, "seed": k, "jitter_mode": m}
+          for m in ("message", "operation", "correlated") for k in seeds]
+    sc += [{"name": f"default{k}", "config": config, "jitter": True, "seed": k} for k in seeds]
+    r = run(sim, get_put_plan(tmp_path), sc, tmp_path)
+    for k in seeds:
+        msg, op, cor, dflt = (r[f"{m}{k}/{config}"] for m in ("message", "operation", "correlated", "default"))
+        n = msg["messages"]
+        assert msg["jitter_stats"]["messages"] == n > 2 and op["messages"] == cor["messages"] == n
+        assert msg["jitter_stats"]["draws"] == n and cor["jitter_stats"]["draws"] == n
+        assert op["jitter_stats"]["draws"] == 2  # the get and the put
+        assert dflt["makespan_ns"] == msg["makespan_ns"] and dflt["jitter_mode"] == "message"
+        if config == "cxl_uncached":  # hundreds of messages per channel: the correlations are measurable
+            assert abs(msg["jitter_stats"]["lag1"]) < 0.2
+            assert cor["jitter_stats"]["lag1"] > 0.9
+            assert op["jitter_stats"]["lag1"] > 0.9
+    # per message, the latency's spread is links.jitter_cv (clamping at 0 trims it a little)
+    if config == "cxl_uncached":
+        cvs = [r[f"message{k}/{config}"]["jitter_stats"]["cv"] for k in seeds]
+        assert sum(cvs) / len(cvs) == pytest.approx(p("links", "jitter_cv"), abs=0.04)
+    bad = run(sim, get_plan(tmp_path), [{"name": "x", "config": "apta", "jitter": True, "jitter_mode": "per-byte"}], tmp_path, check=False)
+    assert bad.returncode != 0 and "scenarios[0].jitter_mode" in bad.stderr and "per-byte" in bad.stderr
+
+
 # --- puts: blocking vs lazy invalidation, failures, the scheduler rule ---------------------------------
 def share_plan(tmp_path, reader_reads_x=True, third=False):
     """A on c1 gets X (and caches it); B on c2, after A, gets and puts X; optionally C on c1 gets X."""
@@ -448,8 +486,70 @@ def test_bound_runs_are_link_arithmetic(sim, tmp_path):
     assert "‡" in "\n".join(ev.bound_section({"bounds": B}, PARAMS))
 
 
+def test_sensitivity_arithmetic():
+    """moves(): how far a result moves over one open choice; rests_on(): how the report states it
+    (reductions shown negative); r_values() recomputes a row from substituted runs; crossing()
+    brackets the paper's value. All hand-computed."""
+    import importlib
+    ev = importlib.import_module("eval")
+    m = ev.moves({"literal": 1.10, "dm": 0.04, "cx4-edr": 0.12})
+    assert (m["lo"], m["hi"]) == ("dm", "literal")
+    assert m["min"] == pytest.approx(0.04) and m["max"] == pytest.approx(1.10) and m["span_pp"] == pytest.approx(106)
+    with pytest.raises(ValueError):
+        ev.moves({})
+    A = {"sensitivity": {"depends_pp": 0.5, "moves": {"R5": {"rdma_link": ev.moves({"literal": 0.93, "dm": 0.44})}}}}
+    assert ev.rests_on(A, "R5") == "RDMA link: -93% (literal) to -44% (dm), 49 pp"
+    assert ev.rests_on(A, "R2").startswith("none of the swept choices")
+    # r_values on two apps: R1 = geomean(rdma_faas / apta) - 1 = sqrt(2 * 3) - 1
+    runs = {"base": {"rdma": 400.0, "rdma_faas": 200.0, "rdmaf_faas": 200.0, "rdmaf_apta": 200.0, "cxl_uncached": 200.0,
+                     "cxl_cached": 200.0, "apta": 100.0}}
+    names = ["a", "b"]
+
+    def get(a, n, c):
+        ms = runs["base"][c] * (1.5 if a == "b" and c == "rdma_faas" else 1)
+        return {"makespan_ns": ms, "get_ns": ms, "put_ns": ms}
+    rv = ev.r_values(names, lambda a, n, c: get(a, "base", c), PARAMS, 0.0)
+    assert rv["R1"] == pytest.approx((2 * 3) ** 0.5 - 1)
+    assert rv["R5"] == pytest.approx(0.75) and rv["R8"] == pytest.approx(3.0)  # 1 - 100/400; 400/100 - 1
+    assert ev.crossing([(0.02, 1.4), (0.05, 1.1), (0.1, 0.73), (0.2, 0.5)], 0.78) == ((0.05, 1.1), (0.1, 0.73))
+    assert ev.crossing([(0.02, 1.4), (0.05, 1.1)], 0.78) is None
+
+
+def test_jitter_errorbars_arithmetic():
+    """The figures' error bars: per app the std. dev. over the jitter runs of run k's speedup over
+    RDMA (RDMA's run k / the configuration's run k), and of the geomean over the apps per run."""
+    import importlib
+    ev = importlib.import_module("eval")
+
+    def r(ms):
+        return {"makespan_ns": ms, "get_ns": ms, "put_ns": ms, "completed": True}
+    # app a: speedups 2 and 4 (std 1); app b: 1 and 1 (std 0); geomeans sqrt(2) and 2
+    apps = {"a": {"by": {"jitter1": {c: r(100.0) for c in ev.CONFIGS} | {"apta": r(50.0)},
+                         "jitter2": {c: r(100.0) for c in ev.CONFIGS} | {"apta": r(25.0)}}},
+            "b": {"by": {"jitter1": {c: r(10.0) for c in ev.CONFIGS}, "jitter2": {c: r(10.0) for c in ev.CONFIGS},
+                         "jitter-operation1": {"apta": r(1.0)}}}}
+    E = ev.jitter_errorbars(apps, ["a", "b"])
+    assert E["runs"] == 2
+    assert E["speedup"]["a"]["apta"] == pytest.approx(1.0) and E["speedup"]["b"]["apta"] == 0
+    assert E["speedup_geomean"]["apta"] == pytest.approx((2 - 2 ** 0.5) / 2)
+    assert E["get_norm"]["a"]["apta"] == pytest.approx(0.125)  # 0.5 and 0.25
+    assert E["speedup"]["a"]["cxl_uncached"] == 0
+    # without the baseline's jitter runs there are no error bars
+    del apps["a"]["by"]["jitter1"]["rdma"]
+    assert ev.jitter_errorbars(apps, ["a", "b"])["runs"] == 0
+
+
+def test_one_colour_per_configuration():
+    import importlib
+    ev = importlib.import_module("eval")
+    assert set(ev.COLORS) == set(ev.CONFIGS)
+    assert len(set(ev.COLORS.values())) == len(ev.CONFIGS)
+
+
 # --- end to end --------------------------------------------------------------------------------------------
 def test_small_end_to_end_eval(sim, tiny_traces, tmp_path):
+    import importlib
+    ev_colors = importlib.import_module("eval").COLORS
     out = tmp_path / "eval"
     (tmp_path / "ms.json").write_text(json.dumps(FAKE_MS))
     r = subprocess.run([sys.executable, str(SIMDIR / "eval.py"), "--traces", str(tiny_traces), "--apps", "phi,sentiment,video",
@@ -478,3 +578,22 @@ def test_small_end_to_end_eval(sim, tiny_traces, tmp_path):
     assert "## Physical limit" in report and "### Get: time in us and time / limit" in report and "### Put:" in report
     assert f"RTL at {p('memory_server', 'clock_ghz'):g} GHz" in report and "variant fake" in report
     assert "sentiment" in r.stdout and "apta" in r.stdout  # progress lines per workflow/config
+    # sensitivity: each open choice moves the rows that rest on it and no other
+    S = res["sensitivity"]
+    ours = {c["id"]: c["ours"] for c in res["comparison"]}
+    lit = next(c for c in S["families"]["rdma_link"] if c["headline"])
+    assert lit["rows"] == ours and len(S["families"]["rdma_link"]) == 5
+    assert {f for mv in S["moves"].values() for f in mv} == {"rdma_link", "weak_cpi", "jitter"}
+    assert set(S["moves"]["R4"]) == {"jitter"} and "R2" not in S["moves"] and "R1.hw" not in S["moves"]
+    assert "rdma_link" in S["moves"]["R1"] and set(S["moves"]["R8"]) == {"rdma_link", "weak_cpi"}
+    assert [m["id"] for m in S["families"]["jitter"]] == ["message", "operation", "correlated"]
+    assert next(m for m in S["families"]["jitter"] if m["headline"])["rows"]["R4"] == ours["R4"]
+    # the figures drew every configuration in its one colour, Fig. 8 all of them
+    fc = res["figure_colors"]
+    assert set(fc["fig8"]) == set(res["speedup"]["phi"]) and set(fc) >= {"fig8", "fig9", "r4"}
+    assert all(col == ev_colors[c] for f in fc.values() for c, col in f.items())
+    assert res["errorbars"]["runs"] == 3
+    for f in ("fig8.png", "fig9.png", "fig10.png", "r4.png", "rrows.png", "sensitivity.png"):
+        assert (out / f).stat().st_size > 10000
+    assert "## Sensitivity: the choices the paper leaves open" in report and "### Jitter mode (R4)" in report
+    assert "| rests on (how far ours moves" in report and "D. Potter, master's thesis" in report
