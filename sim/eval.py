@@ -7,8 +7,9 @@ that puts our numbers beside the numbers the paper states in its text (§IV-C).
     python3 sim/eval.py --traces DIR --apps phi,video
 
 Writes (each file atomically: temp + rename) OUT/results.json, OUT/fig8.png, OUT/fig9.png,
-OUT/fig10.png, OUT/r4.png, OUT/REPORT.md; the simulator's plans and raw results in OUT/raw/.
-Parameters: sim/params.json only (fixed before the first comparison; never re-fitted).
+OUT/fig10.png, OUT/r4.png, OUT/rrows.png, OUT/sensitivity.png, OUT/REPORT.md; the simulator's plans
+and raw results in OUT/raw/. Parameters: sim/params.json only (fixed before the first comparison;
+never re-fitted); the sensitivity sections re-run the choices the paper leaves open beside it.
 """
 from __future__ import annotations
 
@@ -74,32 +75,32 @@ def rdma_links(params) -> list:
     are re-run: the headline's literal reading of §II-A first, then NICs with a cited source and the
     DM link as a bracket."""
     lk = params["links"]
+
+    def link(id, label, latency_ns, bandwidth_gbps, source):
+        return {"id": id, "headline": id == "literal", "label": label, "latency_ns": latency_ns,
+                "bandwidth_gbps": bandwidth_gbps, "source": source}
     return [
-        {"id": "literal", "headline": True, "label": "§II-A taken literally (the headline)",
-         "latency_ns": lk["rdma_latency_ns"]["value"], "bandwidth_gbps": lk["rdma_bandwidth_gbps"]["value"],
-         "source": "sim/params.json links.rdma_*: " + lk["rdma_latency_ns"]["source"].split(". ")[0]},
-        {"id": "cx3-fdr", "headline": False, "label": "the paper's NIC at its line rate (ConnectX-3 FDR), §II-A's latency",
-         "latency_ns": lk["rdma_latency_ns"]["value"], "bandwidth_gbps": 56,
-         "source": "the paper, §II: 'one-sided RDMA verbs, which runs over an Infiniband network (Mellanox ConnectX-3 NIC on "
-                   "PCIe-gen3 x16)'; ConnectX-3 runs InfiniBand up to FDR (NVIDIA MLNX_OFED documentation Rev 4.9-2.2.6.0 LTS, "
-                   "Introduction: 'ConnectX-3/ConnectX-3 Pro, mlx4, InfiniBand: SDR, QDR, FDR10, FDR'), 56 Gb/s per FDR port "
-                   "(IBM POWER8 documentation, 'PCIe3 2-port 56 Gb FDR IB Adapter x16 (FC EC33)': 'Each port maximum of 56 Gb'). "
-                   "The paper states no latency for it, so §II-A's is kept: this row moves the bandwidth only"},
-        {"id": "cx4-edr", "headline": False, "label": "a measured RDMA NIC: ConnectX-4 EDR, back to back",
-         "latency_ns": 830, "bandwidth_gbps": 100,
-         "source": "D. Potter, master's thesis, RWTH Aachen University, 2018 (git.dennispotter.eu/Dennis/masters-thesis): "
-                   "tables/mtu_performance.tex, ib_send_lat (perftest, one-way = half the round trip), RC, 32 B, MTU 4096: "
-                   "0.83 us; tables/benchmark_testsystem.tex: 2x Mellanox ConnectX-4 MT27700, PCIe Gen 3 x16, 100 Gbit/s, "
-                   "0.5 m passive copper cable (no switch). Bandwidth: the 100 Gbit/s line rate, not a measured throughput"},
-        {"id": "rmmap-cx4", "headline": False, "label": "RMMAP's RDMA (ConnectX-4, 100 Gbps, 'lower than 2 us')",
-         "latency_ns": 1000, "bandwidth_gbps": 100,
-         "source": "papers/rmmap-serdes-free-state-transfer.txt §4.1: 'RDMA is a high speed (up to 400 Gbps [60]) and low "
-                   "latency (lower than 2 us) networking feature'; §5 testbed: 'two 100 Gbps ConnectX-4 MCX455A InfiniBand "
-                   "NICs'. Read as a round trip below 2 us: 1 us one-way, an upper bound"},
-        {"id": "dm", "headline": False, "label": "bracket: the RDMA configurations on the DM link",
-         "latency_ns": lk["dm_latency_ns"]["value"], "bandwidth_gbps": lk["dm_bandwidth_gbps"]["value"],
-         "source": "ours, not a NIC: Table II's DM link, the limit in which RDMA differs from DM only by its protocol; the "
-                   "paper's R1.net (+7% for the faster network) says its measured RDMA sits close to it"},
+        link("literal", "§II-A taken literally (the headline)",
+             lk["rdma_latency_ns"]["value"], lk["rdma_bandwidth_gbps"]["value"],
+             "sim/params.json links.rdma_*: " + lk["rdma_latency_ns"]["source"].split(". ")[0]),
+        link("cx3-fdr", "the paper's NIC at its line rate (ConnectX-3 FDR), §II-A's latency", lk["rdma_latency_ns"]["value"], 56,
+             "the paper, §II: 'one-sided RDMA verbs, which runs over an Infiniband network (Mellanox ConnectX-3 NIC on "
+             "PCIe-gen3 x16)'; ConnectX-3 runs InfiniBand up to FDR (NVIDIA MLNX_OFED documentation Rev 4.9-2.2.6.0 LTS, "
+             "Introduction: 'ConnectX-3/ConnectX-3 Pro, mlx4, InfiniBand: SDR, QDR, FDR10, FDR'), 56 Gb/s per FDR port "
+             "(IBM POWER8 documentation, 'PCIe3 2-port 56 Gb FDR IB Adapter x16 (FC EC33)': 'Each port maximum of 56 Gb'). "
+             "The paper states no latency for it, so §II-A's is kept: this row moves the bandwidth only"),
+        link("cx4-edr", "a measured RDMA NIC: ConnectX-4 EDR, back to back", 830, 100,
+             "D. Potter, master's thesis, RWTH Aachen University, 2018 (git.dennispotter.eu/Dennis/masters-thesis): "
+             "tables/mtu_performance.tex, ib_send_lat (perftest, one-way = half the round trip), RC, 32 B, MTU 4096: "
+             "0.83 us; tables/benchmark_testsystem.tex: 2x Mellanox ConnectX-4 MT27700, PCIe Gen 3 x16, 100 Gbit/s, "
+             "0.5 m passive copper cable (no switch). Bandwidth: the 100 Gbit/s line rate, not a measured throughput"),
+        link("rmmap-cx4", "RMMAP's RDMA (ConnectX-4, 100 Gbps, 'lower than 2 us')", 1000, 100,
+             "papers/rmmap-serdes-free-state-transfer.txt §4.1: 'RDMA is a high speed (up to 400 Gbps [60]) and low "
+             "latency (lower than 2 us) networking feature'; §5 testbed: 'two 100 Gbps ConnectX-4 MCX455A InfiniBand "
+             "NICs'. Read as a round trip below 2 us: 1 us one-way, an upper bound"),
+        link("dm", "bracket: the RDMA configurations on the DM link", lk["dm_latency_ns"]["value"], lk["dm_bandwidth_gbps"]["value"],
+             "ours, not a NIC: Table II's DM link, the limit in which RDMA differs from DM only by its protocol; the "
+             "paper's R1.net (+7% for the faster network) says its measured RDMA sits close to it"),
     ]
 
 
