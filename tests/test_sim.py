@@ -513,6 +513,8 @@ def test_sensitivity_arithmetic():
     assert rv["R5"] == pytest.approx(0.75) and rv["R8"] == pytest.approx(3.0)  # 1 - 100/400; 400/100 - 1
     assert ev.crossing([(0.02, 1.4), (0.05, 1.1), (0.1, 0.73), (0.2, 0.5)], 0.78) == ((0.05, 1.1), (0.1, 0.73))
     assert ev.crossing([(0.02, 1.4), (0.05, 1.1)], 0.78) is None
+    # the headline's R4 reads only its own jitter runs, not the other modes' (same prefix)
+    assert ev.jitter_names({"jitter1": 0, "jitter-operation1": 0, "jitter12": 0, "jitterx": 0}, "jitter") == ["jitter1", "jitter12"]
 
 
 def test_jitter_errorbars_arithmetic():
