@@ -145,8 +145,11 @@ TRACE_SIZE ?= paper
 deps-traces:
 	@$(APT) valgrind gcc make libc6-dev
 
-traces: deps-traces workloads venv
+# ... then the simulator's binary trace cache of each (replay-cache.bin, workloads/TRACES.md), written
+# once, rewritten when its trace changed.
+traces: deps-traces workloads venv sim
 	nice -n 10 $(PY) workloads/trace.py all --size $(TRACE_SIZE)
+	nice -n 10 build/simulator/apta-sim --cache-traces build/traces/$(TRACE_SIZE)
 
 # --- simulator and evaluation (sim/README.md) ---------------------------------------------------
 # The trace-replay simulator (C++17, CMake, zlib) -> build/simulator/apta-sim.
