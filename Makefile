@@ -25,7 +25,7 @@ help:
 	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
 	@echo "make rtl-mutation generated single-point mutants of the Verilog through the regression: kill table per controller and test"
 	@echo "make bench        OTC throughput / latency (build/bench/rtl.json), memory-server get/put cycles vs object size (build/bench/ms.json),"
-	@echo "                  simulator events/s (sim.json), scheduler throughput/latency with and without the plugin (scheduler.json)"
+	@echo "                  simulator events/s and trace load text vs binary cache (sim.json), scheduler throughput/latency with and without the plugin (scheduler.json)"
 	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
