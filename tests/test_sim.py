@@ -419,6 +419,20 @@ def test_a_damaged_cache_is_named_and_never_used(sim, cached_apps, tmp_path, how
     assert rc == 0 and got == want and err == ""
 
 
+def test_a_missing_cache_is_an_error_only_when_asked_for(sim, cached_apps, tmp_path):
+    """No cache file (a trace made outside make traces): the default parses the text silently;
+    --trace-source cache names the file."""
+    plan = planlib.build_plan(os.path.join(workflow.WORKFLOW_DIR, "phi.json"), str(cached_apps / "phi"))
+    cache = Path(plan["instances"][0]["trace"]) / "replay-cache.bin"
+    cache.unlink()
+    sc = [{"name": "x", "config": "apta"}]
+    rc, err, _, _ = run_src(sim, plan, sc, tmp_path, "cache")
+    assert rc == 1 and f"{cache}: binary trace cache missing (run `make traces`)" in err, err
+    rc, err, got, doc = run_src(sim, plan, sc, tmp_path, "auto")
+    assert rc == 0 and err == "" and doc["traces_from_cache"] == len(plan["instances"]) - 1
+    assert got == run_src(sim, plan, sc, tmp_path, "text")[2]
+
+
 @pytest.mark.parametrize("changed", ["events", "meta"])
 def test_a_changed_trace_makes_its_cache_stale(sim, cached_apps, tmp_path, changed):
     """A trace rewritten after its cache (events file or meta.json): the cache is never used for it
