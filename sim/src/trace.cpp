@@ -1,24 +1,22 @@
 #include "trace.hpp"
 
-#include <zlib.h>
-
-#include <algorithm>
-#include <cstring>
-#include <stdexcept>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
-
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 
 #include "json.hpp"
 
 namespace apta {
 
-// The whole file, or nullopt-like false when it cannot be opened.
+// The whole file into `out`; false when it cannot be opened.
 static bool read_file(const std::string& path, std::string& out) {
   FILE* f = fopen(path.c_str(), "rb");
   if (!f) return false;
@@ -53,8 +51,9 @@ static std::string gunzip(const std::string& raw, const std::string& path) {
     int rc = inflate(&z, Z_NO_FLUSH);
     out.append(buf.data(), buf.size() - z.avail_out);
     if (rc == Z_STREAM_END) {
-      if (z.avail_in == 0) break;
-      inflateReset(&z);  // a further member
+      // a further member; anything else after a member is ignored, as gzread does
+      if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) break;
+      inflateReset(&z);
       continue;
     }
     if (rc == Z_OK) continue;
