@@ -25,7 +25,7 @@ help:
 	@echo "make rtl-mutants  every deliberate bug of the mutants variant must be caught (table)"
 	@echo "make rtl-mutation generated single-point mutants of the Verilog through the regression: kill table per controller and test"
 	@echo "make bench        OTC throughput / latency (build/bench/rtl.json), memory-server get/put cycles vs object size (build/bench/ms.json),"
-	@echo "                  simulator events/s (sim.json), scheduler throughput/latency with and without the plugin (scheduler.json)"
+	@echo "                  simulator events/s and trace load text vs binary cache (sim.json), scheduler throughput/latency with and without the plugin (scheduler.json)"
 	@echo "make test-rtl-netlist  the RTL regression on the yosys netlist of the stress variant"
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
@@ -145,8 +145,11 @@ TRACE_SIZE ?= paper
 deps-traces:
 	@$(APT) valgrind gcc make libc6-dev
 
-traces: deps-traces workloads venv
+# ... then the simulator's binary trace cache of each (replay-cache.bin, workloads/TRACES.md), written
+# once, rewritten when its trace changed.
+traces: deps-traces workloads venv sim
 	nice -n 10 $(PY) workloads/trace.py all --size $(TRACE_SIZE)
+	nice -n 10 build/simulator/apta-sim --cache-traces build/traces/$(TRACE_SIZE)
 
 # --- simulator and evaluation (sim/README.md) ---------------------------------------------------
 # The trace-replay simulator (C++17, CMake, zlib) -> build/simulator/apta-sim.

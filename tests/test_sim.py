@@ -358,6 +358,151 @@ def test_another_schedule_changes_table_iv(sim, tiny_traces, tmp_path):
     assert loc["completed"] and loc["table_iv"] != wf.table_iv
 
 
+# --- the binary trace cache (sim/src/trace.hpp, make traces) --------------------------------------------
+ALL_CONFIGS = ("rdma", "rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_uncached", "cxl_cached", "apta")
+TIMING = ("wall_s", "replay_s")
+
+
+def run_src(sim, plan: dict, scenarios: list, tmp: Path, source: str):
+    """apta-sim with --trace-source `source`: (returncode, stderr, results without timings, file)."""
+    planlib.write_json_atomic(str(tmp / "plan.json"), plan)
+    planlib.write_json_atomic(str(tmp / "sc.json"), {"scenarios": scenarios})
+    out = tmp / f"out-{source}.json"
+    r = subprocess.run([str(sim), "--params", str(SIMDIR / "params.json"), "--plan", str(tmp / "plan.json"), "--scenarios",
+                        str(tmp / "sc.json"), "--out", str(out), "--quiet", "--trace-source", source], capture_output=True, text=True)
+    if r.returncode:
+        return r.returncode, r.stderr, None, None
+    doc = json.loads(out.read_text())
+    return 0, r.stderr, [{k: v for k, v in x.items() if k not in TIMING} for x in doc["results"]], doc
+
+
+def cache_traces(sim, root: Path) -> str:
+    r = subprocess.run([str(sim), "--params", str(SIMDIR / "params.json"), "--cache-traces", str(root)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.fixture
+def cached_apps(sim, tiny_traces, tmp_path):
+    """A copy of the tiny traces of every workflow with their binary caches written (as make traces does)."""
+    import shutil
+    root = tmp_path / "traces"
+    for a in APPS:
+        shutil.copytree(tiny_traces / a, root / a, ignore=shutil.ignore_patterns("replay-cache.bin"))
+    out = cache_traces(sim, root)
+    assert f"{sum(len(json.loads((root / a / 'index.json').read_text())['instances']) for a in APPS)} written" in out, out
+    assert "0 written" in cache_traces(sim, root)  # written once: a second pass finds them current
+    return root
+
+
+def test_binary_cache_replays_exactly_like_the_text(sim, cached_apps, tmp_path):
+    """Every workflow, every configuration, a jitter run and a failure run: the results from the
+    binary trace cache equal those from the text, number for number."""
+    scenarios = [{"name": "x", "config": c} for c in ALL_CONFIGS]
+    scenarios += [{"name": "j", "config": "apta", "jitter": True, "seed": 7},
+                  {"name": "f", "config": "apta", "failures": [{"server": 1, "at_ns": 2000.0}]}]
+    for a in APPS:
+        plan = planlib.build_plan(os.path.join(workflow.WORKFLOW_DIR, f"{a}.json"), str(cached_apps / a))
+        rc, err, text, tdoc = run_src(sim, plan, scenarios, tmp_path, "text")
+        assert rc == 0, err
+        rc, err, cache, cdoc = run_src(sim, plan, scenarios, tmp_path, "cache")
+        assert rc == 0, err
+        assert tdoc["traces_from_cache"] == 0 and cdoc["traces_from_cache"] == len(plan["instances"]) > 0, a
+        assert text == cache, a
+        assert cdoc["trace_events"] == tdoc["trace_events"] > 0, a
+
+
+def _first_trace(root: Path) -> Path:
+    return sorted(root.glob("*/*/meta.json"))[0].parent
+
+
+def _corrupt(path: Path, how: str) -> None:
+    b = bytearray(path.read_bytes())
+    if how == "truncated":
+        b = b[: len(b) // 2]
+    elif how == "header_only":
+        b = b[:40]
+    elif how == "flipped_byte":          # inside the events and ranges, past the header
+        b[100 + (len(b) - 108) // 2] ^= 0x10
+    elif how == "bad_magic":
+        b[0:8] = b"NOTACACH"
+    elif how == "old_version":
+        b[8] += 1
+    elif how == "empty":
+        b = b""
+    path.write_bytes(bytes(b))
+
+
+@pytest.mark.parametrize("how,why", [("truncated", "truncated"), ("header_only", "truncated"), ("empty", "truncated"),
+                                     ("flipped_byte", "corrupt (checksum mismatch)"), ("bad_magic", "not a trace cache"),
+                                     ("old_version", "format version")])
+def test_a_damaged_cache_is_named_and_never_used(sim, cached_apps, tmp_path, how, why):
+    """A truncated or corrupt cache file: with --trace-source cache an error naming the file and
+    the problem; by default (auto) the same message on stderr and the text is parsed instead,
+    giving the text's results."""
+    a = "phi"
+    plan = planlib.build_plan(os.path.join(workflow.WORKFLOW_DIR, f"{a}.json"), str(cached_apps / a))
+    sc = [{"name": "x", "config": "apta"}, {"name": "y", "config": "cxl_cached"}]
+    _, _, want, _ = run_src(sim, plan, sc, tmp_path, "text")
+    d = Path(plan["instances"][0]["trace"])
+    cache = d / "replay-cache.bin"
+    _corrupt(cache, how)
+    rc, err, _, _ = run_src(sim, plan, sc, tmp_path, "cache")
+    assert rc == 1 and f"{cache}: binary trace cache {why}" in err, err
+    rc, err, got, doc = run_src(sim, plan, sc, tmp_path, "auto")
+    assert rc == 0 and f"{cache}: binary trace cache {why}" in err and "parsing the text trace instead" in err, err
+    assert got == want and doc["traces_from_cache"] == len(plan["instances"]) - 1
+    assert "1 written" in cache_traces(sim, d)   # make traces rewrites it
+    rc, err, got, doc = run_src(sim, plan, sc, tmp_path, "cache")
+    assert rc == 0 and got == want and err == ""
+
+
+def test_a_missing_cache_is_an_error_only_when_asked_for(sim, cached_apps, tmp_path):
+    """No cache file (a trace made outside make traces): the default parses the text silently;
+    --trace-source cache names the file."""
+    plan = planlib.build_plan(os.path.join(workflow.WORKFLOW_DIR, "phi.json"), str(cached_apps / "phi"))
+    cache = Path(plan["instances"][0]["trace"]) / "replay-cache.bin"
+    cache.unlink()
+    sc = [{"name": "x", "config": "apta"}]
+    rc, err, _, _ = run_src(sim, plan, sc, tmp_path, "cache")
+    assert rc == 1 and f"{cache}: binary trace cache missing (run `make traces`)" in err, err
+    rc, err, got, doc = run_src(sim, plan, sc, tmp_path, "auto")
+    assert rc == 0 and err == "" and doc["traces_from_cache"] == len(plan["instances"]) - 1
+    assert got == run_src(sim, plan, sc, tmp_path, "text")[2]
+
+
+@pytest.mark.parametrize("changed", ["events", "meta"])
+def test_a_changed_trace_makes_its_cache_stale(sim, cached_apps, tmp_path, changed):
+    """A trace rewritten after its cache (events file or meta.json): the cache is never used for it
+    (stale, named on stderr; an error with --trace-source cache); the results are the new trace's."""
+    a = "phi"
+    plan = planlib.build_plan(os.path.join(workflow.WORKFLOW_DIR, f"{a}.json"), str(cached_apps / a))
+    d = Path(plan["instances"][0]["trace"])
+    sc = [{"name": "x", "config": "apta"}]
+    _, _, before, _ = run_src(sim, plan, sc, tmp_path, "cache")
+    if changed == "events":   # one more compute event before & END: more events, more line accesses
+        with gzip.open(d / "sigil.events.out-1.gz", "rt") as fh:
+            lines = fh.read().splitlines()
+        lines.insert(len(lines) - 1, "@ 5,0,1,0 * 0x12340000 0x1234003f")
+        with gzip.open(d / "sigil.events.out-1.gz", "wt") as fh:
+            fh.write("\n".join(lines) + "\n")
+    else:                     # the same bytes but one more (unused) key: still another trace
+        meta = json.loads((d / "meta.json").read_text())
+        meta["note"] = "rewritten"
+        (d / "meta.json").write_text(json.dumps(meta))
+    rc, err, _, _ = run_src(sim, plan, sc, tmp_path, "cache")
+    assert rc == 1 and f"{d / 'replay-cache.bin'}: binary trace cache stale" in err, err
+    rc, err, auto, _ = run_src(sim, plan, sc, tmp_path, "auto")
+    assert rc == 0 and "stale" in err and "parsing the text trace instead" in err
+    _, _, text, _ = run_src(sim, plan, sc, tmp_path, "text")
+    assert auto == text
+    if changed == "events":
+        assert text != before and text[0]["line_accesses"] == before[0]["line_accesses"] + 1
+    assert "1 written" in cache_traces(sim, d)
+    rc, err, cache, _ = run_src(sim, plan, sc, tmp_path, "cache")
+    assert rc == 0 and cache == text and err == ""
+
+
 # --- bad input ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("line,field", [("@ 1,2,3", "counts"), ("@ 1,0,1,0 * 0x40 zz", "range end"),
                                         ("@ 1,0,1,0 * 0x80 0x40", "range end"), ("% 3", "event"),

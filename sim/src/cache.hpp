@@ -2,8 +2,10 @@
 // associativity come from Table II through sim/params.json.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <algorithm>
-#include <vector>
+#include <memory>
+#include <new>
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
@@ -16,20 +18,34 @@ class Cache {
   Cache(uint64_t bytes, unsigned ways, unsigned line_bytes) { init(bytes, ways, line_bytes); }
   void init(uint64_t bytes, unsigned ways, unsigned line_bytes) {
     unsigned sets = unsigned(bytes / line_bytes / ways);
-    if (sets == sets_ && ways == ways_ && !tags_.empty()) { clear(); return; }
+    if (sets == sets_ && ways == ways_ && tags_) { clear(); return; }
     ways_ = ways;
     sets_ = sets;
     mask_ = sets_ - 1;  // power-of-two set count (Table II sizes are)
-    tags_.assign(size_t(sets_) * ways_, kEmpty);
+    // 64-byte aligned: an 8-way set is one host cache line, a 16-way set two (a set straddling
+    // lines made every lookup a split load and store)
+    const size_t nbytes = (size_t(sets_) * ways_ * sizeof(uint64_t) + 63) / 64 * 64;
+    tags_.reset(static_cast<uint64_t*>(std::aligned_alloc(64, nbytes ? nbytes : 64)));
+    if (!tags_) throw std::bad_alloc();
+    clear();
   }
-  void clear() { std::fill(tags_.begin(), tags_.end(), kEmpty); }
+  void clear() { std::fill(tags_.get(), tags_.get() + size_t(sets_) * ways_, kEmpty); }
+  // Start loading the set of `key` into the host's caches (no change to the model's state).
+  void prefetch(uint64_t key) const {
+    const uint64_t* t = &tags_[size_t(hash(key) & mask_) * ways_];
+    __builtin_prefetch(t, 1);
+    if (ways_ > 8) __builtin_prefetch(t + 8, 1);
+  }
   // Look up `key`; on a miss, allocate it (evicting the LRU way). Returns true on a hit.
   // Each set is kept in recency order (way 0 = most recent), so the common hit is found at
   // once and true LRU needs no timestamps: a hit or a fill moves the key to the front.
   bool access(uint64_t key) {
     uint64_t* t = &tags_[size_t(hash(key) & mask_) * ways_];
     if (t[0] == key) return true;
-#ifdef __AVX2__
+#ifdef __AVX512F__
+    if (ways_ == 8) return mtf8_avx512(t, key);
+    if (ways_ == 16) return mtf16_avx512(t, key);
+#elif defined(__AVX2__)
     if (ways_ == 8) return mtf<8>(t, key);
     if (ways_ == 16) return mtf<16>(t, key);
 #endif
@@ -43,6 +59,31 @@ class Cache {
   }
 
  private:
+#ifdef __AVX512F__
+  // The move-to-front of an 8-way set (one 64-byte host line, aligned) in one 512-bit register:
+  // compare, then ways 1..p take their predecessor, way 0 the key, ways after p stay, where p is
+  // the hit's way or, on a miss, the LRU way 7 (the `| 0x80`). The 16-way set is two registers.
+  static bool mtf8_avx512(uint64_t* t, uint64_t key) {
+    const __m512i k = _mm512_set1_epi64((long long)key);
+    const __m512i v = _mm512_load_si512(t);
+    const unsigned m = _mm512_cmpeq_epi64_mask(v, k);
+    const unsigned p = unsigned(__builtin_ctz(m | 0x80u));
+    const __m512i r = _mm512_mask_permutexvar_epi64(v, __mmask8((2u << p) - 2), _mm512_setr_epi64(0, 0, 1, 2, 3, 4, 5, 6), v);
+    _mm512_store_si512(t, _mm512_mask_mov_epi64(r, 1, k));
+    return m != 0;
+  }
+  static bool mtf16_avx512(uint64_t* t, uint64_t key) {
+    const __m512i k = _mm512_set1_epi64((long long)key);
+    const __m512i v0 = _mm512_load_si512(t), v1 = _mm512_load_si512(t + 8);
+    const unsigned m = _mm512_cmpeq_epi64_mask(v0, k) | unsigned(_mm512_cmpeq_epi64_mask(v1, k)) << 8;
+    const unsigned p = unsigned(__builtin_ctz(m | 0x8000u));
+    const unsigned take = (2u << p) - 2;
+    const __m512i r0 = _mm512_mask_permutexvar_epi64(v0, __mmask8(take), _mm512_setr_epi64(0, 0, 1, 2, 3, 4, 5, 6), v0);
+    _mm512_store_si512(t, _mm512_mask_mov_epi64(r0, 1, k));
+    _mm512_store_si512(t + 8, _mm512_mask_alignr_epi64(v1, __mmask8(take >> 8), v1, v0, 7));  // way 7, then ways 8..14
+    return m != 0;
+  }
+#endif
 #ifdef __AVX2__
   // The same move-to-front on an 8- or 16-way set (Table II's L1 and L2) without branches: the
   // search is one compare per 4 ways, the shift a permute + blend per 4 ways. About 1.7x the
@@ -76,7 +117,8 @@ class Cache {
   // that the low bits that index the set are spread like physical line addresses would be.
   static uint64_t hash(uint64_t k) { return k ^ (k >> 29) ^ (k >> 47); }
   unsigned ways_ = 0, sets_ = 0, mask_ = 0;
-  std::vector<uint64_t> tags_;
+  struct Free { void operator()(uint64_t* p) const { std::free(p); } };
+  std::unique_ptr<uint64_t[], Free> tags_;
 };
 
 }  // namespace apta

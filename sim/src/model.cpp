@@ -120,7 +120,7 @@ Config Config::from(const Params& p, const std::string& name) {
   return k;
 }
 
-Plan Plan::load(const std::string& path, unsigned line_bytes) {
+Plan Plan::load(const std::string& path, unsigned line_bytes, TraceSource src) {
   json::Value v = json::parse_file(path);
   Plan p;
   try {
@@ -159,7 +159,7 @@ Plan Plan::load(const std::string& path, unsigned line_bytes) {
     throw std::runtime_error(path + ": " + e.what());
   }
   for (auto& pi : p.instances) {
-    p.traces.push_back(load_trace(pi.trace_dir, line_bytes));
+    p.traces.push_back(load_trace(pi.trace_dir, line_bytes, src));
     auto& t = p.traces.back();
     // every object the plan says this instance gets/puts must be marked in its trace
     for (int pass = 0; pass < 2; ++pass) {

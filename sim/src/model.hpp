@@ -62,7 +62,7 @@ struct Plan {
   std::vector<uint64_t> object_bytes;   // id -> size
   std::vector<PlanInstance> instances;  // list (schedule) order
   std::vector<TraceInstance> traces;    // per instance
-  static Plan load(const std::string& path, unsigned line_bytes);
+  static Plan load(const std::string& path, unsigned line_bytes, TraceSource src = TraceSource::Auto);
 };
 
 struct Failure { int server; double at_ns; };

@@ -100,6 +100,20 @@ class Analytic final : public Backend {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return double(ts.tv_sec) + ts.tv_nsec * 1e-9;
   }
+  // The events of a phase in chunks, each in three passes: (1) every line of the chunk's events
+  // through L1, in trace order, keeping each event's L1 hits and the keys that missed; (2) those
+  // keys through L2, in the same order, the set of a key kPrefetch keys ahead requested from the
+  // host's memory meanwhile (the L2 model's 4 MB tag array is beyond the host's caches: a lookup
+  // would wait for its set); (3) each event's cycles. L1 never depends on L2 (an L1 miss fills L1
+  // whatever L2 says), so both caches see exactly the accesses, in exactly the order, of one pass
+  // per line, and the cycles are summed in the same order: the results are those of that loop.
+  static constexpr size_t kChunkKeys = 4096;   // L1 misses buffered before the L2 pass
+  static constexpr size_t kPrefetch = 16;      // L2 sets requested ahead
+  struct EventMiss { uint32_t l1_hits, misses; };
+  std::vector<uint64_t> miss_keys_;            // of the chunk, in order
+  std::vector<uint8_t> miss_dram_;             // per miss key: went to DRAM
+  std::vector<EventMiss> chunk_;               // per event of the chunk
+
   double replay(int i, int s, Phase ph, const Slots& slots) {
     const double c0 = cpu_s();
     const auto& tr = plan_.traces[size_t(i)];
@@ -108,34 +122,58 @@ class Analytic final : public Backend {
     const double dram_line_cyc = P.line * 8.0 / P.dram_gbps * P.clock_ghz;
     double cyc = 0;
     uint64_t lines = 0;
-    for (uint32_t e = tr.phase_begin[ph]; e < tr.phase_begin[ph + 1]; ++e) {
-      const Event& ev = tr.events[e];
-      cyc += double(ev.ops) * P.cpi;
-      unsigned miss = 0, l1_hits = 0;
-      uint64_t dram_lines = 0;
-      bool l2_hit_only = true;
-      for (uint32_t k = 0; k < ev.nranges; ++k) {
-        const Range& rg = tr.ranges[ev.first_range + k];
-        lines += rg.lines;
-        // keys of consecutive lines are consecutive (the line number is in the low bits)
-        const uint64_t key0 = rg.slot == 0xFF ? local_line_key(i, rg.first_line)
-                                              : object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line);
-        for (uint32_t l = 0; l < rg.lines; ++l) {
-          const uint64_t key = key0 + l;
-          if (x.l1.access(key)) { ++l1_hits; continue; }
-          ++miss;
-          if (!x.l2.access(key)) { ++dram_lines; l2_hit_only = false; }
+    const uint32_t end = tr.phase_begin[ph + 1];
+    for (uint32_t e0 = tr.phase_begin[ph]; e0 < end;) {
+      // (1) L1
+      miss_keys_.clear();
+      chunk_.clear();
+      uint32_t e1 = e0;
+      for (; e1 < end && miss_keys_.size() < kChunkKeys; ++e1) {
+        const Event& ev = tr.events[e1];
+        unsigned l1_hits = 0;
+        const size_t before = miss_keys_.size();
+        for (uint32_t k = 0; k < ev.nranges; ++k) {
+          const Range& rg = tr.ranges[ev.first_range + k];
+          lines += rg.lines;
+          // keys of consecutive lines are consecutive (the line number is in the low bits)
+          const uint64_t key0 = rg.slot == 0xFF ? local_line_key(i, rg.first_line)
+                                                : object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line);
+          for (uint32_t l = 0; l < rg.lines; ++l) {
+            const uint64_t key = key0 + l;
+            if (x.l1.access(key)) ++l1_hits;
+            else miss_keys_.push_back(key);
+          }
         }
+        chunk_.push_back(EventMiss{l1_hits, uint32_t(miss_keys_.size() - before)});
       }
-      cyc += double(l1_hits) * P.l1_lat;
-      R_->l1_hits += l1_hits;
-      R_->l1_misses += miss;
-      R_->dram_lines += dram_lines;
-      const double maxlat = l2_hit_only ? double(P.l2_lat) : P.l2_lat + dram_cyc;
-      // an event's misses overlap, at most `mshrs` outstanding; its DRAM lines leave one channel
-      // one burst apart, the first after a whole miss latency (as the memory server's Dram)
-      if (miss) cyc += std::max(std::ceil(double(miss) / P.mshrs) * maxlat,
-                                dram_lines ? maxlat + double(dram_lines - 1) * dram_line_cyc : 0.0);
+      // (2) L2
+      const size_t n = miss_keys_.size();
+      miss_dram_.resize(n);
+      for (size_t j = 0; j < std::min(n, kPrefetch); ++j) x.l2.prefetch(miss_keys_[j]);
+      for (size_t j = 0; j < n; ++j) {
+        if (j + kPrefetch < n) x.l2.prefetch(miss_keys_[j + kPrefetch]);
+        miss_dram_[j] = !x.l2.access(miss_keys_[j]);
+      }
+      // (3) cycles, event by event
+      size_t m = 0;
+      for (uint32_t e = e0; e < e1; ++e) {
+        const EventMiss& em = chunk_[e - e0];
+        cyc += double(tr.events[e].ops) * P.cpi;
+        const unsigned miss = em.misses;
+        uint64_t dram_lines = 0;
+        for (unsigned k = 0; k < miss; ++k) dram_lines += miss_dram_[m + k];
+        m += miss;
+        cyc += double(em.l1_hits) * P.l1_lat;
+        R_->l1_hits += em.l1_hits;
+        R_->l1_misses += miss;
+        R_->dram_lines += dram_lines;
+        const double maxlat = dram_lines == 0 ? double(P.l2_lat) : P.l2_lat + dram_cyc;
+        // an event's misses overlap, at most `mshrs` outstanding; its DRAM lines leave one channel
+        // one burst apart, the first after a whole miss latency (as the memory server's Dram)
+        if (miss) cyc += std::max(std::ceil(double(miss) / P.mshrs) * maxlat,
+                                  dram_lines ? maxlat + double(dram_lines - 1) * dram_line_cyc : 0.0);
+      }
+      e0 = e1;
     }
     R_->events += tr.phase_begin[ph + 1] - tr.phase_begin[ph];
     R_->line_accesses += lines;

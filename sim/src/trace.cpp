@@ -1,29 +1,68 @@
 #include "trace.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
-#include <sys/stat.h>
 
 #include "json.hpp"
 
 namespace apta {
 
-static std::string read_gz(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw std::runtime_error(path + ": missing trace file");
-  gzbuffer(f, 1 << 20);
+// The whole file into `out`; false when it cannot be opened.
+static bool read_file(const std::string& path, std::string& out) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (!f) return false;
+  out.clear();
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && st.st_size > 0) out.reserve(size_t(st.st_size));
+  char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  bool ok = !ferror(f);
+  fclose(f);
+  if (!ok) throw std::runtime_error(path + ": read error");
+  return true;
+}
+
+// gunzip in memory (every member, as gzread does); `raw` is the .gz file's bytes
+static std::string gunzip(const std::string& raw, const std::string& path) {
   std::string out;
+  if (raw.size() >= 18) {  // ISIZE of the last member: the uncompressed size mod 2^32, a hint
+    uint32_t isize;
+    memcpy(&isize, raw.data() + raw.size() - 4, 4);
+    out.reserve(isize);
+  }
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) throw std::runtime_error(path + ": zlib init failed");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
+  z.avail_in = uInt(raw.size());
   std::vector<char> buf(1 << 20);
   for (;;) {
-    int n = gzread(f, buf.data(), unsigned(buf.size()));
-    if (n < 0) { int e; std::string m = gzerror(f, &e); gzclose(f); throw std::runtime_error(path + ": corrupt gzip: " + m); }
-    if (n == 0) break;
-    out.append(buf.data(), size_t(n));
+    z.next_out = reinterpret_cast<Bytef*>(buf.data());
+    z.avail_out = uInt(buf.size());
+    int rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf.data(), buf.size() - z.avail_out);
+    if (rc == Z_STREAM_END) {
+      // a further member; anything else after a member is ignored, as gzread does
+      if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) break;
+      inflateReset(&z);
+      continue;
+    }
+    if (rc == Z_OK) continue;
+    if (rc == Z_BUF_ERROR && z.avail_in == 0) { inflateEnd(&z); throw std::runtime_error(path + ": corrupt gzip: truncated"); }
+    std::string m = z.msg ? z.msg : "error " + std::to_string(rc);
+    inflateEnd(&z);
+    throw std::runtime_error(path + ": corrupt gzip: " + m);
   }
-  gzclose(f);
+  inflateEnd(&z);
   return out;
 }
 
@@ -69,16 +108,11 @@ static Phase phase_of(const std::string& s) {
   return PH_NONE;
 }
 
-TraceInstance load_trace(const std::string& dir, unsigned line_bytes) {
-  TraceInstance t;
-  t.dir = dir;
-  std::string meta_path = dir + "/meta.json";
-  struct stat st;
-  if (stat(meta_path.c_str(), &st) != 0)
-    throw std::runtime_error(dir + ": missing trace (no meta.json; run `make traces`)");
+// meta.json's objects into t (meta_bytes: the file's bytes, read by the caller)
+static void load_meta(TraceInstance& t, const std::string& meta_path, const std::string& meta_bytes) {
   json::Value meta;
   try {
-    meta = json::parse_file(meta_path);
+    meta = json::parse(meta_bytes, meta_path);
     const auto& objs = meta.at("objects").arr("objects");
     for (size_t i = 0; i < objs.size(); ++i) {
       std::string w = "objects[" + std::to_string(i) + "]";
@@ -99,8 +133,17 @@ TraceInstance load_trace(const std::string& dir, unsigned line_bytes) {
     throw std::runtime_error(m.rfind(meta_path, 0) == 0 ? m : meta_path + ": " + m);
   }
 
-  std::string path = dir + "/sigil.events.out-1.gz";
-  std::string text = read_gz(path);
+}
+
+// the events file's text (gunzipped) into t's events, ranges, phases and counts
+static void parse_events(TraceInstance& t, const std::string& path, const std::string& text, unsigned line_bytes) {
+  struct Parsed {
+    std::vector<Event> events;
+    std::vector<Range> ranges;
+  };
+  auto own = std::make_shared<Parsed>();
+  std::vector<Event>& events = own->events;
+  std::vector<Range>& ranges = own->ranges;
   const char* p = text.data();
   const char* end = p + text.size();
   size_t lineno = 0;
@@ -123,7 +166,7 @@ TraceInstance load_trace(const std::string& dir, unsigned line_bytes) {
       Phase ph = phase_of(name);
       if (ph == PH_NONE) L.fail("phase", "unknown phase marker '" + name + "' (GET, COMPUTE, PUT, END)");
       if (started && ph <= cur) L.fail("phase", "phase marker '" + name + "' out of order");
-      marker_at[ph] = int64_t(t.events.size());
+      marker_at[ph] = int64_t(events.size());
       if (ph < PH_END) t.has_phase[ph] = true;
       cur = ph;
       started = true;
@@ -138,7 +181,7 @@ TraceInstance load_trace(const std::string& dir, unsigned line_bytes) {
         c[i] = L.num(names[i]);
         if (i < 3) { if (L.p >= le || *L.p != ',') L.fail("counts", "expected iops,flops,reads,writes"); ++L.p; }
       }
-      Event ev{c[0] + c[1], uint32_t(t.ranges.size()), 0};
+      Event ev{c[0] + c[1], uint32_t(ranges.size()), 0};
       int mode = -1;  // 1 write ($), 0 read (*)
       for (;;) {
         L.ws();
@@ -173,19 +216,19 @@ TraceInstance load_trace(const std::string& dir, unsigned line_bytes) {
           }
           r.slot = slot;
           r.write = uint8_t(mode);
-          t.ranges.push_back(r);
+          ranges.push_back(r);
           ++ev.nranges;
           if (seg_end == UINT64_MAX) break;
           a = seg_end + 1;
         }
       }
       if (started && cur != PH_END) {  // events before the first marker (start-up) are dropped
-        t.events.push_back(ev);
+        events.push_back(ev);
         t.instructions += c[0] + c[1] + c[2] + c[3];
         t.reads += c[2];
         t.writes += c[3];
       } else {
-        t.ranges.resize(ev.first_range);
+        ranges.resize(ev.first_range);
       }
     } else if (kind == '#' || kind == '^') {
       L.fail("event", std::string("unexpected '") + kind + "' event (one thread per trace: no communication or thread-API events)");
@@ -200,7 +243,198 @@ TraceInstance load_trace(const std::string& dir, unsigned line_bytes) {
   t.phase_begin[PH_END] = t.phase_begin[PH_NONE] = uint32_t(marker_at[PH_END]);
   for (int q = PH_PUT; q >= PH_GET; --q)
     t.phase_begin[q] = marker_at[q] >= 0 ? uint32_t(marker_at[q]) : t.phase_begin[q + 1];
+  t.events = {events.data(), events.size()};
+  t.ranges = {ranges.data(), ranges.size()};
+  t.storage = std::move(own);
+}
+
+// ---- the binary trace cache ----------------------------------------------------------------------
+// One file per trace directory: a header, the events and the ranges as they are in memory, and a
+// checksum of all of it. The header's key is a hash of meta.json's and the events file's bytes, so
+// a changed trace (or a trace written anew) never meets an old cache; a changed format or memory
+// layout changes kCacheVersion or the recorded struct sizes.
+namespace {
+constexpr uint32_t kCacheVersion = 1;
+constexpr char kCacheMagic[8] = {'A', 'P', 'T', 'A', 'T', 'R', 'C', '\n'};
+
+struct CacheHeader {
+  char magic[8];
+  uint32_t version, line_bytes;
+  uint32_t event_size, range_size;  // sizeof(Event), sizeof(Range) of the writer
+  uint64_t key;                     // trace_key(meta.json, events file)
+  uint64_t n_events, n_ranges;
+  uint64_t instructions, reads, writes;
+  uint32_t phase_begin[5];
+  uint8_t has_phase[4];
+};
+static_assert(sizeof(CacheHeader) == 96, "cache header layout");
+
+// A 64-bit hash of bytes (four independent multiply-rotate lanes, then a mix): not cryptographic,
+// only for telling a changed trace from the one a cache was written for; ~10 GB/s.
+uint64_t hash_bytes(const char* p, size_t n, uint64_t seed) {
+  constexpr uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full, P3 = 0x165667B19E3779F9ull;
+  auto rotl = [](uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
+  auto rd = [](const char* q) { uint64_t v; memcpy(&v, q, 8); return v; };
+  uint64_t a[4] = {seed + P1, seed ^ P2, seed - P3, ~seed};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; ++l) a[l] = rotl(a[l] + rd(p + i + 8 * l) * P2, 31) * P1;
+  uint64_t h = rotl(a[0], 1) + rotl(a[1], 7) + rotl(a[2], 12) + rotl(a[3], 18) + uint64_t(n);
+  for (; i + 8 <= n; i += 8) h = rotl(h ^ (rotl(rd(p + i) * P2, 31) * P1), 27) * P1 + P3;
+  for (; i < n; ++i) h = rotl(h ^ (uint64_t(uint8_t(p[i])) * P3), 11) * P1;
+  h ^= h >> 33; h *= P2; h ^= h >> 29; h *= P3; h ^= h >> 32;
+  return h;
+}
+
+uint64_t trace_key(const std::string& meta_bytes, const std::string& gz_bytes) {
+  return hash_bytes(gz_bytes.data(), gz_bytes.size(), hash_bytes(meta_bytes.data(), meta_bytes.size(), kCacheVersion));
+}
+
+struct CacheInvalid {
+  std::string why;
+};
+
+// Reads `path` into t (its events, ranges, phases, counts); throws CacheInvalid saying what is
+// wrong. Everything the replay indexes with is checked, so no file can make it read out of bounds.
+void read_cache(TraceInstance& t, const std::string& path, uint64_t key, unsigned line_bytes) {
+  // mapped, not copied: the replay reads the events and ranges where the page cache has them
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw CacheInvalid{"missing"};
+  struct stat st;
+  if (fstat(fd, &st) != 0) { close(fd); throw CacheInvalid{"unreadable"}; }
+  const size_t size = size_t(st.st_size);
+  CacheHeader h;
+  if (size < sizeof h + 8) { close(fd); throw CacheInvalid{"truncated (" + std::to_string(size) + " bytes, shorter than its header)"}; }
+  void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) throw CacheInvalid{std::string("cannot be mapped: ") + strerror(errno)};
+  std::shared_ptr<const void> map(m, [size](const void* q) { munmap(const_cast<void*>(q), size); });
+  const char* b = static_cast<const char*>(m);
+  memcpy(&h, b, sizeof h);
+  if (memcmp(h.magic, kCacheMagic, sizeof h.magic)) throw CacheInvalid{"not a trace cache (bad magic)"};
+  if (h.version != kCacheVersion)
+    throw CacheInvalid{"format version " + std::to_string(h.version) + ", this build reads version " + std::to_string(kCacheVersion)};
+  if (h.event_size != sizeof(Event) || h.range_size != sizeof(Range)) throw CacheInvalid{"written by a build with another memory layout"};
+  if (h.line_bytes != line_bytes)
+    throw CacheInvalid{"written for " + std::to_string(h.line_bytes) + "-byte lines, not " + std::to_string(line_bytes)};
+  if (h.key != key) throw CacheInvalid{"stale (meta.json or sigil.events.out-1.gz changed since it was written)"};
+  const bool counts_ok = h.n_events <= (1ull << 32) && h.n_ranges <= (1ull << 32);
+  const uint64_t want = counts_ok ? sizeof h + h.n_events * sizeof(Event) + h.n_ranges * sizeof(Range) + 8 : 0;
+  if (size != want)
+    throw CacheInvalid{(size < want ? "truncated (" : "wrong size (") + std::to_string(size) + " bytes, the header says " +
+                       std::to_string(want) + ")"};
+  uint64_t sum;
+  memcpy(&sum, b + size - 8, 8);
+  if (sum != hash_bytes(b, size - 8, key)) throw CacheInvalid{"corrupt (checksum mismatch)"};
+  const TraceArray<Event> events{reinterpret_cast<const Event*>(b + sizeof h), size_t(h.n_events)};
+  const TraceArray<Range> ranges{reinterpret_cast<const Range*>(b + sizeof h + h.n_events * sizeof(Event)), size_t(h.n_ranges)};
+  for (const Event& e : events)
+    if (uint64_t(e.first_range) + e.nranges > h.n_ranges) throw CacheInvalid{"corrupt (an event's ranges beyond the range table)"};
+  for (const Range& r : ranges) {
+    bool ok = r.lines > 0 && r.write <= 1;
+    if (r.slot != 0xFF) {
+      const TraceObject* o = r.slot < t.objects.size() ? &t.objects[r.slot] : nullptr;
+      ok = ok && o && r.first_line + r.lines <= (o->len + line_bytes - 1) / line_bytes;
+    }
+    if (!ok) throw CacheInvalid{"corrupt (a range outside its object or memory)"};
+  }
+  for (int q = 0; q < 4; ++q)
+    if (h.phase_begin[q] > h.phase_begin[q + 1] || h.has_phase[q] > 1) throw CacheInvalid{"corrupt (phases out of order)"};
+  if (h.phase_begin[PH_END] != h.n_events || h.phase_begin[PH_NONE] != h.n_events)
+    throw CacheInvalid{"corrupt (phases do not end with the events)"};
+  t.events = events;
+  t.ranges = ranges;
+  t.storage = std::move(map);
+  memcpy(t.phase_begin, h.phase_begin, sizeof t.phase_begin);
+  for (int q = 0; q < 4; ++q) t.has_phase[q] = h.has_phase[q];
+  t.instructions = h.instructions;
+  t.reads = h.reads;
+  t.writes = h.writes;
+  t.from_cache = true;
+}
+
+void write_cache(const TraceInstance& t, const std::string& path, uint64_t key, unsigned line_bytes) {
+  CacheHeader h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, kCacheMagic, sizeof h.magic);
+  h.version = kCacheVersion;
+  h.line_bytes = line_bytes;
+  h.event_size = sizeof(Event);
+  h.range_size = sizeof(Range);
+  h.key = key;
+  h.n_events = t.events.size();
+  h.n_ranges = t.ranges.size();
+  h.instructions = t.instructions;
+  h.reads = t.reads;
+  h.writes = t.writes;
+  memcpy(h.phase_begin, t.phase_begin, sizeof h.phase_begin);
+  for (int q = 0; q < 4; ++q) h.has_phase[q] = t.has_phase[q];
+  std::string b(reinterpret_cast<const char*>(&h), sizeof h);
+  b.append(reinterpret_cast<const char*>(t.events.p), t.events.size() * sizeof(Event));
+  b.append(reinterpret_cast<const char*>(t.ranges.p), t.ranges.size() * sizeof(Range));
+  uint64_t sum = hash_bytes(b.data(), b.size(), key);
+  b.append(reinterpret_cast<const char*>(&sum), 8);
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = fopen(tmp.c_str(), "wb");
+  if (!f) throw std::runtime_error(path + ": cannot write the trace cache");
+  bool ok = fwrite(b.data(), 1, b.size(), f) == b.size();
+  ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write the trace cache");
+  }
+}
+}  // namespace
+
+TraceSource trace_source_from(const std::string& name) {
+  if (name == "auto") return TraceSource::Auto;
+  if (name == "text") return TraceSource::Text;
+  if (name == "cache") return TraceSource::Cache;
+  throw std::runtime_error("--trace-source: auto, text or cache, got '" + name + "'");
+}
+
+// The trace of `dir` from the text or the cache. With `wrote` (make traces): a valid cache is
+// read, else the text is parsed and the cache written, keyed on the very bytes parsed.
+static TraceInstance load(const std::string& dir, unsigned line_bytes, TraceSource src, bool* wrote) {
+  TraceInstance t;
+  t.dir = dir;
+  const std::string meta_path = dir + "/meta.json", events_path = dir + "/sigil.events.out-1.gz";
+  const std::string cache_path = dir + "/" + kTraceCacheFile;
+  std::string meta_bytes, gz;
+  if (!read_file(meta_path, meta_bytes)) throw std::runtime_error(dir + ": missing trace (no meta.json; run `make traces`)");
+  load_meta(t, meta_path, meta_bytes);
+  if (!read_file(events_path, gz)) throw std::runtime_error(events_path + ": missing trace file");
+  struct stat st;
+  const bool try_cache = src == TraceSource::Cache || wrote || (src == TraceSource::Auto && stat(cache_path.c_str(), &st) == 0);
+  const uint64_t key = try_cache ? trace_key(meta_bytes, gz) : 0;
+  if (try_cache) {
+    try {
+      read_cache(t, cache_path, key, line_bytes);
+      if (wrote) *wrote = false;
+      return t;
+    } catch (const CacheInvalid& e) {
+      if (src == TraceSource::Cache) throw std::runtime_error(cache_path + ": binary trace cache " + e.why + " (run `make traces`)");
+      if (!wrote)
+        fprintf(stderr, "apta-sim: %s: binary trace cache %s; parsing the text trace instead (`make traces` rewrites it)\n",
+                cache_path.c_str(), e.why.c_str());
+    }
+  }
+  parse_events(t, events_path, gunzip(gz, events_path), line_bytes);
+  if (wrote) {
+    write_cache(t, cache_path, key, line_bytes);
+    *wrote = true;
+  }
   return t;
+}
+
+TraceInstance load_trace(const std::string& dir, unsigned line_bytes, TraceSource src) {
+  return load(dir, line_bytes, src, nullptr);
+}
+
+bool write_trace_cache(const std::string& dir, unsigned line_bytes) {
+  bool wrote = false;
+  load(dir, line_bytes, TraceSource::Auto, &wrote);
+  return wrote;
 }
 
 }  // namespace apta
