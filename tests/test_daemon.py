@@ -268,18 +268,22 @@ def fuzz_slot(s, g: int, flit: int, flit_bits: int | None = None, seq: int = 0) 
 
 def test_fuzz_seeds_are_the_ring_probes(schema):
     """qemu-cxl/daemon/fuzz/corpus/slot/ holds a valid slot of every request-ring message and the
-    garbage this module's tests send, and the slot-length mutant's reproducer
-    (APTA_WRITE_FUZZ_SEEDS=1 rewrites them); one seed carries a head and tail for ring_sane."""
+    garbage this module's tests send, and the reproducers of the slot mutants
+    (tests/test_daemon_fuzz.py; APTA_WRITE_FUZZ_SEEDS=1 rewrites them); one seed carries a head and tail for ring_sane."""
     s = schema
     valid = {"ObjGet": dict(obj=1), "PutPrepare": dict(obj=2, txn=9), "PutLine": dict(obj=2, txn=9, line=3, data=(1 << 511) | 7),
              "Rejoin": {}, "ObjBIRsp": dict(obj=1)}
     seeds = {f"valid-{n}": fuzz_slot(s, 2, s.encode(n, server=2, epoch=1, **f), seq=i) for i, (n, f) in enumerate(valid.items())}
     seeds["valid-ObjGet-guest0-ring"] = fuzz_slot(s, 0, s.encode("ObjGet", server=0, epoch=3, obj=7)) + struct.pack("<QQ", 1029, 5)
+    # found by fuzz_slot: a head just behind a tail near 2^64 passed as sane (S = 1: byte 0 = 2)
+    seeds["probe-head-behind-tail"] = fuzz_slot(s, 2, s.encode("Rejoin", server=2, epoch=1)) + struct.pack("<QQ", 0, 2**64 - 1)
     for what, flit, fb in garbage(s):
         seeds[f"probe-{seed_name(what)}"] = fuzz_slot(s, 2, flit, fb)
-    # the reproducer of the fuzz mutant slot-length (tests/test_daemon_fuzz.py): flit_bits within
-    # the slot's room but above the flit's width
+    # the reproducer of the fuzz mutant slot-length: flit_bits within the slot's room but above
+    # the flit's width
     seeds["mutant-slot-length"] = fuzz_slot(s, 2, s.encode("ObjGet", server=2, epoch=1, obj=1), 700)
+    # ... and of ack-server: guest 2 acks for server 0
+    seeds["mutant-ack-server"] = fuzz_slot(s, 2, s.encode("ObjBIRsp", server=0, epoch=1, obj=1))
     assert not sync_fuzz_seeds("slot", seeds)
 
 

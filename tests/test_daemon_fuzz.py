@@ -23,7 +23,9 @@ TARGETS = ("slot", "http", "json")
 # mutant -> (target, what the report must say)
 MUTANTS = {
     "slot-length": ("slot", "AddressSanitizer: stack-buffer-overflow"),
+    "ack-server": ("slot", "contract violated: accepted a slot that breaks server field"),
     "cl-strtoull": ("http", 'contract violated: accepted Content-Length "35x"'),
+    "header-crlf": ("http", "contract violated: accepted a header section of 258 bytes (limit 256)"),
 }
 
 

@@ -95,7 +95,7 @@ VALID = {
 def test_fuzz_seeds_are_the_probes():
     """qemu-cxl/daemon/fuzz/corpus/{http,json}/ hold the valid requests and every MALFORMED probe
     (a body over the fuzzer's max_len cut to 16 bytes: its Content-Length is refused before the
-    body is read), the cl-strtoull mutant's reproducer, and their JSON bodies;
+    body is read), the reproducers of the HTTP mutants, and their JSON bodies;
     APTA_WRITE_FUZZ_SEEDS=1 rewrites them."""
     http, js = {}, {}
     for name, raw in VALID.items():
@@ -113,6 +113,8 @@ def test_fuzz_seeds_are_the_probes():
     body = b'{"obj": 5, "base": 4096, "size": 8}'
     http["mutant-cl-strtoull"] = req("POST", "/v1/objects", body).replace(b"Content-Length: %d" % len(body),
                                                                           b"Content-Length: %dx" % len(body))
+    # ... and of header-crlf: a header section of 258 bytes, 2 over fuzz_http's tight limit (256)
+    http["mutant-header-crlf"] = b"GET /v1/status HTTP/1.1\r\nX-Pad: " + b"a" * 222 + b"\r\n\r\n"
     assert not sync_fuzz_seeds("http", http) + sync_fuzz_seeds("json", js)
 
 

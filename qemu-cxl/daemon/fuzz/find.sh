@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Time-to-find of a deliberate bug: find.sh MUTANT_BINARY SEEDS REPRODUCER_NAME OUT MAXTIME RUNS [flags...]
-# Fuzzes the mutant build from SEEDS without the committed reproducer REPRODUCER_NAME (so the bug
-# has to be found, not replayed), RUNS times with seeds 1..RUNS, each until the first crash or
-# MAXTIME (20s, 5m or seconds). One JSON line: the seconds and executions to the crash per run
-# (null: not found within MAXTIME), and the first line of each report.
+# Time-to-find of a deliberate bug: find.sh MUTANT_BINARY SEEDS OUT MAXTIME RUNS [flags...]
+# Fuzzes the mutant build from the valid requests of SEEDS only (valid-*: not the probes nor the
+# committed reproducer, so the bug has to be found, not replayed), RUNS times with -seed=1..RUNS,
+# each until the first crash or MAXTIME (20s, 5m or seconds). One JSON line: the seconds and
+# executions to the crash per run (null: not found within MAXTIME), and the first line of each report.
 set -euo pipefail
-bin=$1 seeds=$2 skip=$3 out=$4 t=$5 n=$6
-shift 6
+bin=$1 seeds=$2 out=$3 t=$4 n=$5
+shift 5
 case $t in *m) secs=$(( ${t%m} * 60 )) ;; *s) secs=${t%s} ;; *) secs=$t ;; esac
 rm -rf "$out" && mkdir -p "$out/seeds"
-find "$seeds" -maxdepth 1 -type f ! -name "$skip" -exec cp {} "$out/seeds/" \;
+cp "$seeds"/valid-* "$out/seeds/"
 res=()
 for s in $(seq 1 "$n"); do
   rm -rf "$out/corpus-$s" && mkdir -p "$out/corpus-$s" "$out/crashes-$s"

@@ -8,7 +8,7 @@
 //
 // Contract, beyond "no crash":
 //  - streaming: the server parses whatever prefix has arrived, so the verdict must not depend on
-//    how the bytes were split: a prefix of an accepted request is Incomplete (or the same request,
+//    how the bytes were split (prefixes cut around every CRLF and at 16 other places): a prefix of an accepted request is Incomplete (or the same request,
 //    once the body is in); a prefix that is an error stays an error; Complete/Error stay put when
 //    more bytes follow;
 //  - an accepted request is what the grammar allows (checked here on its own: method [A-Z]{1,16},
@@ -208,15 +208,15 @@ void check(const std::string& in, const Limits& L) {
   if (v == Parse::Error) check_refused(e, q);
   if (v != Parse::Complete) REQUIRE(q.method == "\x01" && q.body == "\x01", "%s, but the request was filled in", verdict(v));
 
-  // streaming: every prefix (every 1/64th of a long input, and around the end of the headers)
+  // streaming: prefixes cut around every CRLF (where the parser's decisions are) and at 16
+  // evenly spaced places (every prefix of a short input)
   std::vector<size_t> cuts;
-  if (in.size() <= 512) {
+  if (in.size() <= 64) {
     for (size_t k = 0; k < in.size(); k++) cuts.push_back(k);
   } else {
-    for (size_t k = 0; k < 64; k++) cuts.push_back(in.size() * k / 64);
-    size_t he = in.find("\r\n\r\n");
-    if (he != std::string::npos)
-      for (size_t k = he; k < std::min(in.size(), he + 6); k++) cuts.push_back(k);
+    for (size_t k = 0; k < 16; k++) cuts.push_back(in.size() * k / 16);
+    for (size_t p = in.find("\r\n"); p != std::string::npos && cuts.size() < 64; p = in.find("\r\n", p + 1))
+      for (size_t k = p > 2 ? p - 2 : 0; k < std::min(in.size(), p + 5); k++) cuts.push_back(k);
   }
   for (size_t k : cuts) {
     Request qk;
