@@ -38,7 +38,7 @@ help:
 	@echo "make eval         the paper's evaluation on the simulator -> build/eval/REPORT.md (+ results.json, plots)"
 	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
 	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (part of make test)"
-	@echo "make fuzz         coverage-guided fuzzing, longer runs (FUZZTIME=5m): the plugin's answer decoder (fuzz-scheduler)"
+	@echo "make fuzz         coverage-guided fuzzing, FUZZTIME (5m) per target: the plugin's answer decoder (fuzz-scheduler), the daemon's ring-slot decoder, HTTP parser and JSON bodies (fuzz-daemon)"
 	@echo "make test-sched-daemon  the e2e cluster against the memory-server daemon: workflows placed by kube-scheduler (part of make test)"
 	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
 	@echo "make gem5 GEM5_SRC=<gem5 checkout>  build gem5 v24.0.0.1 with the apta extension (sim/gem5/) into build/gem5/"
@@ -117,9 +117,11 @@ vectors: deps-murphi venv
 # pytest also runs the tracer and the simulator on the tiny traces made first, and the QEMU guests
 # with the daemon (APTA_QEMU=1). Then the scheduler plugin: Go unit tests and the e2e on a real
 # etcd + kube-apiserver (test-scheduler).
-test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon runner
+test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon runner deps-fuzz
 	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
-	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 nice -n 10 $(PY) -m pytest tests -q
+	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1 nice -n 10 $(PY) -m pytest tests -q
+	echo "--- the daemon's fuzzers, $(FUZZTIME_TEST) per target (ring slots, HTTP requests, JSON bodies) ---"
+	$(MAKE) --no-print-directory fuzz-daemon FUZZTIME=$(FUZZTIME_TEST)
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
 	RTL_DIR=build/synth $(RTL_PYTEST) -rs tests/rtl
 	echo "--- the kube-scheduler plugin: unit tests, e2e on etcd + kube-apiserver with its negative control ---"
@@ -334,10 +336,23 @@ test-scheduler: scheduler
 # whatever it accepts re-encodes to an answer it accepts again.
 FUZZTIME_TEST ?= 20s
 FUZZTIME ?= 5m
-.PHONY: fuzz fuzz-scheduler
-fuzz: fuzz-scheduler
+.PHONY: fuzz fuzz-scheduler fuzz-daemon deps-fuzz
+fuzz: fuzz-scheduler fuzz-daemon
 fuzz-scheduler: go-check
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -run='^$$' -fuzz='^FuzzDecodeAnswer$$' -fuzztime=$(FUZZTIME) ./pkg/controlplane/) 2>&1 | tail -5
+
+# libFuzzer on the memory-server daemon's input decoders (qemu-cxl/daemon/README.md "Fuzzing"):
+# the ring-slot decoder, the HTTP request parser with the API's validation, POST /v1/objects's
+# JSON body; ASan + UBSan and each target's contract, FUZZTIME per target (a bounded run in make
+# test). Seeds: qemu-cxl/daemon/fuzz/corpus/<target>/; the grown corpora and a crash's reproducer
+# (named on failure) in build/qemu-cxl/daemon/fuzz/<target>/. Debian's clang (bookworm: clang 14;
+# libFuzzer and the sanitizers' runtimes are libclang-rt-14-dev). The generated headers carry the
+# RTL variant's flit width, hence rtl.
+deps-fuzz:
+	@$(APT) clang libclang-rt-14-dev nlohmann-json3-dev make
+
+fuzz-daemon: rtl deps-fuzz
+	nice -n 10 $(MAKE) --no-print-directory -C qemu-cxl/daemon fuzz FUZZTIME=$(FUZZTIME)
 
 # The e2e as a binary, for tests/test_sched_daemon.py: the e2e's cluster against the memory-server
 # daemon, placements by the scheduler, functions run on the guests (qemu-cxl/kube.py).

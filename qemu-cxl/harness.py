@@ -69,6 +69,33 @@ def build_daemon() -> Path:
     return EXE
 
 
+FUZZ_CORPUS = ROOT / "qemu-cxl" / "daemon" / "fuzz" / "corpus"
+
+
+def sync_fuzz_seeds(target: str, seeds: dict[str, bytes]) -> list[str]:
+    """The committed seed corpus of a daemon fuzz target (qemu-cxl/daemon/fuzz/corpus/<target>/)
+    against the seeds the tests derive from their probes: what differs, one line each. With
+    APTA_WRITE_FUZZ_SEEDS=1 it writes them instead; a file not among `seeds` is a problem too."""
+    d = FUZZ_CORPUS / target
+    out = []
+    for name, data in seeds.items():
+        f = d / name
+        if os.environ.get("APTA_WRITE_FUZZ_SEEDS") == "1":
+            d.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(data)
+        elif not f.exists():
+            out.append(f"{f.relative_to(ROOT)}: missing (APTA_WRITE_FUZZ_SEEDS=1 writes it)")
+        elif f.read_bytes() != data:
+            out.append(f"{f.relative_to(ROOT)}: differs from its probe (APTA_WRITE_FUZZ_SEEDS=1 rewrites it)")
+    out += [f"{f.relative_to(ROOT)}: no probe of that name" for f in sorted(d.glob("*")) if f.name not in seeds]
+    return out
+
+
+def seed_name(what: str) -> str:
+    """A probe's description as a file name ("Content-Length 2abc" -> content-length-2abc)."""
+    return re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")
+
+
 def load_schema() -> messages.Schema:
     """The message schema with the daemon's variant's parameters."""
     p = json.loads(PARAMS_PATH.read_text())

@@ -222,8 +222,22 @@ def read_scheduler(root: Path) -> dict:
     return {"where": "scheduler-plugin/test/e2e/daemon_test.go", "switches": sw}
 
 
+def read_fuzz(root: Path) -> dict:
+    mk = _read(root, "qemu-cxl/daemon/Makefile")
+    m = re.search(r"^FUZZ_MUTANTS := (.*)$", mk, re.M)
+    names = m.group(1).split() if m else []
+    lists = {"the Makefile's MUTANT_FLAG_<name>": re.findall(r"^MUTANT_FLAG_([\w-]+) :=", mk, re.M)}
+    test = _read(root, "tests/test_daemon_fuzz.py")
+    block = re.search(r"^MUTANTS = \{(.*?)^\}", test, re.M | re.S)
+    tested = set(re.findall(r'^\s+"([\w-]+)": \(', block.group(1), re.M)) if block else set()
+    fn = "tests/test_daemon_fuzz.py::test_mutant_fails_on_its_reproducer"
+    return {"where": "qemu-cxl/daemon/Makefile's FUZZ_MUTANTS",
+            "switches": {n: {"caught_by": {f"{fn}[{n}]"} if n in tested else set()} for n in names},
+            "lists": lists}
+
+
 READERS = {"murphi": read_murphi, "tla": read_tla, "rtl": read_rtl, "sim": read_sim,
-           "daemon": read_daemon, "scheduler": read_scheduler}
+           "daemon": read_daemon, "fuzz": read_fuzz, "scheduler": read_scheduler}
 
 
 def read_layers(root: Path = ROOT) -> dict[str, dict]:
@@ -388,7 +402,7 @@ def render(reg: dict, layer: str) -> str:
             rows.append([str(e["id"]), _code(e["switch"]), e["unit"], _what(reg, bug, e),
                          ", ".join(_test(t) for t in e["caught_by"]), _elsewhere(reg, bug, layer)])
     else:
-        head = ["`--mutant`", "the bug", "must be caught by", "elsewhere"]
+        head = ["fuzz mutant" if layer == "fuzz" else "`--mutant`", "the bug", "must be caught by", "elsewhere"]
         for bug, e in mine.items():
             rows.append([_code(e["switch"]), _what(reg, bug, e),
                          ", ".join(_test(t) for t in e["caught_by"]), _elsewhere(reg, bug, layer)])

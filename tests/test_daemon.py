@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from harness import DATA_BYTES, EXE, LAY, LEASE_MS, LINE, REFUSED, ROOT, Rack
+from harness import DATA_BYTES, EXE, LAY, LEASE_MS, LINE, REFUSED, ROOT, SLOT, Rack, seed_name, sync_fuzz_seeds
 
 
 @pytest.fixture
@@ -244,17 +244,55 @@ def test_qemu_exit_fences_before_the_lease(exe, schema, tmp_path):
     assert rack.proc.returncode == 0
 
 
+def garbage(s) -> list[tuple[str, int, int | None]]:
+    """Slots guest 2 must have refused (what, flit, flit_bits or None for the right one): badFlit,
+    wrongPort, then badFlit x 4."""
+    bad_op = next(op for op in range(16) if op not in s.by_opcode)
+    get = s.encode("ObjGet", server=2, epoch=0, obj=1)
+    return [("opcode not in the schema", bad_op | (2 << 4), None),
+            ("forged server id", s.encode("ObjGet", server=0, epoch=0, obj=1), None),
+            ("flit_bits off by 5", get, s.flit_bits + 5),
+            ("not a request", s.encode("ObjData", server=2, epoch=0, obj=1, line=0, data=1), None),
+            ("reserved bit", get | (1 << (s.flit_bits - 1)), None),
+            ("server 3 of 3", (1 << 4) | (3 << 4), None)]
+
+
+def fuzz_slot(s, g: int, flit: int, flit_bits: int | None = None, seq: int = 0) -> bytes:
+    """A fuzz_slot input (qemu-cxl/daemon/fuzz/fuzz_slot.cpp): the ring's index, then the slot."""
+    slot = bytearray(LAY.slot_bytes)
+    struct.pack_into("<HHI", slot, 0, s.flit_bits if flit_bits is None else flit_bits, 0, seq)
+    n = (s.flit_bits + 7) // 8
+    slot[SLOT["flit_offset"]:SLOT["flit_offset"] + n] = flit.to_bytes(n, "little")
+    return bytes([g]) + bytes(slot)
+
+
+def test_fuzz_seeds_are_the_ring_probes(schema):
+    """qemu-cxl/daemon/fuzz/corpus/slot/ holds a valid slot of every request-ring message and the
+    garbage this module's tests send, and the reproducers of the slot mutants
+    (tests/test_daemon_fuzz.py; APTA_WRITE_FUZZ_SEEDS=1 rewrites them); one seed carries a head and tail for ring_sane."""
+    s = schema
+    valid = {"ObjGet": dict(obj=1), "PutPrepare": dict(obj=2, txn=9), "PutLine": dict(obj=2, txn=9, line=3, data=(1 << 511) | 7),
+             "Rejoin": {}, "ObjBIRsp": dict(obj=1)}
+    seeds = {f"valid-{n}": fuzz_slot(s, 2, s.encode(n, server=2, epoch=1, **f), seq=i) for i, (n, f) in enumerate(valid.items())}
+    seeds["valid-ObjGet-guest0-ring"] = fuzz_slot(s, 0, s.encode("ObjGet", server=0, epoch=3, obj=7)) + struct.pack("<QQ", 1029, 5)
+    # found by fuzz_slot: a head just behind a tail near 2^64 passed as sane (S = 1: byte 0 = 2)
+    seeds["probe-head-behind-tail"] = fuzz_slot(s, 2, s.encode("Rejoin", server=2, epoch=1)) + struct.pack("<QQ", 0, 2**64 - 1)
+    for what, flit, fb in garbage(s):
+        seeds[f"probe-{seed_name(what)}"] = fuzz_slot(s, 2, flit, fb)
+    # the reproducer of the fuzz mutant slot-length: flit_bits within the slot's room but above
+    # the flit's width
+    seeds["mutant-slot-length"] = fuzz_slot(s, 2, s.encode("ObjGet", server=2, epoch=1, obj=1), 700)
+    # ... and of ack-server: guest 2 acks for server 0
+    seeds["mutant-ack-server"] = fuzz_slot(s, 2, s.encode("ObjBIRsp", server=0, epoch=1, obj=1))
+    assert not sync_fuzz_seeds("slot", seeds)
+
+
 def test_garbage_is_refused_and_others_keep_working(rack, schema):
     setup_objects(rack)
     g0, g1, g2 = rack.guests
     s = schema
-    bad_op = next(op for op in range(16) if op not in s.by_opcode)
-    g2.put_slot(bad_op | (2 << 4))                                   # opcode not in the schema
-    g2.put_slot(s.encode("ObjGet", server=0, epoch=0, obj=1))       # forged server id
-    g2.put_slot(s.encode("ObjGet", server=2, epoch=0, obj=1), flit_bits=s.flit_bits + 5)
-    g2.put_slot(s.encode("ObjData", server=2, epoch=0, obj=1, line=0, data=1))  # not a request
-    g2.put_slot(s.encode("ObjGet", server=2, epoch=0, obj=1) | (1 << (s.flit_bits - 1)))  # reserved bit
-    g2.put_slot((1 << 4) | (3 << 4))                                # server 3 of 3: out of range
+    for _, flit, flit_bits in garbage(s):
+        g2.put_slot(flit, flit_bits=flit_bits)
     got = g2.recv(6)
     assert [(n, f["code"], f["seq"]) for n, f in got] == [
         ("refused", REFUSED["badFlit"], 0), ("refused", REFUSED["wrongPort"], 1),

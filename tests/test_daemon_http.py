@@ -13,7 +13,7 @@ import time
 import pytest
 
 import stall
-from harness import ROOT, Rack
+from harness import ROOT, Rack, seed_name, sync_fuzz_seeds
 
 
 @pytest.fixture
@@ -79,6 +79,45 @@ MALFORMED = [
 ]
 
 
+# Well-formed requests of every kind, the fuzz targets' valid seeds (and test_random_requests').
+VALID = {
+    "status": req("GET", "/v1/status"),
+    "schedulable": req("GET", "/v1/schedulable?objects=1%2C2"),
+    "object": req("GET", "/v1/objects/5"),
+    "register": post_obj('{"obj": 5, "base": 4096, "size": 8}'),
+    "register-invalid": post_obj('{"obj": 6, "base": 8192, "size": 1, "valid": 0}'),
+    "fence": req("POST", "/v1/servers/cs0/fence", b"{}"),
+    "rejoin-with-token": req("POST", "/v1/servers/cs1/rejoin", b"", "Authorization: Bearer fd-token-0123456789abc\r\n"),
+    "http-1-0": b"GET /v1/status HTTP/1.0\r\n\r\n",
+}
+
+
+def test_fuzz_seeds_are_the_probes():
+    """qemu-cxl/daemon/fuzz/corpus/{http,json}/ hold the valid requests and every MALFORMED probe
+    (a body over the fuzzer's max_len cut to 16 bytes: its Content-Length is refused before the
+    body is read), the reproducers of the HTTP mutants, and their JSON bodies;
+    APTA_WRITE_FUZZ_SEEDS=1 rewrites them."""
+    http, js = {}, {}
+    for name, raw in VALID.items():
+        http[f"valid-{name}"] = raw
+    for what, raw, _, _ in MALFORMED:
+        if len(raw) > 12288:
+            raw = raw[:raw.index(b"\r\n\r\n") + 4] + b"x" * 16
+        http[f"probe-{seed_name(what)}"] = raw
+    for name, raw in list(http.items()):
+        if raw.startswith(b"POST /v1/objects ") and b"Content-Length" in raw:
+            js[name] = raw.split(b"\r\n\r\n", 1)[1]
+    assert len(http) == len(VALID) + len(MALFORMED), "two probes with one file name"
+    # the reproducer of the fuzz mutant cl-strtoull (tests/test_daemon_fuzz.py): a Content-Length
+    # with a trailing non-digit, which strtoull reads as its digits
+    body = b'{"obj": 5, "base": 4096, "size": 8}'
+    http["mutant-cl-strtoull"] = req("POST", "/v1/objects", body).replace(b"Content-Length: %d" % len(body),
+                                                                          b"Content-Length: %dx" % len(body))
+    # ... and of header-crlf: a header section of 258 bytes, 2 over fuzz_http's tight limit (256)
+    http["mutant-header-crlf"] = b"GET /v1/status HTTP/1.1\r\nX-Pad: " + b"a" * 222 + b"\r\n\r\n"
+    assert not sync_fuzz_seeds("http", http) + sync_fuzz_seeds("json", js)
+
+
 def state(rack: Rack) -> tuple:
     """What a malformed request must not change: seq (advanced by every change), the servers'
     fenced bits and epochs, and whether objects 5 and 6 exist."""
@@ -114,8 +153,7 @@ def test_random_requests_never_crash_and_change_nothing(rack):
     its clean exit) and nothing changes unless the mutant happens to be a valid change request."""
     import random
     rnd = random.Random(16)
-    seeds = [req("GET", "/v1/status"), req("GET", "/v1/schedulable?objects=1%2C2"), req("GET", "/v1/objects/5"),
-             post_obj('{"obj": 5, "base": 4096, "size": 8}')]
+    seeds = [VALID[k] for k in ("status", "schedulable", "object", "register")]
     before = state(rack)
     codes: dict[int, int] = {}
     for _ in range(500):

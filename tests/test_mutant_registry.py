@@ -1,7 +1,7 @@
 """schema/mutants.json, the mutant registry: one entry per deliberate bug, with each layer's switch
 and what must reject it. These tests read every layer's mutants from its own sources (Murphi's
 apta.m and checks.json, TLA's Apta.tla and check.py, rtl/Mutants.scala, the simulator's
-parse_mutant, the daemon's --mutant, the scheduler e2e's plugin switch) and the README tables
+parse_mutant, the daemon's --mutant, the daemon fuzzers' mutant switches, the scheduler e2e's plugin switch) and the README tables
 generated from the registry, and show on doctored inputs that a difference is reported.
 """
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _copy(tmp_path: Path, reg: dict) -> Path:
     files = {"schema/mutants.json", "spec/murphi/apta.m", "spec/murphi/checks.json", "spec/tla/Apta.tla",
              "spec/tla/check.py", "rtl/Mutants.scala", "tests/rtl/test_ms_vectors.py",
              "sim/src/directory.cpp", "sim/src/directory.hpp", "sim/src/main.cpp", "tests/test_sim.py",
-             "qemu-cxl/daemon/memd.cpp", "tests/test_runner.py",
+             "qemu-cxl/daemon/memd.cpp", "tests/test_runner.py", "qemu-cxl/daemon/Makefile",
              "scheduler-plugin/test/e2e/daemon_test.go"}
     files |= set(mutants.readmes(reg).values())
     files |= {ref.split("::")[0] for b in reg["bugs"].values() for e in b.values()
@@ -184,8 +184,11 @@ def test_doctored_sources_fail_the_check(tmp_path, reg):
     scala = root / "rtl/Mutants.scala"
     scala.write_text(scala.read_text().replace(
         "  val all: Seq[Mutant]", '  val ackTwice = Mutant(13, "ack_twice", "an ack decrements twice")\n  val all: Seq[Mutant]', 1))
+    mk = root / "qemu-cxl/daemon/Makefile"
+    mk.write_text(mk.read_text().replace("FUZZ_MUTANTS := ", "FUZZ_MUTANTS := cl-atoi ", 1))
     p = _check(root)
     assert p.returncode == 1
+    assert "fuzz: cl-atoi" in p.stderr, p.stderr                         # a fuzz mutant the registry lacks
     assert "run sa_get_to_s: the property it must violate is 'P1_stale_copies_are_pending'" in p.stderr, p.stderr
     assert "sim: drop_acks" in p.stderr and "rtl: ack_twice" in p.stderr, p.stderr
     assert "directory.cpp's 'known:' message" in p.stderr, p.stderr       # the layer's own list lags too

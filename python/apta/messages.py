@@ -391,7 +391,16 @@ def gen_c(s: "Schema", schema_name: str, variant: str | None = None) -> str:
                 L.append(f"    {{ uint64_t v = apta_bits_get(f, {f.lo}, {f.width}); "
                          f"if ({' || '.join(conds)}) {{ *field = APTA_FIELD_{f.name}; return APTA_MSGERR_fieldRange; }} }}")
         L.append(f"    return apta_bits_above(f, {m.bits}) ? APTA_MSGERR_reservedBits : APTA_MSGERR_none;")
-    L += ["  default:", "    return APTA_MSGERR_badOpcode;", "  }", "}", "", "#endif", ""]
+    L += ["  default:", "    return APTA_MSGERR_badOpcode;", "  }", "}", "",
+          "/* Unpacks a flit by its opcode and packs it again into `out` (the fields a decoder keeps,",
+          " * re-serialized): 1, or 0 with `out` untouched for an unknown opcode. A legal flit repacks",
+          " * to the same bytes (the daemon's fuzz target checks that of every slot it accepts). */",
+          "static inline int apta_repack(const uint8_t *f, uint8_t *out) {",
+          "  switch (apta_opcode(f)) {"]
+    for m in s.messages.values():
+        L.append(f"  case APTA_OP_{m.name}: {{ apta_{m.name} m; apta_unpack_{m.name}(f, &m); "
+                 f"apta_pack_{m.name}(out, &m); return 1; }}")
+    L += ["  default:", "    return 0;", "  }", "}", "", "#endif", ""]
     return "\n".join(L)
 
 

@@ -9,7 +9,7 @@
 // a fixed pool of max(8, cores-1) threads that blocks on the socket, so 100 idle connections hold
 // every worker for the read timeout (the API stalls, the probe of issue 16); its Content-Length
 // is strtoull (so "-1" is 2^64-1 and "12abc" is 12); a slow or oversized header is dropped with no
-// 408/431 answer. JSON is nlohmann-json (memd.cpp).
+// 408/431 answer. JSON is nlohmann-json (api.cpp).
 #pragma once
 
 #include <cstdint>

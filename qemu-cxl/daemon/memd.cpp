@@ -44,10 +44,10 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "VMemoryServer.h"
+#include "api.h"
 #include "http.h"
+#include "slot.h"
 #include "verilated.h"
 
 extern "C" {
@@ -57,6 +57,8 @@ extern "C" {
 }
 
 namespace {
+
+using namespace apta_api;
 
 constexpr unsigned N = APTA_P_servers;  // compute servers of the RTL variant = guests
 constexpr unsigned LINE = 64;            // bytes per AXI beat (dataBits 512)
@@ -211,15 +213,6 @@ bool load_tokens(const std::string& path, const std::vector<std::string>& server
   return err.empty();
 }
 
-// An API request as the HTTP thread validated it (http.h, classify()), executed by the RTL loop.
-struct Call {
-  enum Kind { Schedulable, Object, PostObject, Ctrl } kind = Schedulable;
-  std::string arg;                 // the query (Schedulable), object name (Object), server name (Ctrl)
-  uint64_t obj = 0, base = 0, size = 0, valid = 1;
-  bool fence = false;
-  uint64_t id = 0;                 // the HTTP server's connection id
-};
-
 class Daemon {
  public:
   Daemon(const Options& o, VerilatedContext* ctx) : opt_(o), top_(new VMemoryServer(ctx)) {
@@ -265,7 +258,7 @@ class Daemon {
  private:
   void cycle();
   void pull_ring(unsigned g);
-  void refuse(unsigned g, const uint8_t* slot, uint16_t code, const char* why);
+  void refuse(unsigned g, const apta_slot::Decoded& d);
   void emit(OutRing& r, const Flit& f, uint16_t refused, uint32_t seq, unsigned g, const char* what);
   void flush(OutRing& r);
   void on_rsp(const Flit& f);
@@ -410,23 +403,23 @@ void Daemon::reset() {
 }
 
 // ---- rings --------------------------------------------------------------------------------------
-void Daemon::refuse(unsigned g, const uint8_t* slot, uint16_t code, const char* why) {
+void Daemon::refuse(unsigned g, const apta_slot::Decoded& d) {
   Guest& G = guests_[g];
   G.refusals++;
   Flit f;
-  memcpy(f.data(), slot + APTA_SLOT_FLIT, APTA_FLIT_BYTES);  // the refused flit, echoed verbatim
-  uint32_t seq = apta_ld32(slot, APTA_SLOT_SEQ);
+  memcpy(f.data(), d.flit, APTA_FLIT_BYTES);  // the refused flit, echoed verbatim
   if (G.refusals <= 20 || G.refusals % 1000 == 0)
-    say("error: guest %u slot seq %u refused (%s, %s)%s", g, seq, APTA_ERR_NAME[code], why,
+    say("error: guest %u slot seq %u refused (%s, %s)%s", g, d.seq, APTA_ERR_NAME[d.refused], d.why,
          G.refusals == 20 ? " [further refusals of this guest logged every 1000th]" : "");
-  emit(G.rsp, f, code, seq, g, "refusal");
+  emit(G.rsp, f, d.refused, d.seq, g, "refusal");
 }
 
-// Reads guest g's request ring into its request / ack queues (refusing what the RTL must not see).
+// Reads guest g's request ring into its request / ack queues (refusing what the RTL must not see;
+// the slot's checks are apta_slot::decode, slot.cpp).
 void Daemon::pull_ring(unsigned g) {
   Guest& G = guests_[g];
   uint64_t head = R_.ld64(G.req_off + APTA_RING_HEAD);
-  if (head - G.req_tail > R_.slots) {  // also catches head < tail (u64 wrap)
+  if (!apta_slot::ring_sane(head, G.req_tail, R_.slots)) {
     if (!G.broken) {
       G.broken = true;
       say("error: guest %u request ring head %" PRIu64 " runs away from tail %" PRIu64 " (S %u): ring ignored",
@@ -442,27 +435,16 @@ void Daemon::pull_ring(unsigned g) {
   // A few slots per cycle: enough to keep the port busy, bounded so one guest cannot hog the loop.
   uint64_t tail0 = G.req_tail;
   for (int n = 0; n < 4 && G.req_tail < head; n++) {
-    const uint8_t* slot = R_.base + apta_slot_off(G.req_off, G.req_tail, R_.slots);
-    Flit f;
-    memcpy(f.data(), slot + APTA_SLOT_FLIT, APTA_FLIT_BYTES);
-    uint16_t fb = apta_ld16(slot, APTA_SLOT_FLIT_BITS);
-    int field = 0, e = 0;
-    unsigned op = apta_opcode(f.data());
-    bool is_ack = op == APTA_OP_ObjBIRsp;
+    apta_slot::Decoded d;
+    apta_slot::decode(R_.base + apta_slot_off(G.req_off, G.req_tail, R_.slots), g, d);
+    bool is_ack = d.op == APTA_OP_ObjBIRsp;
     if (!is_ack && G.req_q.size() >= REQ_Q_MAX) break;  // the RTL port is behind: leave it in the ring
     if (is_ack && G.ack_q.size() >= ACK_Q_MAX) break;
-    if (fb != APTA_FLIT_BITS) {
-      refuse(g, slot, APTA_REFUSED_BADFLIT, "flit_bits");
-    } else if ((e = apta_check(f.data(), &field)) != 0) {
-      char why[64];
-      snprintf(why, sizeof why, "msg error %d field %d opcode %u", e, field, op);
-      refuse(g, slot, APTA_REFUSED_BADFLIT, why);
-    } else if (!(((APTA_CHANNEL_REQ_OPS | APTA_CHANNEL_BIRSP_OPS) >> op) & 1u)) {
-      refuse(g, slot, APTA_REFUSED_BADFLIT, apta_msg_name(op));
-    } else if (apta_bits_get(f.data(), APTA_OPCODE_BITS, APTA_P_serverBits) != g) {
-      // every message has `server` first, right above the opcode (messages.json, checked by tests)
-      refuse(g, slot, APTA_REFUSED_WRONGPORT, "server field is not the ring's");
+    if (d.kind == apta_slot::Kind::Refused) {
+      refuse(g, d);
     } else {
+      Flit f;
+      memcpy(f.data(), d.flit, APTA_FLIT_BYTES);
       (is_ack ? G.ack_q : G.req_q).push_back(f);
     }
     G.req_tail++;
@@ -884,31 +866,7 @@ std::string json_str(const std::string& s) {
   return o + "\"";
 }
 
-// RFC 3986 percent-decoding of a query value or path segment (Go's client sends "103%2C104" for
-// "103,104"); false on a malformed escape.
-bool pct_decode(const std::string& in, std::string& out) {
-  out.clear();
-  for (size_t i = 0; i < in.size(); i++) {
-    if (in[i] != '%') { out += in[i]; continue; }
-    if (i + 2 >= in.size() || !isxdigit(uint8_t(in[i + 1])) || !isxdigit(uint8_t(in[i + 2]))) return false;
-    out += char(std::stoi(in.substr(i + 1, 2), nullptr, 16));
-    i += 2;
-  }
-  return true;
-}
-
-bool parse_obj(const std::string& name, uint32_t& o) {
-  if (name.empty() || name.size() > 10) return false;
-  for (char c : name)
-    if (!isdigit(uint8_t(c))) return false;
-  unsigned long long v = strtoull(name.c_str(), nullptr, 10);
-  if (v > 0xFFFFFFFFull || v >= (1ull << APTA_P_objIdBits)) return false;
-  o = uint32_t(v);
-  return true;
-}
-
 using apta_http::Reply;
-Reply error_reply(int code, const std::string& msg) { return {code, apta_http::json_error(msg)}; }
 
 std::string names_json(const std::vector<std::string>& v) {
   std::string o = "[";
@@ -919,27 +877,9 @@ std::string names_json(const std::vector<std::string>& v) {
 Reply api_schedulable(Daemon& d, const std::string& query) {
   std::vector<uint32_t> req;
   std::vector<std::string> req_names;
-  size_t p = query.find("objects=");
-  if (p != std::string::npos && (p == 0 || query[p - 1] == '&')) {
-    std::string list;
-    if (!pct_decode(query.substr(p + 8, query.find('&', p) - (p + 8)), list))
-      return error_reply(400, "objects: malformed percent-escape");
-    size_t a = 0;
-    while (a <= list.size() && !list.empty()) {
-      size_t b = list.find(',', a);
-      std::string n = list.substr(a, b == std::string::npos ? std::string::npos : b - a);
-      uint32_t o;
-      if (!n.empty()) {
-        if (!parse_obj(n, o)) return error_reply(400, "object names are decimal object ids: " + n);
-        req.push_back(o);
-        req_names.push_back(n);
-      }
-      if (b == std::string::npos) break;
-      a = b + 1;
-    }
-  }
-  Daemon::Snapshot s;
   std::string err;
+  if (!parse_objects_query(query, req, req_names, err)) return error_reply(400, err);
+  Daemon::Snapshot s;
   if (!d.snapshot(req, s, err)) return error_reply(503, err);
   std::vector<std::string> unknown;
   for (size_t i = 0; i < req.size(); i++)
@@ -1020,104 +960,6 @@ Reply api_ctrl(Daemon& d, const std::string& server, bool fence) {
   if (!d.snapshot({}, s, err)) return error_reply(503, err);
   return {200, "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance()) +
                    ",\"server\":" + json_str(server) + ",\"epoch\":" + std::to_string(e) + "}"};
-}
-
-// POST /v1/objects's body (controlplane.yaml ObjectRequest) by nlohmann-json: a JSON object with
-// obj, base, size (non-negative integers) and optionally valid (0 or 1), nothing else; a key
-// twice is refused (a parser that keeps the first or the last would disagree with another).
-bool parse_object_request(const std::string& body, Call& c, std::string& err) {
-  using json = nlohmann::json;
-  std::vector<std::set<std::string>> keys;
-  std::string dup;
-  json::parser_callback_t cb = [&](int, json::parse_event_t ev, json& parsed) {
-    if (ev == json::parse_event_t::object_start) keys.emplace_back();
-    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    else if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
-             dup.empty())
-      dup = parsed.get<std::string>();
-    return true;
-  };
-  json j;
-  try {
-    j = json::parse(body, cb);
-  } catch (const json::exception& e) {
-    err = dup.empty() ? std::string("body is not JSON: ") + e.what() : "duplicate key " + dup;
-    return false;
-  }
-  if (!dup.empty()) { err = "duplicate key " + dup; return false; }
-  if (!j.is_object()) { err = "body must be a JSON object {obj, base, size[, valid]}"; return false; }
-  for (auto& kv : j.items())
-    if (kv.key() != "obj" && kv.key() != "base" && kv.key() != "size" && kv.key() != "valid") {
-      err = "unknown field " + kv.key().substr(0, 64);
-      return false;
-    }
-  auto field = [&](const char* k, uint64_t& v, bool required) {
-    if (!j.contains(k)) {
-      if (required) err = std::string("missing field ") + k;
-      return !required;
-    }
-    if (!j[k].is_number_unsigned()) {
-      err = std::string(k) + ": expected a non-negative integer, got " + j[k].dump().substr(0, 32);
-      return false;
-    }
-    v = j[k].get<uint64_t>();
-    return true;
-  };
-  if (!field("obj", c.obj, true) || !field("base", c.base, true) || !field("size", c.size, true) ||
-      !field("valid", c.valid, false))
-    return false;
-  if (c.valid > 1) { err = "valid: expected 0 or 1, got " + std::to_string(c.valid); return false; }
-  if (c.obj >= (1ull << APTA_P_objIdBits)) { err = "obj: out of range (object ids have " + std::to_string(APTA_P_objIdBits) + " bits)"; return false; }
-  if (c.base >= (1ull << APTA_P_addrBits)) { err = "base: out of range"; return false; }
-  if (c.size > 0xFFFF) { err = "size: out of range (at most 65535 lines)"; return false; }
-  return true;
-}
-
-// On the HTTP thread: route and validate a request. true: a Call for the RTL loop; false: `rep`
-// is the answer (404, 405, 400), and nothing was changed.
-bool classify(const apta_http::Request& q, Call& c, Reply& rep) {
-  std::string path = q.target, query;
-  size_t qm = q.target.find('?');
-  if (qm != std::string::npos) { path = q.target.substr(0, qm); query = q.target.substr(qm + 1); }
-  auto method = [&](const char* want) {
-    if (q.method == want) return true;
-    rep = error_reply(405, "method " + q.method + " not allowed on " + path);
-    rep.headers = std::string("Allow: ") + want + "\r\n";
-    return false;
-  };
-  const std::string op = "/v1/objects/", sp = "/v1/servers/";
-  if (path == "/v1/schedulable" || path == "/v1/status") {
-    if (!method("GET")) return false;
-    c.kind = Call::Schedulable;
-    c.arg = path == "/v1/status" ? "" : query;
-    return true;
-  }
-  if (path == "/v1/objects") {
-    if (!method("POST")) return false;
-    std::string err;
-    if (!parse_object_request(q.body, c, err)) { rep = error_reply(400, err); return false; }
-    c.kind = Call::PostObject;
-    return true;
-  }
-  if (path.rfind(op, 0) == 0 && path.size() > op.size() && path.find('/', op.size()) == std::string::npos) {
-    if (!method("GET")) return false;
-    if (!pct_decode(path.substr(op.size()), c.arg)) { rep = error_reply(400, "object: malformed percent-escape"); return false; }
-    c.kind = Call::Object;
-    return true;
-  }
-  if (path.rfind(sp, 0) == 0) {
-    std::string rest = path.substr(sp.size());
-    size_t s = rest.find('/');
-    if (s != std::string::npos && s > 0 && (rest.substr(s + 1) == "fence" || rest.substr(s + 1) == "rejoin")) {
-      if (!method("POST")) return false;
-      c.kind = Call::Ctrl;
-      c.arg = rest.substr(0, s);
-      c.fence = rest.substr(s + 1) == "fence";
-      return true;
-    }
-  }
-  rep = error_reply(404, "no such endpoint: " + q.method + " " + path);
-  return false;
 }
 
 // The HTTP server's handler (its thread): immediate answer, or the call queued for the RTL loop.
