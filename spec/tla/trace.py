@@ -425,11 +425,13 @@ def _peak_rss_mb() -> float:
 
 
 def validate(path: Path, timeout: int = 1800, workers: str = "1", build: Path | None = None,
-             chunk: int | None = None, progress=None) -> dict:
+             chunk: int | None = None, progress=None, resume: bool = False) -> dict:
     """Run TLC on one log; a record with accepted, matched, length, states, seconds, and for a
     rejected log the first unmatched step (1-based among the events) and its event.  chunk: a log
     of more records than that is validated in chunks of at most that many, each TLC run starting
-    in every state the previous one ended in (README.md, "Long logs")."""
+    in every state the previous one ended in (README.md, "Long logs"); resume: a chunk whose
+    TraceLog (records and start states) is the one an earlier finished run checked is not run
+    again (its TLC log gives its end states): an interrupted long validation goes on."""
     meta, events = load_log(path)
     recs, funcs = records(meta, events)
     name = path.stem if path.parent.name in ("", ".") else f"{path.parent.name}-{path.stem}"
@@ -449,14 +451,24 @@ def validate(path: Path, timeout: int = 1800, workers: str = "1", build: Path | 
         const0 = const0 or const
         out_dir = top / f"chunk{i:03d}" if len(chunks) > 1 else top
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "TraceLog.tla").write_text(text)
-        tmp = out_dir / "tmp"
-        tmp.mkdir(exist_ok=True)
-        java = check.java_cmd(jar, tmp, out_dir)
         run = check.Run(f"trace-{name}" + (f"-chunk{i:03d}" if len(chunks) > 1 else ""), "model", CFG,
                         module=MODULE)
         t1 = time.monotonic()
-        rec = check.run_tlc(run, java, HERE, out_dir, workers, timeout)
+        done = out_dir / "logs" / f"{run.name}.out"
+        if (resume and not last and (out_dir / "TraceLog.tla").is_file()
+                and (out_dir / "TraceLog.tla").read_text() == text
+                and done.is_file() and "No error has been found" in done.read_text()):
+            # the same chunk from the same start states finished before: its end states are in its log
+            out = done.read_text().split("\n", 1)[1]
+            rec = check.parse_tlc(run, out, 0, 0.0, [], HERE)[0] | {"_out": out, "_log": str(done)}
+            if progress:
+                progress(f"  chunk {i + 1}/{len(chunks)}: the earlier run's result ({done})")
+        else:
+            (out_dir / "TraceLog.tla").write_text(text)
+            tmp = out_dir / "tmp"
+            tmp.mkdir(exist_ok=True)
+            java = check.java_cmd(jar, tmp, out_dir)
+            rec = check.run_tlc(run, java, HERE, out_dir, workers, timeout)
         out = rec["_out"]
         reached = max([int(m.group(1)) for m in REACHED.finditer(out)], default=0)
         n = ch["end"] - ch["first"]
@@ -522,13 +534,17 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=None,
                     help="validate a log of more records than this in chunks of at most this many "
                          "(README.md, \"Long logs\"); default: the whole log in one TLC run")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --chunk: take the chunks an earlier run finished from their TLC logs "
+                         "(the same records and start states) and go on from the first unfinished one")
     ap.add_argument("--expect-reject", action="store_true",
                     help="succeed only if every log is rejected (a mutant's logs)")
     a = ap.parse_args(argv)
     results, worst = [], 0
     for p in a.logs:
         try:
-            r = validate(p, timeout=a.timeout, chunk=a.chunk, progress=lambda m: print(m, flush=True))
+            r = validate(p, timeout=a.timeout, chunk=a.chunk, progress=lambda m: print(m, flush=True),
+                         resume=a.resume)
         except TraceLogError as x:
             print(f"{p}: malformed: {x}", flush=True)
             worst = max(worst, 2)
