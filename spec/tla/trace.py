@@ -419,6 +419,133 @@ def end_states(out: str) -> list[str]:
     return res
 
 
+_TOK = re.compile(r'\s*(\|->|:>|@@|<<|>>|[\[\](){},]|"(?:[^"\\]|\\.)*"|\d+|[A-Za-z_][A-Za-z0-9_]*)')
+
+
+def parse_value(text: str):
+    """A TLA+ value as TLC prints it (records, functions `k :> v @@ ...`, tuples, sets, strings,
+    numbers, TRUE/FALSE, model values) -> ("rec", {k: v}) / ("fun", [(k, v)]) / ("tup", [v]) /
+    ("set", [v]) / ("str", s) / ("int", n) / ("id", name)."""
+    toks, k = [], 0
+    while k < len(text):
+        m = _TOK.match(text, k)
+        if not m:
+            if text[k:].strip() == "":
+                break
+            raise ValueError(f"TLC value: cannot read {text[k:k + 40]!r}")
+        toks.append(m.group(1))
+        k = m.end()
+    pos = 0
+
+    def val():
+        nonlocal pos
+        t = toks[pos]
+        pos += 1
+        if t == "[":
+            d = {}
+            while toks[pos] != "]":
+                key = toks[pos]
+                assert toks[pos + 1] == "|->", toks[pos:pos + 3]
+                pos += 2
+                d[key] = val()
+                if toks[pos] == ",":
+                    pos += 1
+            pos += 1
+            return ("rec", d)
+        if t == "(":
+            pairs = []
+            while True:
+                key = val()
+                assert toks[pos] == ":>", toks[pos:pos + 3]
+                pos += 1
+                pairs.append((key, val()))
+                t2 = toks[pos]
+                pos += 1
+                if t2 == ")":
+                    return ("fun", pairs)
+                assert t2 == "@@", t2
+        if t in ("<<", "{"):
+            close, items = (">>" if t == "<<" else "}"), []
+            while toks[pos] != close:
+                items.append(val())
+                if toks[pos] == ",":
+                    pos += 1
+            pos += 1
+            return ("tup" if t == "<<" else "set", items)
+        if t.startswith('"'):
+            return ("str", t[1:-1])
+        if t.isdigit():
+            return ("int", int(t))
+        return ("id", t)
+    v = val()
+    return v
+
+
+def print_value(v) -> str:
+    kind, x = v
+    if kind == "rec":
+        return "[" + ", ".join(f"{k} |-> {print_value(y)}" for k, y in x.items()) + "]"
+    if kind == "fun":
+        return "(" + " @@ ".join(f"{print_value(k)} :> {print_value(y)}" for k, y in x) + ")" if x else "<<>>"
+    if kind == "tup":
+        return "<<" + ", ".join(print_value(y) for y in x) + ">>"
+    if kind == "set":
+        return "{" + ", ".join(print_value(y) for y in x) + "}"
+    if kind == "str":
+        return f'"{x}"'
+    return str(x)
+
+
+def _entries(v) -> list:
+    """(key, value) pairs of a function value, whichever way TLC printed it."""
+    kind, x = v
+    if kind == "rec":
+        return [(("str", k), y) for k, y in x.items()]
+    if kind == "fun":
+        return list(x)
+    if kind == "tup":
+        return [(("int", i + 1), y) for i, y in enumerate(x)]
+    raise ValueError(f"not a function: {kind}")
+
+
+def project(text: str, base: dict, funcs: set) -> str:
+    """An end state reduced to what the next chunk's FromState reads (Base: the next chunk's epoch
+    0 of each server in this chunk's numbering; funcs: the next chunk's functions), so that states
+    FromState maps to the same start state are printed alike: messages of epochs below Base and
+    zero counters left out (FromState reads a missing epoch as 0), a view epoch below Base as
+    NoEp, the wep FromState zeroes as 0, functions the next chunk does not have left out."""
+    kind, st = parse_value(text)
+    assert kind == "rec", kind
+    for var in ("inv", "ack"):
+        per_c = {}
+        for c, per_o in st[var][1].items():
+            per_c[c] = ("rec", {o: ("fun", [(e, n) for e, n in _entries(bag)
+                                             if n[1] != 0 and e[1] >= base.get(c, 0)])
+                                for o, bag in per_o[1].items()})
+        st[var] = ("rec", per_c)
+    st["vep"] = ("rec", {c: (("id", "NoEp") if e[0] == "int" and e[1] < base.get(c, 0) else e)
+                         for c, e in st["vep"][1].items()})
+    where = dict(st["where"][1]) if st["where"][0] == "rec" else {}
+    wep = {}
+    for f, e in st["wep"][1].items():
+        w = where.get(f)
+        ok = w is not None and w[0] == "str" and w[1] in base and e[1] >= base[w[1]]
+        wep[f] = e if ok else ("int", 0)
+    st["wep"] = ("rec", wep)
+    for var in ("txn", "phase", "where", "wep", "got", "putDone", "floor", "depSeq"):
+        if st[var][0] == "rec":
+            st[var] = ("rec", {f: y for f, y in st[var][1].items() if f in funcs})
+    return print_value(("rec", st))
+
+
+def _but_start(text: str) -> str:
+    """A TraceLog without its start states: resume takes a finished chunk with the same records
+    and constants; its start states came from the previous chunk's log (run or taken the same
+    way), in whatever form FromState reads alike (project() only drops what it ignores)."""
+    a, b = text.find("\nTLStart == {"), text.find("\nTLLog == <<")
+    return text[:a] + text[b:] if 0 <= a < b else text
+
+
 def _peak_rss_mb() -> float:
     import resource
     return round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
@@ -430,7 +557,7 @@ def validate(path: Path, timeout: int = 1800, workers: str = "1", build: Path | 
     rejected log the first unmatched step (1-based among the events) and its event.  chunk: a log
     of more records than that is validated in chunks of at most that many, each TLC run starting
     in every state the previous one ended in (README.md, "Long logs"); resume: a chunk whose
-    TraceLog (records and start states) is the one an earlier finished run checked is not run
+    TraceLog (records and constants) is the one an earlier finished run checked is not run
     again (its TLC log gives its end states): an interrupted long validation goes on."""
     meta, events = load_log(path)
     recs, funcs = records(meta, events)
@@ -456,7 +583,7 @@ def validate(path: Path, timeout: int = 1800, workers: str = "1", build: Path | 
         t1 = time.monotonic()
         done = out_dir / "logs" / f"{run.name}.out"
         if (resume and not last and (out_dir / "TraceLog.tla").is_file()
-                and (out_dir / "TraceLog.tla").read_text() == text
+                and _but_start((out_dir / "TraceLog.tla").read_text()) == _but_start(text)
                 and done.is_file() and "No error has been found" in done.read_text()):
             # the same chunk from the same start states finished before: its end states are in its log
             out = done.read_text().split("\n", 1)[1]
@@ -493,7 +620,12 @@ def validate(path: Path, timeout: int = 1800, workers: str = "1", build: Path | 
                     "tlc_log": rec["_log"]}
             break
         if not last:
-            start = end_states(out)
+            nxt = chunks[i + 1]
+            rel = {c: nxt["base"][c] - ch["base"][c] for c in ch["base"]}
+            names = {r["fn"] for r in recs[nxt["first"]:nxt["end"]] if r.get("fn") in funcs} | set(nxt["live"])
+            printed = end_states(out)
+            start = list(dict.fromkeys(project(t, rel, names) for t in printed))
+            r["end_states_printed"] = len(printed)
             if not start:
                 res |= {"result": "error", "tlc_log": rec["_log"],
                         "error": f"chunk {i}: the whole chunk matched but TLC printed no end state"}
