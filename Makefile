@@ -30,7 +30,7 @@ help:
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
 	@echo "make test-trace   trace validation: short RTL event logs against Apta.tla (TLC), a mutant's and corrupted logs rejected"
-	@echo "make trace-validate  every workflow's RTL event log (all seeds) against Apta.tla: one line per log + a summary"
+	@echo "make trace-validate  every workflow's RTL event log (all seeds) against Apta.tla: one line per log + a summary; a 100k-op core stress in chunks"
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
 	@echo "make sim         build the trace-replay simulator (sim/) into build/simulator/"
@@ -294,14 +294,22 @@ test-ms: rtl deps-rtl-sim
 test-trace: rtl deps-rtl-sim deps-tla
 	$(RTL_PYTEST) -rs tests/rtl/test_trace_validation.py
 
+# It also logs one long core stress (TRACE_LONG_OPS, default 100k operations, seed 1) and validates
+# it in chunks of TRACE_CHUNK records (spec/tla/README.md, "Long logs"), one TLC run per chunk
+# (about an hour on the shared 2-core machine; an interrupted run goes on with the same trace.py
+# command plus --resume).
 TRACE_CORE_OPS ?= 2000
+TRACE_LONG_OPS ?= 100000
+TRACE_CHUNK ?= 2000
 trace-validate: rtl deps-rtl-sim deps-tla
-	rm -rf build/trace/ms/ms3 build/trace/core build/trace/tla
+	rm -rf build/trace/ms/ms3 build/trace/core build/trace/core-long build/trace/tla
 	$(RTL_PYTEST) -rs tests/rtl/test_ms_workflows.py::test_ms_workflows
 	for seed in 1 2 3; do
 	  APTA_RTL=1 $(PY) tests/rtl/core_trace.py m3s1w1 $(TRACE_CORE_OPS) $$seed build/trace/core/m3s1w1-ops$(TRACE_CORE_OPS)-s$$seed.ndjson
 	done
 	$(PY) spec/tla/trace.py --summary --json build/trace/summary.json build/trace/ms/ms3/*.ndjson build/trace/core/*.ndjson
+	APTA_RTL=1 $(PY) tests/rtl/core_trace.py m3s1w1 $(TRACE_LONG_OPS) 1 build/trace/core-long/m3s1w1-ops$(TRACE_LONG_OPS)-s1.ndjson
+	$(PY) spec/tla/trace.py --chunk $(TRACE_CHUNK) --json build/trace/summary-long.json build/trace/core-long/m3s1w1-ops$(TRACE_LONG_OPS)-s1.ndjson
 
 # The same regression on another Verilog build of the same modules: the yosys gate-level netlists
 # of stress, m2s1w1, m3s1w1 (RTL_DIR = a root of <variant>/ directories or one variant's directory;

@@ -2,7 +2,9 @@
 (***************************************************************************)
 (* Model-checking module of a trace validation run: TraceApta with the     *)
 (* constants of one log, module TraceLog, which spec/tla/trace.py writes   *)
-(* into build/trace/tla/<log>/ (on TLC's library path) from the ndjson log.*)
+(* into build/trace/tla/<log>/ (on TLC's library path) from the ndjson log;*)
+(* it also declares the model values NoVal, NoTxn, NoSrv, NoEp, which the  *)
+(* start states of a chunk (TLStart) name.                                 *)
 (*                                                                         *)
 (* The constants are bound by INSTANCE, not by `<-` in the .cfg: TLC       *)
 (* evaluates a definition bound by INSTANCE once, but re-evaluates one     *)
@@ -18,8 +20,6 @@
 (***************************************************************************)
 EXTENDS TraceLog, TLC
 
-CONSTANTS NoVal, NoTxn, NoSrv, NoEp
-
 VARIABLES alive, fenced, epoch, cache, crashes, falses,
           mline, ver, cseq, dir, sharers, pend, inv, ack, txn,
           phase, where, wep, got, putDone, floor, depSeq,
@@ -30,7 +30,8 @@ T == INSTANCE TraceApta WITH
        In <- TLIn, Out <- TLOut, Pred <- TLPred,
        NLines <- 1, DirCap <- TLDirCap, MaxCrash <- TLMaxCrash, MaxFalse <- TLMaxFalse,
        Declared <- TLDeclared, Lag <- TRUE, Locality <- FALSE, SilentEvict <- TRUE,
-       Mutant <- "none", Log <- TLLog, HiddenRecvInv <- TLHiddenRecvInv
+       Mutant <- "none", Log <- TLLog, HiddenRecvInv <- TLHiddenRecvInv,
+       Start <- TLStart, Base <- TLBase, AllEnds <- TLAllEnds
 
 ASSUME TLCSet(1, 0)      \* TLC register 1: the most log events matched (TraceProgress)
 

@@ -26,8 +26,15 @@
 EXTENDS Apta, Sequences, TLC
 
 CONSTANT Log,     \* the events: records with ev and the fields of ms_trace.py's format
-         HiddenRecvInv  \* TRUE: the log cannot show a compute server receiving a BISnp
+         HiddenRecvInv, \* TRUE: the log cannot show a compute server receiving a BISnp
                         \* (the core alone: core_trace.py), so RecvInv is a hidden step
+         Start,         \* {}: the log starts at Init; else a chunk of a longer log: the
+                        \* states (records of the variables) in which the previous chunk's
+                        \* run matched its last event (README.md, "Long logs")
+         Base,          \* Base[c]: the previous chunk's epoch of c that is epoch 0 here
+         AllEnds        \* TRUE: explore every behaviour and print every state that matched
+                        \* the whole log (the next chunk's Start); FALSE: stop at the
+                        \* first state that matched it
 
 VARIABLE l        \* log events matched so far
 
@@ -108,6 +115,29 @@ MatchRefused ==
 
 MatchFinal == E.obj \in Obj /\ Holds(E.lines, mline[E.obj]) /\ UNCHANGED vars
 
+\* Not an RTL event: trace.py writes `retire` after a function's last event in a log
+\* without a DAG (the core stress: a function per request), so that its name (a slot)
+\* can serve a later request.  The function must be inert: no transaction, and either
+\* failed by a fence (idle, never placed again under this name) or finished with its
+\* work (every input got, every output committed), so that no action of Next but its
+\* own Finish or a fence's reset can touch it and none reads it.  Its variables return
+\* to their initial values.  Why the state of Apta over unboundedly many functions is
+\* the state here plus frozen retired ones: README.md, "Long logs".
+MatchRetire ==
+  LET f == E.fn IN
+  /\ f \in Func /\ Pred[f] = {} /\ \A g \in Func : f \notin Pred[g]
+  /\ txn[f] = NoTxn
+  /\ \/ phase[f] = "idle"
+     \/ phase[f] = "run" /\ Inputs(f) /\ putDone[f] = Out[f]
+  /\ phase' = [phase EXCEPT ![f] = "idle"]
+  /\ where' = [where EXCEPT ![f] = NoSrv]
+  /\ wep' = [wep EXCEPT ![f] = 0]
+  /\ got' = [got EXCEPT ![f] = NoGot(f)]
+  /\ putDone' = [putDone EXCEPT ![f] = {}]
+  /\ floor' = [floor EXCEPT ![f] = [o \in In[f] |-> 0]]
+  /\ depSeq' = [depSeq EXCEPT ![f] = 0]
+  /\ UNCHANGED <<server, memsrv, view>>
+
 Match ==
   \/ E.ev = "place"       /\ MatchPlace
   \/ E.ev = "get"         /\ MatchGet
@@ -123,6 +153,7 @@ Match ==
   \/ E.ev = "rejoin"      /\ MatchRejoin
   \/ E.ev = "refused"     /\ MatchRefused
   \/ E.ev = "final"       /\ MatchFinal
+  \/ E.ev = "retire"      /\ MatchRetire
 
 -----------------------------------------------------------------------------
 (* Hidden steps: actions of Next the RTL does not log.  Some are taken    *)
@@ -143,7 +174,40 @@ Hidden ==
   \/ E.ev = "bisnp" /\ E.obj \in Obj /\ Evict(E.obj)
   \/ E.ev \in {"get", "commit"} /\ \E o \in Obj : Evict(o) /\ sharers[o] = {}
 
-TraceInit == Init /\ l = 0
+\* A chunk starts in one of the previous chunk's end states s, renumbered: epochs
+\* minus Base (a view's epoch older than Base, which no placement can match, becomes
+\* NoEp: not eligible either way), invalidations and acks of epochs older than Base
+\* dropped (trace.py chose Base below every epoch a later BISnp/BIRsp/snp_recv of the
+\* chunk names, so no step reads them), functions of the chunk not in s initial, the
+\* fault counters from 0 (MaxCrash, MaxFalse count this chunk's faults).
+Carry(fn, f, dflt) == IF f \in DOMAIN fn THEN fn[f] ELSE dflt
+Rebase(c, bag) == [o \in Obj |-> [e \in Epoch |-> IF e + Base[c] \in DOMAIN bag[o]
+                                                   THEN bag[o][e + Base[c]] ELSE 0]]
+FromState(s) ==
+  /\ alive = s.alive /\ fenced = s.fenced /\ cache = s.cache
+  /\ epoch = [c \in Server |-> s.epoch[c] - Base[c]]
+  /\ crashes = 0 /\ falses = 0
+  /\ mline = s.mline /\ ver = s.ver /\ cseq = s.cseq /\ dir = s.dir
+  /\ sharers = s.sharers /\ pend = s.pend
+  /\ inv = [c \in Server |-> Rebase(c, s.inv[c])]
+  /\ ack = [c \in Server |-> Rebase(c, s.ack[c])]
+  /\ txn = [f \in Func |-> Carry(s.txn, f, NoTxn)]
+  /\ phase = [f \in Func |-> Carry(s.phase, f, "idle")]
+  /\ where = [f \in Func |-> Carry(s.where, f, NoSrv)]
+  /\ wep = [f \in Func |-> IF f \in DOMAIN s.wep /\ s.where[f] \in Server
+                                /\ s.wep[f] >= Base[s.where[f]]
+                            THEN s.wep[f] - Base[s.where[f]] ELSE 0]
+  /\ got = [f \in Func |-> Carry(s.got, f, NoGot(f))]
+  /\ putDone = [f \in Func |-> Carry(s.putDone, f, {})]
+  /\ floor = [f \in Func |-> Carry(s.floor, f, [o \in In[f] |-> 0])]
+  /\ depSeq = [f \in Func |-> Carry(s.depSeq, f, 0)]
+  /\ vseq = s.vseq /\ vpend = s.vpend
+  /\ vep = [c \in Server |-> IF s.vep[c] \in Nat /\ s.vep[c] >= Base[c]
+                              THEN s.vep[c] - Base[c] ELSE NoEp]
+
+TraceInit ==
+  /\ IF Start = {} THEN Init ELSE \E s \in Start : FromState(s)
+  /\ l = 0
 
 TraceNext ==
   /\ l < Len(Log)
@@ -155,8 +219,17 @@ TraceSpec == TraceInit /\ [][TraceNext]_tvars
 -----------------------------------------------------------------------------
 (* TLC register 1 (set to 0 by MCTraceApta): the most events any reachable *)
 (* state matched; printed when it grows; TLC stops once the whole log is   *)
-(* matched.                                                                *)
+(* matched, or (AllEnds) prints every state that matched it (State: a      *)
+(* record the next chunk's FromState reads).                               *)
+State == [alive |-> alive, fenced |-> fenced, epoch |-> epoch, cache |-> cache,
+          mline |-> mline, ver |-> ver, cseq |-> cseq, dir |-> dir, sharers |-> sharers,
+          pend |-> pend, inv |-> inv, ack |-> ack, txn |-> txn, phase |-> phase,
+          where |-> where, wep |-> wep, got |-> got, putDone |-> putDone, floor |-> floor,
+          depSeq |-> depSeq, vseq |-> vseq, vpend |-> vpend, vep |-> vep]
+
 TraceProgress ==
   /\ IF l > TLCGet(1) THEN TLCSet(1, l) /\ PrintT(<<"trace-reached", l>>) ELSE TRUE
-  /\ IF l = Len(Log) THEN TLCSet("exit", TRUE) ELSE TRUE
+  /\ IF l = Len(Log)
+     THEN IF AllEnds THEN PrintT(<<"trace-end", State>>) ELSE TLCSet("exit", TRUE)
+     ELSE TRUE
 =============================================================================

@@ -5,7 +5,9 @@ spec/tla/trace.py).
 * short workflow runs on ms3 with crashes and false suspicions: every log is accepted, and together
   they exercise the fault and invalidation actions (crash, fence, rejoin, BISnp, BIRsp);
 * a short core stress (tests/rtl/test_core_stress.py, tests/rtl/core_trace.py) on the one-set
-  geometry m3s1w1: its log is accepted;
+  geometry m3s1w1: its log is accepted, in one TLC run and in chunks (the form the 100k-operation
+  log of `make trace-validate` takes); the same log with an ack inserted after a rejoin is rejected
+  at that step by both, the chunked check in a later chunk;
 * a deliberate bug of the RTL whose histories stay clean (python/apta/history.py sees nothing):
   its log is rejected at a named step;
 * a good log corrupted by hand (a get returning an older version; a BIRsp with no BISnp) is
@@ -71,10 +73,11 @@ def test_ms_logs_accepted(good):
     assert need <= seen, f"the logs never show {sorted(need - seen)}"
 
 
-@pytest.mark.rtl_variants(CORE_VARIANT)
-def test_core_stress_log_accepted():
-    """A short core stress (zombie requests, stalls, evictions, fences, rejoins, acks racing them)
-    logged at the core's ports: a behaviour of the spec."""
+CORE_CHUNK = 120    # records per TLC run in the chunked checks: the short log takes 2-3 chunks
+
+
+@pytest.fixture(scope="module")
+def core_log():
     from core_bfm import rtl_dir_overridden
     if rtl_dir_overridden():
         pytest.skip("the log needs the core's result queue (Verilator's public signals of the RTL build), "
@@ -83,11 +86,53 @@ def test_core_stress_log_accepted():
     log = ROOT / "build" / "trace" / "core" / f"{CORE_VARIANT}-ops{CORE_OPS}-s1.ndjson"
     res = _run_stress(CORE_VARIANT, CORE_OPS, 1, f"trace-{CORE_VARIANT}", trace_log=log)
     assert res["ops"] >= CORE_OPS and res["violation"] is None
-    r = trace.validate(log)
+    return log
+
+
+@pytest.mark.rtl_variants(CORE_VARIANT)
+def test_core_stress_log_accepted(core_log):
+    """A short core stress (zombie requests, stalls, evictions, fences, rejoins, acks racing them)
+    logged at the core's ports: a behaviour of the spec, in one TLC run and in chunks (each chunk's
+    run starting in every state the previous one ended in: README.md, "Long logs")."""
+    r = trace.validate(core_log)
     assert r["result"] == "accepted" and r["matched"] == r["length"], trace.line_of(r)
-    seen = {e["ev"] for e in trace.load_log(log)[1]}
+    seen = {e["ev"] for e in trace.load_log(core_log)[1]}
     need = {"place", "get", "commit", "bisnp", "birsp", "fence", "rejoin", "refused"}
     assert need <= seen, f"the core log never shows {sorted(need - seen)}"
+    # functions are slots that retire: fewer than the log's functions, far fewer than its requests
+    meta, _ = trace.load_log(core_log)
+    assert len(r["constants"]["TLFunc"]) < len(meta["functions"]) / 2, r["constants"]["TLFunc"]
+    c = trace.validate(core_log, chunk=CORE_CHUNK, build=ROOT / "build" / "trace" / "tla-chunked")
+    assert c["result"] == "accepted" and c["matched"] == c["length"], trace.line_of(c)
+    assert len(c["chunks"]) >= 2 and all(k["start_states"] > 0 for k in c["chunks"][1:]), c["chunks"]
+
+
+def _ack_after_rejoin(evs) -> int:
+    """A BIRsp inserted right after the last rejoin, in the server's new epoch: nothing of that
+    epoch was sent to it yet, so no ack can be in flight (a corruption in the log's second half,
+    so in a later chunk)."""
+    k = max(k for k, e in enumerate(evs) if e["ev"] == "rejoin")
+    e = evs[k]
+    assert k > len(evs) // 2, "the last rejoin is in the log's first half: pick another corruption"
+    evs.insert(k + 1, {"ev": "birsp", "cycle": e["cycle"], "server": e["server"], "epoch": e["epoch"],
+                       "obj": "o1"})
+    return k + 1
+
+
+@pytest.mark.rtl_variants(CORE_VARIANT)
+def test_core_log_corrupted_rejected_in_its_chunk(core_log, tmp_path):
+    """The chunked check names the same first unmatched step as the whole-log check, in a chunk
+    after the first (the carried states do not hide a wrong event)."""
+    dst = tmp_path / "ack_after_rejoin.ndjson"
+    step = _corrupt(core_log, dst, _ack_after_rejoin)
+    whole = trace.validate(dst, build=tmp_path / "tla")
+    assert whole["result"] == "rejected" and whole["step"] == step, trace.line_of(whole)
+    c = trace.validate(dst, chunk=CORE_CHUNK, build=tmp_path / "tla-chunked")
+    assert c["result"] == "rejected" and c["step"] == step, trace.line_of(c)
+    assert c["chunks"][-1]["chunk"] >= 1 and json.loads(c["event"])["ev"] == "birsp", trace.line_of(c)
+    p = subprocess.run([sys.executable, str(TRACE_PY), "--chunk", str(CORE_CHUNK), str(dst)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1 and f"log step {step} (" in p.stdout, p.stdout + p.stderr
 
 
 def _corrupt(src: Path, dst: Path, how) -> int:
