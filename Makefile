@@ -296,7 +296,7 @@ test-trace: rtl deps-rtl-sim deps-tla
 
 # It also logs one long core stress (TRACE_LONG_OPS, default 100k operations, seed 1) and validates
 # it in chunks of TRACE_CHUNK records (spec/tla/README.md, "Long logs"), one TLC run per chunk
-# (about an hour on the shared 2-core machine; an interrupted run goes on with the same trace.py
+# (about 1.5 h of TLC on the shared 2-core machine; an interrupted run goes on with the same trace.py
 # command plus --resume).
 TRACE_CORE_OPS ?= 2000
 TRACE_LONG_OPS ?= 100000
