@@ -30,6 +30,7 @@ help:
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
 	@echo "make test-trace   trace validation: short RTL event logs against Apta.tla (TLC), a mutant's and corrupted logs rejected"
+	@echo "make trace-qemu   trace validation of a QEMU run: finra on 3 guests, one killed, the tracing daemon's log against Apta.tla (TLC); mutated logs rejected"
 	@echo "make trace-validate  every workflow's RTL event log (all seeds) against Apta.tla: one line per log + a summary; a 100k-op core stress in chunks"
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
@@ -117,7 +118,7 @@ vectors: deps-murphi venv
 # pytest also runs the tracer and the simulator on the tiny traces made first, and the QEMU guests
 # with the daemon (APTA_QEMU=1). Then the scheduler plugin: Go unit tests and the e2e on a real
 # etcd + kube-apiserver (test-scheduler).
-test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon runner deps-fuzz
+test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon daemon-trace runner deps-fuzz
 	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
 	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "--- the daemon's fuzzers, $(FUZZTIME_TEST) per target (ring slots, HTTP requests, JSON bodies) ---"
@@ -207,7 +208,7 @@ bench-gem5: gem5-check traces sim venv
 # The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/
 # image/ (cached); the memory-server daemon (the Verilated msemu top behind the rings of
 # qemu-cxl/RINGS.md) -> build/qemu-cxl/daemon/. test-qemu boots 3 TCG guests on one shared region.
-.PHONY: qemu-image daemon runner test-qemu bench-qemu
+.PHONY: qemu-image daemon daemon-trace runner test-qemu bench-qemu trace-qemu
 qemu-image:
 	nice -n 10 python3 qemu-cxl/image.py
 
@@ -215,15 +216,29 @@ daemon: rtl deps-rtl-sim
 	@$(APT) g++ make nlohmann-json3-dev
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
+# The tracing daemon (apta-memd-trace --trace-log): the same RTL with the core's result queue
+# readable, in its own model build (qemu-cxl/daemon/trace.vlt); the default daemon is untouched.
+daemon-trace: daemon
+	nice -n 10 $(MAKE) -C qemu-cxl/daemon trace
+
+# Trace validation of a QEMU run with a killed guest (spec/tla/README.md "The QEMU emulation"):
+# finra on 3 TCG guests, one SIGKILLed mid-run, rebooted and rejoined; the tracing daemon's log,
+# the executor's placements and completions and the guests' hits in one order
+# (spec/tla/qemu_trace.py), checked by TLC; three mutated logs rejected at their step.
+trace-qemu: venv deps-tla qemu-image daemon-trace runner
+	echo "trace-qemu: booting 3 guests, running finra with one guest killed, then TLC (about 2 min)"
+	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider -rs tests/test_qemu_trace.py 2>&1 | grep -v '^\[launch'
+	$(PY) -c 'import json; s = json.load(open("build/trace/qemu/finra-summary.json")); print("trace-qemu: finra with a killed guest: %(length)d events %(result)s by TLC (%(distinct_states)d distinct states, %(seconds)s s); 3 mutated logs rejected at the mutated step" % s)'
+
 # The guest-side function runner: the 26 workflow functions on the guest library (qemu-cxl/JOBS.md)
 # -> build/qemu-cxl/runner/aptarun-{host,static}.
 runner: daemon workloads
 	nice -n 10 $(MAKE) -s -C qemu-cxl/guest -j2
 
-test-qemu: venv qemu-image daemon runner
+test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
 	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_daemon_http.py \
-	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py
-	echo "test-qemu: guests, daemon, guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow"
+	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py tests/test_qemu_trace.py
+	echo "test-qemu: guests, daemon, guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow; a QEMU run's trace validated"
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s

@@ -821,9 +821,9 @@ bool Daemon::map_update(uint32_t obj, uint64_t base, unsigned size, bool valid, 
     for (uint32_t d : map_done_)
       if (d == obj) {
         if (valid) objects_[obj] = {base, size};
+        else objects_.erase(obj);
         if (tlog_.on())
           tlog_.reg(obj, base, size, valid, valid && base + 64ull * size <= R_.data_bytes() ? R_.base + APTA_DATA_OFFSET + base : nullptr);
-        else objects_.erase(obj);
         status_changes_++;             // a state change of the API (unknown <-> known): seq advances
         say("object %u %s (base %" PRIu64 ", %u lines)", obj, valid ? "registered" : "deleted", base, size);
         return true;

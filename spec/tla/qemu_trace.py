@@ -186,6 +186,9 @@ def convert(run: dict, run_path: Path = Path("run.json")) -> tuple[dict, list[di
         return UNKNOWN
 
     for k, (src, e) in enumerate(stream):
+        if src == "d" and e["ev"] in ("req", "core", "snp", "birsp") and "obj" in e and e["obj"] not in oname:
+            raise MapError(f"{run['daemon_log']}: cycle {e['cycle']}: {e['ev']} {e.get('op', '')} of object {e['obj']}, "
+                           "which is not one of the workflow's: the spec's Obj would not hold it")
         if src == "x":
             g = names.index(e["server"]) if e["ev"] == "place" else None
             if e["ev"] == "place":
