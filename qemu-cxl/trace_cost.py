@@ -5,12 +5,14 @@ writing its log, in rounds (interleaved, so a shared machine's load hits all thr
 
     python3 qemu-cxl/trace_cost.py [--rounds 3] [--seconds 3] [--out build/bench/daemon-trace.json]
 
-Per run: the daemon's active cycles/s and requests/s (its --stats) and the bench's completions/s;
-the median of the rounds per configuration. Needs make daemon and make -C qemu-cxl/daemon trace."""
+Per run: the daemon's active cycles/s and requests/s (its --stats), the bench's completions/s, and
+per second of the daemon's CPU time (its rusage: on a shared machine the load moves wall-clock rates
+2x from round to round, CPU-time rates much less); the median of the rounds per configuration. Needs make daemon and make -C qemu-cxl/daemon trace."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import statistics
@@ -56,11 +58,14 @@ def one(exe: Path, extra: list[str], op: str, seconds: float, tmp: Path) -> dict
         bench = json.loads(out.strip().splitlines()[-1])
     finally:
         p.send_signal(signal.SIGTERM)
-        p.wait(timeout=20)
+        _, _, ru = os.wait4(p.pid, 0)          # the daemon's CPU time: a measure the machine's load barely moves
     st = log.read_text()
     m = re.search(r"active \(not idle-waiting\) ([\d.]+) s: (\d+) cycles/s, (\d+) requests/s", st)
+    cycles = int(re.search(r"s, (\d+) cycles \(", st).group(1))
+    cpu = ru.ru_utime + ru.ru_stime
     return {"active_s": float(m.group(1)), "cycles_per_s": int(m.group(2)), "requests_per_s": int(m.group(3)),
-            "completions_per_s": round(bench["completed"] / bench["seconds"])}
+            "completions_per_s": round(bench["completed"] / bench["seconds"]), "cpu_s": round(cpu, 3),
+            "cycles_per_cpu_s": round(cycles / cpu), "completions_per_cpu_s": round(bench["completed"] / cpu)}
 
 
 def main():
@@ -87,7 +92,8 @@ def main():
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps({"runs": res, "median": summary}, indent=1))
     for c, ops in summary.items():
-        print(f"{c}: " + "; ".join(f"{op} {v['cycles_per_s']:,} cycles/s, {v['completions_per_s']:,} completions/s"
+        print(f"{c}: " + "; ".join(f"{op} {v['cycles_per_cpu_s']:,} cycles and {v['completions_per_cpu_s']:,} "
+                                   f"completions per CPU s ({v['completions_per_s']:,}/s wall)"
                                    for op, v in ops.items()))
 
 
