@@ -227,8 +227,13 @@ daemon-trace: daemon
 # (spec/tla/qemu_trace.py), checked by TLC; three mutated logs rejected at their step.
 trace-qemu: venv deps-tla qemu-image daemon-trace runner
 	echo "trace-qemu: booting 3 guests, running finra with one guest killed, then TLC (about 2 min)"
+	rm -f build/trace/qemu/summary.json build/trace/qemu/mutant-*.json
 	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider -rs tests/test_qemu_trace.py 2>&1 | grep -v '^\[launch'
-	$(PY) -c 'import json; s = json.load(open("build/trace/qemu/finra-summary.json")); print("trace-qemu: finra with a killed guest: %(length)d events %(result)s by TLC (%(distinct_states)d distinct states, %(seconds)s s); 3 mutated logs rejected at the mutated step" % s)'
+	$(PY) -c 'import glob, json; s = json.load(open("build/trace/qemu/summary.json")); \
+	  m = [json.load(open(p)) for p in sorted(glob.glob("build/trace/qemu/mutant-*.json"))]; \
+	  print("trace-qemu: %s with %s killed: %d events %s by TLC (%d distinct states, %s s); %d mutated logs rejected at the mutated step (%s)" % ( \
+	    s["workflow"], ",".join(s["killed"]), s["length"], s["result"], s["distinct_states"], s["seconds"], len(m), \
+	    ", ".join("%s at %d of %d" % (x["mutant"], x["step"], x["length"]) for x in m)))'
 
 # The guest-side function runner: the 26 workflow functions on the guest library (qemu-cxl/JOBS.md)
 # -> build/qemu-cxl/runner/aptarun-{host,static}.

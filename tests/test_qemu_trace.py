@@ -224,9 +224,11 @@ def test_qemu_log_accepted(traced):
     assert any(e["ev"] == "get" and not e["hit"] for e in evs), "no get served by the memory server"
     places = [e["fn"] for e in evs if e["ev"] == "place"]
     assert len(places) > len(set(places)), "no function placed twice: the killed run was not re-executed"
-    (summary := OUT / f"{run['workflow']}-summary.json").write_text(json.dumps(
-        {k: r[k] for k in ("result", "length", "states", "distinct_states", "seconds")} |
-        {"events": {ev: sum(e["ev"] == ev for e in evs) for ev in sorted(seen)}}, indent=1))
+    summary = json.dumps({"workflow": run["workflow"], "killed": [k["server"] for k in run["kills"]]} |
+                         {k: r[k] for k in ("result", "length", "states", "distinct_states", "seconds")} |
+                         {"events": {ev: sum(e["ev"] == ev for e in evs) for ev in sorted(seen)}}, indent=1)
+    (OUT / f"{run['workflow']}-summary.json").write_text(summary)
+    (OUT / "summary.json").write_text(summary)          # make trace-qemu's summary line
 
 
 def _mutated(run: dict, rp: Path, tmp: Path, how) -> tuple[Path, int]:
@@ -292,3 +294,5 @@ def test_mutated_qemu_log_rejected(traced, tmp_path, how):
     r = trace.validate(log, build=tmp_path / "tla")
     say(f"{how}: {trace.line_of(r)}")
     assert r["result"] == "rejected" and r["step"] == step, (step, trace.line_of(r))
+    (OUT / f"mutant-{how}.json").write_text(json.dumps({"mutant": how, "step": step, "length": r["length"],
+                                                        "event": r["event"][:200]}))
