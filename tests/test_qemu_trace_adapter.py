@@ -102,14 +102,15 @@ def test_hit_before_the_guests_next_slot(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["set_overflow", "request_before_cut", "fenced_at_cut", "hit_unanchored",
-                                  "foreign_object"])
+                                  "foreign_object", "daemon_field_missing", "run_field_missing"])
 def test_runs_that_cannot_be_mapped(tmp_path, case):
     dlog, ex = good(tmp_path)
     dlog = dlog[:-4]
     kw = {}
     want = {"set_overflow": "ways", "request_before_cut": "before the workflow started",
             "fenced_at_cut": "fenced when the workflow started", "hit_unanchored": "no place between",
-            "foreign_object": "not one of the workflow's"}[case]
+            "foreign_object": "not one of the workflow's", "daemon_field_missing": "daemon.ndjson:6: obj: missing in core",
+            "run_field_missing": "start_ns: missing"}[case]
     if case == "set_overflow":
         kw = {"objects": {f"o{k}": {"id": 16 * k + 1, "lines": 2} for k in range(5)}, "dir_ways": 4}
     elif case == "request_before_cut":
@@ -121,6 +122,10 @@ def test_runs_that_cannot_be_mapped(tmp_path, case):
         dlog.insert(10, d(18, "req", g=0, idx=8, op="ObjGet", server=0, epoch=1, obj=1))
     elif case == "foreign_object":
         dlog.insert(10, d(18, "req", g=1, idx=4, op="ObjGet", server=1, epoch=1, obj=7))
+    elif case == "daemon_field_missing":
+        dlog.insert(5, {k: v for k, v in d(12, "core", op=GET, server=0, obj=1, result=SERVED).items() if k != "obj"})
+    elif case == "run_field_missing":
+        kw = {"start_ns": None}
     run, rp = run_of(tmp_path, dlog, ex, **kw)
     with pytest.raises(qtrace.MapError) as x:
         qtrace.convert(run, rp)

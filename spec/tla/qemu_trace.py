@@ -44,8 +44,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "qemu-cxl"))
 
-from apta import schema  # noqa: E402
+import jobs  # noqa: E402  (qemu-cxl/jobs.py: the object format, JOBS.md)
+from apta import layout, schema  # noqa: E402
 
 FORMAT = "apta-trace/1"
 RESULTS = schema.enum("ReqResult")
@@ -62,16 +64,12 @@ class MapError(Exception):
 
 
 def fnv(b: bytes) -> int:
-    h = 0xcbf29ce484222325
-    for x in b:
-        h = ((h ^ x) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return h
+    """FNV-1a 64, as the daemon hashes a line (tracelog.h) and the runner an object (jobs.fnv1a64)."""
+    return jobs.fnv1a64(b)
 
 
 def header_hash(length: int, digest: int) -> str:
     """The FNV-1a of an object's line 0 (JOBS.md: magic, length, digest of the data)."""
-    sys.path.insert(0, str(ROOT / "qemu-cxl"))
-    import jobs
     hdr = jobs.encode_object(b"", 1)[:jobs.LINE]
     b = bytearray(hdr)
     struct.pack_into("<Q", b, jobs._OBJF["length"], length)
@@ -84,19 +82,50 @@ def fname(run_id: str) -> str:
     return re.sub(r"\W", "_", run_id.split("/", 1)[1].rsplit("@", 1)[0])
 
 
+# the fields of each daemon event this reader uses (tracelog.h)
+DFIELDS = {"req": ("g", "idx", "op", "server", "epoch"), "birsp": ("g", "idx", "op", "server", "epoch", "obj"),
+           "rsp": ("op", "server"), "snp": ("op", "server", "epoch", "obj"),
+           "core": ("op", "server", "obj", "result"), "err": ("code", "server", "obj", "txn", "opcode"),
+           "fenced": ("server", "epoch"), "unfenced": ("server", "epoch"),
+           "register": ("obj", "base", "size", "valid", "h")}
+RUN_FIELDS = {"workflow": str, "servers": list, "daemon_log": str, "objects": dict, "functions": dict,
+              "dir_sets": int, "dir_ways": int, "start_ns": int, "kills": list, "executor": list}
+
+
 def load(path: Path) -> list[dict]:
+    """The daemon's log; MapError names the file, the line and the field."""
     out = []
-    for n, raw in enumerate(path.read_text().splitlines(), 1):
-        if raw.strip():
-            try:
-                out.append(json.loads(raw))
-            except json.JSONDecodeError as x:
-                raise MapError(f"{path}:{n}: not JSON ({x.msg})") from None
+    try:
+        text = path.read_text()
+    except OSError as x:
+        raise MapError(f"{path}: {x.strerror}") from None
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            e = json.loads(raw)
+        except json.JSONDecodeError as x:
+            raise MapError(f"{path}:{n}: not JSON ({x.msg})") from None
+        if not isinstance(e, dict) or e.get("ev") not in DFIELDS:
+            raise MapError(f"{path}:{n}: ev: not a daemon event ({raw[:80]})")
+        for k in ("cycle", "t") + DFIELDS[e["ev"]]:
+            if k not in e:
+                raise MapError(f"{path}:{n}: {k}: missing in {e['ev']}")
+        out.append(e)
     return out
 
 
 def convert(run: dict, run_path: Path = Path("run.json")) -> tuple[dict, list[dict]]:
     """(meta, events) of the apta-trace/1 log."""
+    for k, t in RUN_FIELDS.items():
+        if not isinstance(run.get(k), t):
+            raise MapError(f"{run_path}: {k}: missing or not a {t.__name__}")
+    for n, x in enumerate(run["executor"]):
+        need = {"place": ("run", "server", "epoch", "mono_ns"), "done": ("run", "mono_ns"), "get": ("id", "run", "obj"),
+                "get_ret": ("id", "hit")}.get(x.get("ev"), ())
+        for k in need:
+            if k not in x:
+                raise MapError(f"{run_path}: executor[{n}]: {k}: missing in {x.get('ev')}")
     dlog = load(Path(run["daemon_log"]))
     names = run["servers"]
     objs = {o: v["id"] for o, v in run["objects"].items()}
@@ -285,8 +314,6 @@ def convert(run: dict, run_path: Path = Path("run.json")) -> tuple[dict, list[di
 
 def final_lines(region: Path, dlog: Path, objects: dict) -> dict:
     """Every object's line hashes in DRAM (the region file) at its registered base."""
-    sys.path.insert(0, str(ROOT / "qemu-cxl"))
-    from apta import layout
     lay = layout.load()
     base = {}
     for e in load(dlog):
@@ -315,7 +342,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="the apta-trace/1 log to write")
     a = ap.parse_args(argv)
     try:
-        run = json.loads(a.run.read_text())
+        try:
+            run = json.loads(a.run.read_text())
+        except (OSError, json.JSONDecodeError) as x:
+            raise MapError(f"{a.run}: {x}") from None
+        if not isinstance(run, dict):
+            raise MapError(f"{a.run}: not a JSON object")
         meta, events = convert(run, a.run)
     except MapError as x:
         print(f"{a.run}: cannot map: {x}", file=sys.stderr)
