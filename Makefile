@@ -227,10 +227,12 @@ test-qemu: venv qemu-image daemon runner
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
-# with 4 API clients that never read + 100 idle connections vs unloaded -> build/bench/daemon-stall.json.
+# with 4 API clients that never read + 100 idle connections vs unloaded -> build/bench/daemon-stall.json;
+# a status answer's time and directory queries with 10 vs 100,000 registered objects -> build/bench/daemon-status.json.
 bench-qemu: venv daemon
 	nice -n 10 $(PY) qemu-cxl/bench.py --out build/bench/qemu-cxl.json
 	nice -n 10 $(PY) qemu-cxl/stall.py --out build/bench/daemon-stall.json
+	nice -n 10 $(PY) qemu-cxl/statusbench.py --out build/bench/daemon-status.json
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl
