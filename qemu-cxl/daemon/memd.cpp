@@ -326,6 +326,7 @@ class Daemon {
 
  public:
   uint64_t api_queries = 0;              // io_query issued for the API (the status queries' work)
+  uint64_t api_cycles = 0;               // RTL cycles run while reading snapshots for the API
   uint64_t cycles = 0, req_fires = 0, ack_fires = 0, rsp_out = 0, snp_out = 0, axi_rd = 0, axi_wr = 0;
 };
 
@@ -781,8 +782,8 @@ void Daemon::stats(double secs) const {
           " reads %" PRIu64 " writes\n",
           secs, cycles, cycles / secs, req_fires, ack_fires, (req_fires + ack_fires) / secs, rsp_out, snp_out,
           axi_rd, axi_wr);
-  fprintf(stderr, "apta-memd stats: api: %" PRIu64 " directory queries for status/object answers, %zu objects "
-                  "registered\n", api_queries, objects_.size());
+  fprintf(stderr, "apta-memd stats: api: %" PRIu64 " directory queries for status/object answers (%" PRIu64
+                  " cycles), %zu objects registered\n", api_queries, api_cycles, objects_.size());
   for (unsigned g = 0; g < N; g++)
     fprintf(stderr, "apta-memd stats: guest %u: %" PRIu64 " requests, %" PRIu64 " refused, %" PRIu64
                     " response + %" PRIu64 " invalidation flits dropped\n",
@@ -862,6 +863,7 @@ bool Daemon::snapshot(const std::vector<uint32_t>& want, Snapshot& s, std::strin
     api_queries += objs.size();
     for (int i = 0; i < 100000 && s.objs.size() < objs.size(); i++) {
       cycle();
+      api_cycles++;
       for (auto& qr : query_resp_) s.objs[qr.first] = qr.second;
       query_resp_.clear();
     }
