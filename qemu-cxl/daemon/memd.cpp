@@ -940,7 +940,8 @@ Reply api_schedulable(Daemon& d, const std::string& query) {
     std::string pfor;
     for (auto& kv : s.objs)
       if (kv.second.pend[g]) { pending += kv.second.pend[g]; pobj.push_back(std::to_string(kv.first)); }
-    // the RTL's bitmap is the truth; the per-object counts only cover registered objects
+    // s.objs holds every object owing acks (snapshot: the counts add up to io_status_pendTotal),
+    // so this sum is the core's total; the bitmap stays authoritative all the same
     if (((s.pending >> g) & 1u) && pending == 0) pending = 1;
     bool sched_for = s.live[g] && !fenced;
     for (size_t i = 0; i < req.size(); i++) {
