@@ -181,13 +181,13 @@ func TestRegisterObject(t *testing.T) {
 		t.Fatalf("forgot an object with acks owed: %v", err)
 	}
 	for body, want := range map[string]string{
-		`{"size": 1}`:                      "field obj: required",
-		`{"obj": 1}`:                       "field size: required",
-		`{"obj": 1, "size": 70000}`:        "field size",
+		`{"size": 1}`:                       "field obj: required",
+		`{"obj": 1}`:                        "field size: required",
+		`{"obj": 1, "size": 70000}`:         "field size",
 		`{"obj": 1, "size": 1, "valid": 2}`: "field valid",
 		`{"obj": 1, "size": 1, "extra": 1}`: "unknown field",
-		`{"obj": 1, "base": 0, "size": 1}`: "field base",
-		`{"obj": -1, "size": 1}`:           "bad request body",
+		`{"obj": 1, "base": 0, "size": 1}`:  "field base",
+		`{"obj": -1, "size": 1}`:            "bad request body",
 	} {
 		resp, err := ts.Client().Post(ts.URL+"/v1/objects", "application/json", strings.NewReader(body))
 		if err != nil {
