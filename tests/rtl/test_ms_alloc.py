@@ -4,8 +4,9 @@ rtl/osc/ExtentAlloc.scala in the object map's update path) on the `ms3` variant,
 base and answers io_mapUpdDone with a MapUpdCode (schema/core.json).
 
 - each refusal, nothing changed by it: badSize (0, linesPerObject + 1), exists, collision (another
-  object in the map slot), unknownObj (removal), busy (removal while a server caches the object;
-  fine after its fence), badEntry (removal of an entry written around the allocator);
+  object in the map slot), unknownObj (removal), busy (removal while a server caches the object,
+  or while a put of it is staged; fine after the fence), badEntry (removal of an entry written
+  around the allocator);
 - exhaustion exactly when the arena [allocBase, memBytes) is full, then a removal frees an extent
   that the next registration of its size class gets back;
 - a random sequence of registrations and removals against a Python reference model (the same
@@ -121,6 +122,23 @@ if cocotb is not None:
         ms.send(0, "ObjGet", epoch=0, obj=5)       # removed: unknown to gets
         await ms.settle()
         assert ms.rsp_of("ObjErr", server=0, obj=5, code=4), ms.rsp
+        # a put in flight: an open staging slot of object 7 (no line yet, so no directory entry) makes
+        # its removal busy; once committed, the writer is a sharer: still busy until its fence
+        r7 = await ms.map_upd(7, 2)
+        assert r7["code"] == "ok", r7
+        ms.send(2, "PutPrepare", epoch=0, obj=7, txn=3)
+        await ms.settle()
+        r = await ms.map_upd(7, 0, 0)
+        assert r["code"] == "busy", r
+        for l in range(2):
+            ms.send(2, "PutLine", epoch=0, obj=7, txn=3, line=l, data=pattern(7, l))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=2, obj=7, txn=3), ms.rsp
+        assert (await ms.map_upd(7, 0, 0))["code"] == "busy"
+        ms.ctrl("Fence", 2, 0)
+        await ms.settle()
+        r = await ms.map_upd(7, 0, 0)
+        assert (r["code"], r["base"]) == ("ok", r7["base"]), r
         # an entry written around the allocator (outside the arena) is not the allocator's to free
         ms.put_map(9, 0x40, 1)
         r = await ms.map_upd(9, 0, 0)
