@@ -77,7 +77,7 @@ deps-rtl:
 
 deps-rtl-sim: venv $(VENV)/.stamp-rtl
 $(VENV)/.stamp-rtl: requirements-rtl.txt $(VENV)/.stamp
-	@$(APT) g++ make nlohmann-json3-dev
+	@$(APT) g++ make nlohmann-json3-dev libssl-dev openssl
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-rtl.txt
 	touch $@
 
@@ -212,7 +212,7 @@ qemu-image:
 	nice -n 10 python3 qemu-cxl/image.py
 
 daemon: rtl deps-rtl-sim
-	@$(APT) g++ make nlohmann-json3-dev
+	@$(APT) g++ make nlohmann-json3-dev libssl-dev openssl
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
 # The guest-side function runner: the 26 workflow functions on the guest library (qemu-cxl/JOBS.md)
@@ -357,7 +357,7 @@ fuzz-scheduler: go-check
 # libFuzzer and the sanitizers' runtimes are libclang-rt-14-dev). The generated headers carry the
 # RTL variant's flit width, hence rtl.
 deps-fuzz:
-	@$(APT) clang libclang-rt-14-dev nlohmann-json3-dev make
+	@$(APT) clang libclang-rt-14-dev nlohmann-json3-dev libssl-dev make
 
 fuzz-daemon: rtl deps-fuzz
 	nice -n 10 $(MAKE) --no-print-directory -C qemu-cxl/daemon fuzz FUZZTIME=$(FUZZTIME)
