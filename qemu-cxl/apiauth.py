@@ -16,6 +16,7 @@ address the clients dial (subjectAltName), and each caller gets its own token (o
 """
 from __future__ import annotations
 
+import copy
 import os
 import re
 import secrets
@@ -150,6 +151,7 @@ class ApiAuth:
         self.dir = Path(dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.server, self.client_ca = server, client_ca
+        self.trust = self.pki.ca                     # the CA a client of ours trusts
         self.tokens = {r: secrets.token_hex(24) for r in ROLES}
         self.token_file = self.dir / "tokens.csv"
         self.token_file.write_text("# token,name,role[,server]: written by qemu-cxl/apiauth.py\n" + "".join(
@@ -171,12 +173,20 @@ class ApiAuth:
     def context(self, cert_role: str | None = None) -> ssl.SSLContext:
         """A client's TLS context: trusts only the test CA, TLS 1.2+, checks the name
         (127.0.0.1); with `cert_role`, presents that role's client certificate."""
-        ctx = ssl.create_default_context(cafile=str(self.pki.ca))
+        ctx = ssl.create_default_context(cafile=str(self.trust))
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         if cert_role:
             cert, key = self.pki.client(cert_role)
             ctx.load_cert_chain(str(cert), str(key))
         return ctx
+
+    def variant(self, trust: Path | None = None, tokens: dict | None = None) -> "ApiAuth":
+        """A client's credentials gone wrong, for negative controls: another CA trusted, or
+        other tokens for some roles (the daemon's token file is not touched)."""
+        v = copy.copy(self)
+        v.trust = Path(trust) if trust else self.trust
+        v.tokens = {**self.tokens, **(tokens or {})}
+        return v
 
     def header(self, method: str, path: str) -> dict:
         return {"Authorization": "Bearer " + self.tokens[role_for(method, path)]}

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -102,11 +103,19 @@ std::shared_ptr<Tls> Tls::load(const TlsFiles& f, std::string& err) {
     err = "--tls-cert-file " + f.cert + ": not a PEM certificate chain (" + ssl_errors() + ")";
     return nullptr;
   }
-  if (SSL_CTX_use_PrivateKey_file(ctx, f.key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    err = "--tls-private-key-file " + f.key + ": not a PEM private key (" + ssl_errors() + ")";
+  // read by hand so that a key of another certificate is told apart from a file that is no key;
+  // an encrypted key is refused (no prompt: the password callback gives none)
+  FILE* kf = fopen(f.key.c_str(), "r");
+  EVP_PKEY* pk = kf ? PEM_read_PrivateKey(kf, nullptr, [](char*, int, int, void*) { return 0; }, nullptr) : nullptr;
+  if (kf) fclose(kf);
+  if (!pk) {
+    err = "--tls-private-key-file " + f.key + ": not an unencrypted PEM private key (" + ssl_errors() + ")";
     return nullptr;
   }
-  if (SSL_CTX_check_private_key(ctx) != 1) {
+  bool ok = SSL_CTX_use_PrivateKey(ctx, pk) == 1 && SSL_CTX_check_private_key(ctx) == 1;
+  EVP_PKEY_free(pk);
+  if (!ok) {
+    ERR_clear_error();
     err = "--tls-private-key-file " + f.key + " is not the key of the certificate in --tls-cert-file " + f.cert;
     return nullptr;
   }
