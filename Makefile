@@ -221,16 +221,18 @@ runner: daemon workloads
 	nice -n 10 $(MAKE) -s -C qemu-cxl/guest -j2
 
 test-qemu: venv qemu-image daemon runner
-	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_daemon_http.py \
+	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_daemon_http.py tests/test_daemon_tls.py \
 	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py
 	echo "test-qemu: guests, daemon, guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow"
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
-# with 4 API clients that never read + 100 idle connections vs unloaded -> build/bench/daemon-stall.json.
+# with 4 API clients that never read + 100 idle connections vs unloaded -> build/bench/daemon-stall.json;
+# the same over TLS with tokens, plus 4 clients stalling in the handshake -> daemon-stall-tls.json.
 bench-qemu: venv daemon
 	nice -n 10 $(PY) qemu-cxl/bench.py --out build/bench/qemu-cxl.json
 	nice -n 10 $(PY) qemu-cxl/stall.py --out build/bench/daemon-stall.json
+	nice -n 10 $(PY) qemu-cxl/stall.py --tls --out build/bench/daemon-stall-tls.json
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl
@@ -274,7 +276,7 @@ rtl-mutation: rtl deps-rtl-sim vectors
 bench: rtl deps-rtl-sim
 	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py tests/rtl/test_ms_bench.py
 	$(MAKE) --no-print-directory bench-sim bench-scheduler bench-qemu
-	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl,daemon-stall}.json"
+	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl,daemon-stall,daemon-stall-tls}.json"
 
 # The store contract end to end (issue 5): python/apta/history.py (P1-P4 history checker), the workflow
 # scripts (workloads/patterns/, tests/workflows/), the compute-server models and runner on a plumbing

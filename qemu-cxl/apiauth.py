@@ -190,3 +190,12 @@ class ApiAuth:
 
     def header(self, method: str, path: str) -> dict:
         return {"Authorization": "Bearer " + self.tokens[role_for(method, path)]}
+
+
+def wrong_credentials(auth: ApiAuth) -> list[tuple[str, ApiAuth | None, str]]:
+    """The negative controls of a client of `auth`'s daemon: (case, credentials, what the
+    refusal says): tokens the daemon never issued (401), a CA other than the one that signed its
+    certificate (the client refuses the certificate), no TLS at all (the daemon's 400)."""
+    return [("wrong token", auth.variant(tokens={r: "not-the-daemon-token-0123456789" for r in auth.tokens}), "HTTP 401"),
+            ("wrong CA", auth.variant(trust=auth.pki.path("other-ca.pem")), "CERTIFICATE_VERIFY_FAILED"),
+            ("plain HTTP", None, "HTTP 400")]

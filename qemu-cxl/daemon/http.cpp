@@ -96,9 +96,12 @@ std::shared_ptr<Tls> Tls::load(const TlsFiles& f, std::string& err) {
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   // a connection's answer may move in memory between two SSL_write calls (the Conn vector)
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  // one request per connection: nothing to resume, so no session cache and no tickets to write
+  // one request per connection: nothing to resume, so no session cache. One TLS 1.3 ticket is
+  // still sent, for its timing: it goes out as the client's Finished arrives, so the client's
+  // request (held by Nagle's algorithm until its Finished is acknowledged) leaves at once instead
+  // of after the server's delayed ACK (40 ms per request, measured with Python's ssl client)
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  SSL_CTX_set_num_tickets(ctx, 0);
+  SSL_CTX_set_num_tickets(ctx, 1);
   if (SSL_CTX_use_certificate_chain_file(ctx, f.cert.c_str()) != 1) {
     err = "--tls-cert-file " + f.cert + ": not a PEM certificate chain (" + ssl_errors() + ")";
     return nullptr;
