@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import select
 import socket
@@ -123,7 +124,18 @@ class Attack:
             self.socks.append(s)
         return s
 
+    @staticmethod
+    def _low_priority():
+        """Attacking threads run at nice 19: what is measured is what a client does to the daemon
+        through its API, not the CPU the attacker itself burns on this 2-core host (an API client
+        runs on another host in a deployment; TLS handshakes cost the Python client ~20% of a core)."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except OSError:
+            pass
+
     def _staller(self, i: int):
+        self._low_priority()
         hello = client_hello(self.ctx)
         part = hello[:len(hello) // 2] if i % 2 == 0 else hello
         s = None
@@ -155,6 +167,7 @@ class Attack:
         s.close()
 
     def _nonreader(self):
+        self._low_priority()
         held: list[socket.socket] = []
         req = f"GET {BIG_QUERY} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.headers}\r\n".encode()
         while not self.stop_ev.is_set():
@@ -169,6 +182,7 @@ class Attack:
             self.stop_ev.wait(0.25)
 
     def _idle(self):
+        self._low_priority()
         conns = []
         while not self.stop_ev.is_set() and len(conns) < self.n_idle:
             try:

@@ -167,6 +167,7 @@ def test_handshake_stall_is_closed_and_the_api_answers(tls_rack):
             pass
         closed_after = time.monotonic() - t0
         s.close()
+        print(f"handshake staller closed after {closed_after:.2f} s (the other client answered in {dt * 1000:.1f} ms)")
         assert 1.5 < closed_after < 4.0, closed_after
         assert b"HTTP/1.1" not in buf, buf            # (the whole hello got the server's flight, no HTTP)
 
