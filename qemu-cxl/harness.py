@@ -279,7 +279,9 @@ class Rack:
         self.proc = subprocess.Popen(
             ["nice", "-n", "10", str(exe), "--file", str(path), "--init", "--port", str(self.port),
              "--lease-ms", str(lease_ms), "--stats", *(auth.daemon_args() if auth else []), *extra],
-            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+            # its own session, as a service: on a shared host (Linux autogroups) it then gets its
+            # own CPU share instead of sharing the test process's with the test's clients
+            stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
         self.r = Region(path, s)
         self.guests = [Guest(self.r, g) for g in range(guests)]
         self.stop = threading.Event()

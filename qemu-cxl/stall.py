@@ -6,7 +6,10 @@ Ring gets/s by apta-ringbench (window 8 per guest, 8-line objects) unloaded, the
 clients never read their answers and 100 connections sit idle, then unloaded again; the ratio is
 loaded / mean(unloaded) (the benchmark: the median of 3 such rounds). Meanwhile a fresh client asks GET /v1/status every 0.25 s: its worst
 answer time is the API's latency under the attack; the first answer after the 100 idle
-connections were opened is reported on its own.
+connections were opened is reported on its own. The attacking clients run in a process of their
+own session at nice 19 (AttackProcess), the daemon and apta-ringbench in sessions of their own
+(on Linux each session is one CPU share): the clients' own CPU comes out of their share, as on
+another host, not out of the guests' load generator's.
 
 --tls: the same against a daemon serving TLS with bearer tokens (qemu-cxl/apiauth.py; the
 clients send a reader's token, the idle connections and the non-readers complete their TLS
@@ -124,18 +127,7 @@ class Attack:
             self.socks.append(s)
         return s
 
-    @staticmethod
-    def _low_priority():
-        """Attacking threads run at nice 19: what is measured is what a client does to the daemon
-        through its API, not the CPU the attacker itself burns on this 2-core host (an API client
-        runs on another host in a deployment; TLS handshakes cost the Python client ~20% of a core)."""
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        except OSError:
-            pass
-
     def _staller(self, i: int):
-        self._low_priority()
         hello = client_hello(self.ctx)
         part = hello[:len(hello) // 2] if i % 2 == 0 else hello
         s = None
@@ -167,7 +159,6 @@ class Attack:
         s.close()
 
     def _nonreader(self):
-        self._low_priority()
         held: list[socket.socket] = []
         req = f"GET {BIG_QUERY} HTTP/1.1\r\nHost: 127.0.0.1\r\n{self.headers}\r\n".encode()
         while not self.stop_ev.is_set():
@@ -182,7 +173,6 @@ class Attack:
             self.stop_ev.wait(0.25)
 
     def _idle(self):
-        self._low_priority()
         conns = []
         while not self.stop_ev.is_set() and len(conns) < self.n_idle:
             try:
@@ -223,11 +213,58 @@ class Attack:
             self.socks.clear()
 
 
+class AttackProcess:
+    """`Attack` in a child process of its own session (so, on Linux, its own autogroup: one CPU
+    share beside the daemon's, as a client on another host would be, instead of the test
+    process's share, which the guests' load generator also uses) at nice 19. Its TLS handshakes
+    cost the Python clients about 20% of a core. Stopped by closing its stdin; stop() returns
+    what it counted."""
+
+    def __init__(self, port: int, ca: Path | None = None, token: str = "", stallers: int = 0):
+        args = [sys.executable, str(Path(__file__).resolve()), "--attack", str(port), "--stallers", str(stallers)]
+        if ca:
+            args += ["--ca", str(ca), "--token", token]
+        self.res: dict = {}
+        self.p = subprocess.Popen(["nice", "-n", "19", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, start_new_session=True)
+        line = self.p.stdout.readline()                # "ready" once the idle connections are open
+        if line.strip() != "ready":
+            self.stop()
+            raise AssertionError(f"the attacking process did not start: {line!r}")
+
+    def stop(self) -> dict:
+        if self.p.poll() is None:
+            try:
+                out, _ = self.p.communicate(input="", timeout=30)
+                self.res = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+            except (subprocess.TimeoutExpired, ValueError):
+                self.p.kill()
+                self.p.wait()
+        return self.res
+
+
+def attack_main(port: int, ca: str | None, token: str, stallers: int) -> int:
+    """The child of AttackProcess: attack until stdin closes, then print the counts."""
+    ctx = None
+    if ca:
+        ctx = ssl.create_default_context(cafile=ca)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    att = Attack(port, ctx=ctx, headers=f"Authorization: Bearer {token}\r\n" if token else "", stallers=stallers)
+    att.start()
+    print("ready", flush=True)
+    sys.stdin.read()
+    att.stop()
+    print(json.dumps({"idle_reopened": att.reopened, "handshake_stalls_closed": att.stalls_closed}), flush=True)
+    return 0
+
+
 def ring_gets(rack: Rack, secs: float) -> float:
     """Completed ring gets per second over `secs` (apta-ringbench, all three guests)."""
     bench = EXE.parent / "apta-ringbench"
+    # its own session (autogroup), like the daemon's: the guests are other machines, the attacking
+    # clients in this process must not take the guests' CPU share
     r = subprocess.run(["nice", "-n", "10", str(bench), str(rack.path), "get", str(OBJ0), str(LINES), str(secs), "8"],
-                       capture_output=True, text=True, timeout=secs + 60, check=True)
+                       capture_output=True, text=True, timeout=secs + 60, check=True, start_new_session=True)
     d = json.loads(r.stdout)
     assert d["other"] == 0, d
     time.sleep(0.2)                                   # the last window drains
@@ -244,7 +281,7 @@ def measure(rack: Rack, secs: float, stallers: int = 4) -> dict:
         rack.register(OBJ0 + g, 0x10000 + 0x1000 * g, LINES)
     res: dict = {"tls": rack.ctx is not None, "unloaded_gets_per_s": [ring_gets(rack, secs)]}
     hdr = f"Authorization: Bearer {rack.auth.tokens['reader']}\r\n" if rack.auth else ""
-    att = Attack(rack.port, ctx=rack.ctx, headers=hdr, stallers=stallers if rack.ctx else 0)
+    att = None
     pings: list[tuple[int, float]] = []
     stop_ping = threading.Event()
 
@@ -257,7 +294,8 @@ def measure(rack: Rack, secs: float, stallers: int = 4) -> dict:
             pings.append((code, dt))
 
     try:
-        att.start()
+        att = AttackProcess(rack.port, ca=rack.auth.trust if rack.auth else None,
+                            token=rack.auth.tokens["reader"] if rack.auth else "", stallers=stallers if rack.ctx else 0)
         code, _, dt = get(rack.port, "/v1/status", timeout=10, ctx=rack.ctx, headers=hdr)
         res["first_answer_under_idle"] = {"code": code, "seconds": round(dt, 4)}
         pt = threading.Thread(target=ping, daemon=True)
@@ -267,16 +305,16 @@ def measure(rack: Rack, secs: float, stallers: int = 4) -> dict:
         pt.join(timeout=15)
     finally:
         stop_ping.set()
-        att.stop()
+        counts = att.stop() if att else {}
     res["unloaded_gets_per_s"].append(ring_gets(rack, secs))
     base = sum(res["unloaded_gets_per_s"]) / 2
     res["ratio"] = round(res["loaded_gets_per_s"] / base, 3) if base else 0.0
     res["api_during_load"] = {"answers": len(pings), "all_200": all(c == 200 for c, _ in pings),
                               "max_seconds": round(max((d for _, d in pings), default=0.0), 4)}
-    res["idle_reopened"] = att.reopened
-    if att.n_stallers:
-        res["handshake_stallers"] = att.n_stallers
-        res["handshake_stalls_closed"] = att.stalls_closed
+    res["idle_reopened"] = counts.get("idle_reopened")
+    if rack.ctx:
+        res["handshake_stallers"] = stallers
+        res["handshake_stalls_closed"] = counts.get("handshake_stalls_closed")
     res["seconds_per_run"] = secs
     return res
 
@@ -286,8 +324,14 @@ def main() -> int:
     ap.add_argument("--secs", type=float, default=5.0, help="seconds per ring-gets run (3 runs per round)")
     ap.add_argument("--rounds", type=int, default=3, help="unloaded/loaded/unloaded rounds; the median ratio is reported")
     ap.add_argument("--tls", action="store_true", help="the daemon serves TLS with tokens; 4 more clients stall in the handshake")
+    ap.add_argument("--attack", type=int, metavar="PORT", help=argparse.SUPPRESS)     # AttackProcess's child
+    ap.add_argument("--ca", help=argparse.SUPPRESS)
+    ap.add_argument("--token", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--stallers", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help="default build/bench/daemon-stall[-tls].json")
     a = ap.parse_args()
+    if a.attack:
+        return attack_main(a.attack, a.ca, a.token, a.stallers)
     a.out = a.out or ROOT / "build" / "bench" / f"daemon-stall{'-tls' if a.tls else ''}.json"
     exe = harness.build_daemon()
     with tempfile.TemporaryDirectory() as tmp:

@@ -144,11 +144,10 @@ def test_tokens_and_client_certificates_over_tls(tls_rack):
     assert seq > before[0] and servers[1][0] is True, (before, seq, servers)
 
 
-def test_handshake_stall_is_closed_and_the_api_answers(tls_rack):
-    """A client that sends half a ClientHello, and one that sends a whole one and then nothing:
-    the daemon answers another TLS client at once meanwhile, and closes each staller at its read
-    timeout (2 s from accept; no 408: there is no session to answer in)."""
-    rack = tls_rack
+def stall_handshakes(rack: Rack, timeout: float = 10.0) -> tuple[list[socket.socket], float, int, float]:
+    """Two clients stalling in the handshake (half a ClientHello; a whole one, then silence), then
+    a TLS request from a third: (the stallers, their start, its status (0: no answer within
+    `timeout`), its seconds)."""
     hello = stall.client_hello(rack.ctx)
     socks = []
     t0 = time.monotonic()
@@ -156,7 +155,21 @@ def test_handshake_stall_is_closed_and_the_api_answers(tls_rack):
         s = socket.create_connection(("127.0.0.1", rack.port), timeout=10)
         s.sendall(part)
         socks.append(s)
-    code, ans, dt = stall.get(rack.port, "/v1/status", ctx=rack.ctx, headers=f"Authorization: Bearer {rack.auth.tokens['reader']}\r\n")
+    try:
+        code, _, dt = stall.get(rack.port, "/v1/status", timeout=timeout, ctx=rack.ctx,
+                                headers=f"Authorization: Bearer {rack.auth.tokens['reader']}\r\n")
+    except OSError:
+        code, dt = 0, time.monotonic() - t0
+    return socks, t0, code, dt
+
+
+def test_handshake_stall_is_closed_and_the_api_answers(tls_rack):
+    """A client that sends half a ClientHello, and one that sends a whole one and then nothing:
+    the daemon answers another TLS client at once meanwhile, and closes each staller at its read
+    timeout (2 s from accept; no 408: there is no session to answer in). Negative control:
+    test_mutant_blocking_handshake_is_caught."""
+    rack = tls_rack
+    socks, t0, code, dt = stall_handshakes(rack)
     assert code == 200 and dt < 1.0, (code, dt)
     for s in socks:
         buf = b""
@@ -170,6 +183,22 @@ def test_handshake_stall_is_closed_and_the_api_answers(tls_rack):
         print(f"handshake staller closed after {closed_after:.2f} s (the other client answered in {dt * 1000:.1f} ms)")
         assert 1.5 < closed_after < 4.0, closed_after
         assert b"HTTP/1.1" not in buf, buf            # (the whole hello got the server's flight, no HTTP)
+
+
+def test_mutant_blocking_handshake_is_caught(exe, schema, tmp_path):
+    """The negative control of the handshake-stall check: a daemon whose TLS handshake blocks its
+    HTTP thread (built with APTA_MUTANT_BLOCKING_HANDSHAKE, never in apta-memd) does not answer
+    the third client while the stallers wait; the check above would fail on it."""
+    r = subprocess.run(["nice", "-n", "10", "make", "-s", "-C", str(ROOT / "qemu-cxl" / "daemon"), "mutant-blocking-handshake"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    mutant = exe.parent / "apta-memd-mutant-blocking-handshake"
+    with Rack.running(mutant, schema, tmp_path, auth=apiauth.ApiAuth(tmp_path / "auth")) as rack:
+        socks, _, code, dt = stall_handshakes(rack, timeout=3.0)
+        for s in socks:                           # (releases the mutant's HTTP thread for a clean stop)
+            s.close()
+    print(f"mutant blocking-handshake: the third client got {code or 'no answer'} after {dt:.1f} s")
+    assert code == 0 and dt >= 2.9, (code, dt)
 
 
 def test_non_readers_idle_tls_connections_and_handshake_stallers_do_not_stall_the_rings(tls_rack):

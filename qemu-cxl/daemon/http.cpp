@@ -363,7 +363,15 @@ void Server::handshake(Conn& c, bool& drop, uint64_t now) {
     c.sniffed = true;
   }
   ERR_clear_error();
+#ifdef APTA_MUTANT_BLOCKING_HANDSHAKE
+  // Mutant (never in apta-memd; make -C qemu-cxl/daemon mutant-blocking-handshake): the handshake
+  // blocks the HTTP thread until the client completes it, as a naive SSL_accept would
+  fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
   int r = SSL_do_handshake(c.ssl);
+  fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+#else
+  int r = SSL_do_handshake(c.ssl);
+#endif
   if (r == 1) {
     c.st = Conn::Read;                // the deadline stays: accept to complete request, handshake included
     c.want = 0;
