@@ -85,9 +85,21 @@ def client_hello(ctx: ssl.SSLContext) -> bytes:
 
 
 def closed_by_peer(s: socket.socket) -> bool:
-    """The daemon answered (408) or closed: the socket is readable (works for TLS sockets too)."""
+    """The daemon answered (408) or closed. Plain: the socket is readable. TLS: readable may be
+    only a TLS 1.3 session ticket (which the read below consumes): an answer or EOF is needed."""
     try:
-        return bool(select.select([s], [], [], 0)[0])
+        if not select.select([s], [], [], 0)[0]:
+            return False
+        if not isinstance(s, ssl.SSLSocket):
+            return True
+        s.setblocking(False)
+        try:
+            s.recv(1)                     # an answer's first byte, or b"" at EOF
+            return True
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+            return False                  # a ticket, no application data
+        finally:
+            s.settimeout(5)
     except (OSError, ValueError):
         return True
 

@@ -205,7 +205,9 @@ def test_non_readers_idle_tls_connections_and_handshake_stallers_do_not_stall_th
     """stall.measure over TLS: 4 clients that never read (~30 KB answers, with a token), 100 idle
     TLS connections and 4 handshake stallers: ring gets/s within a loose bound of the unloaded
     runs (the benchmark: make bench-qemu -> build/bench/daemon-stall-tls.json) and every 0.25 s
-    probe answered 200 within its timeout; the stallers were closed and opened again."""
+    probe answered 200 within its timeout; the stallers were closed and opened again. The RTL
+    loop never touches a socket, TLS or not; a TLS layer that blocked would stop the API, which
+    the probes' bound and test_mutant_blocking_handshake_is_caught check."""
     res = stall.measure(tls_rack, 2.0)
     if res["ratio"] < 0.5:                     # the shared machine is noisy: a stall must show twice
         print("first run:", json.dumps(res))
