@@ -288,15 +288,20 @@ class Rack:
         self.hb = threading.Thread(target=self._heartbeat, daemon=True)
         self.hb.start()
         deadline = time.time() + 20
-        while True:                                        # serving and answering the API
-            assert self.proc.poll() is None, log.read_text()
-            try:
-                if self.r.m[0:8] == LAY.raw["magic"].encode() and self.api("GET", "/v1/status")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert time.time() < deadline, "daemon did not come up: " + log.read_text()
-            time.sleep(0.05)
+        try:
+            while True:                                    # serving and answering the API
+                assert self.proc.poll() is None, log.read_text()
+                try:
+                    if self.r.m[0:8] == LAY.raw["magic"].encode() and self.api("GET", "/v1/status")[0] == 200:
+                        break
+                except OSError:
+                    pass
+                assert time.time() < deadline, "daemon did not come up: " + log.read_text()
+                time.sleep(0.05)
+        except BaseException:
+            self.stop.set()                                # not left running (its own session: no ^C reaches it)
+            kill_proc(self.proc)
+            raise
 
     def _heartbeat(self):
         while not self.stop.is_set():
