@@ -130,9 +130,9 @@ def test_tokens_and_client_certificates_over_tls(tls_rack):
     assert code == 403 and 'organization (O) "admin" is no role' in ans["error"], ans
     other = auth.context()
     other.load_cert_chain(str(auth.pki.path("client-other.pem")), str(auth.pki.path("client-other.key")))
-    with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)) as e:
+    with pytest.raises(ssl.SSLError) as e:          # (TLS 1.3: seen at the first read, the request sent)
         call(rack, "POST", "/v1/servers/cs1/fence", ctx=other, body=b"{}")
-    assert "UNKNOWN_CA" in str(e.value) or isinstance(e.value, (ConnectionResetError, BrokenPipeError)), e.value
+    assert "UNKNOWN_CA" in str(e.value), e.value     # the daemon's alert arrives (its lingering close)
     # a bearer token decides when both are presented: a wrong token with a good certificate is 401
     code, ans = call(rack, "GET", "/v1/status", "wrong-token-0123456789abc", ctx=auth.context("failure-detector"))
     assert code == 401, ans

@@ -388,7 +388,17 @@ void Server::handshake(Conn& c, bool& drop, uint64_t now) {
   switch (SSL_get_error(c.ssl, r)) {
     case SSL_ERROR_WANT_READ: c.want = POLLIN; break;
     case SSL_ERROR_WANT_WRITE: c.want = POLLOUT; break;
-    default: drop = true;             // a malformed hello, no common version, a refused client certificate
+    default:
+      // a malformed hello, no common version, a refused client certificate: the alert OpenSSL
+      // wrote is delivered by a lingering close (closing with the client's request unread would
+      // send a reset that can discard it; with TLS 1.3 the client has sent its request already)
+      ERR_clear_error();
+      SSL_free(c.ssl);
+      c.ssl = nullptr;
+      shutdown(c.fd, SHUT_WR);
+      c.st = Conn::Linger;
+      c.want = 0;
+      c.deadline = now + 500;
   }
 }
 
