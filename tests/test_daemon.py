@@ -264,12 +264,53 @@ def test_lease_fence_and_rejoin(rack):
     assert LEASE_MS / 1000 - 0.1 < lease < LEASE_MS / 1000 + 3, lease
 
 
-def test_rejoin_at_the_last_epoch_is_refused(rack):
+@pytest.fixture
+def unlimited_rack(exe, schema, tmp_path):
+    """A rack with no rejoin rate limit (--rejoin-rate 0): only to reach the last epoch in seconds."""
+    with Rack.running(exe, schema, tmp_path, extra=["--rejoin-rate", "0"]) as r:
+        yield r
+
+
+def test_rejoins_are_rate_limited(rack):
+    """Rejoins per server are a bucket of --rejoin-burst (16) refilled at --rejoin-rate (1/s), ring and
+    API together (issue 16: epochs that never wrap in practice): of 20 Rejoins sent at once, 16 are
+    answered at once and the rest wait in the ring (the guest is not fenced or refused for it); the
+    API's rejoin over the rate is 429 with Retry-After and changes nothing; the other guests' rejoins
+    have their own bucket. Counts, not times: a slow machine can only answer fewer at first."""
+    setup_objects(rack)
+    g0, g1, g2 = rack.guests
+    S = g2.s
+    for k in range(20):                          # each Rejoin carries the epoch the guest is leaving
+        g2.put_slot(S.encode("Rejoin", server=2, epoch=k))
+    first = g2.recv(16, timeout=30)
+    assert first == [("RejoinAck", {"server": 2, "epoch": k + 1}) for k in range(16)], first
+    assert g2.quiet(wait=0.3), "a 17th rejoin within 0.3 s of the burst: not limited"
+    assert rack.server(2)["epoch"] == 16
+    code, ans = rack.api("POST", "/v1/servers/cs2/rejoin")
+    assert code == 429 and "rate limit" in ans["error"] and ans["field"] == "server", (code, ans)
+    assert rack.server(2)["epoch"] == 16                          # nothing changed
+    rest = g2.recv(4, timeout=30)                                 # the held Rejoins go on, one a second
+    assert rest == [("RejoinAck", {"server": 2, "epoch": k + 1}) for k in range(16, 20)], rest
+    g2.epoch = 20
+    code, ans = rack.api("POST", "/v1/servers/cs1/rejoin")         # another server: its own bucket
+    assert code == 200 and ans["epoch"] == 1, (code, ans)
+    assert g2.get(2, 4) == lines_of(2, 0, 4)                       # the rejoined guest works
+
+
+def test_rejoin_rate_options_are_checked(exe, tmp_path):
+    for bad in (["--rejoin-rate", "-1"], ["--rejoin-rate", "x"], ["--rejoin-burst", "0"], ["--rejoin-burst", "1e9"]):
+        p = subprocess.run([str(exe), "--file", str(tmp_path / "r"), "--init", *bad], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and bad[0] in p.stderr, (bad, p.returncode, p.stderr)
+
+
+def test_rejoin_at_the_last_epoch_is_refused(unlimited_rack):
     """Epochs are never reused (rtl/README.md "Epochs"): guest 2 rejoins through every epoch value of
     the daemon's RTL (epochBits of its variant: 65,535 rejoins at the default 16 bits), each granted
     once in order; the next Rejoin is answered RejoinRefused with the last epoch, the server stays
     fenced there (not back at epoch 0), its first incarnation's request is discarded, the API's
-    rejoin is refused too, and the other guests keep working."""
+    rejoin is refused too, and the other guests keep working. (Run with no rejoin rate limit: at the
+    default 1/s the walk would take 18 hours, which is the limit's point.)"""
+    rack = unlimited_rack
     setup_objects(rack)
     g0, g1, g2 = rack.guests
     S = g2.s

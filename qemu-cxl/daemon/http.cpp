@@ -173,7 +173,10 @@ const char* reason(int code) {
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 413: return "Content Too Large";
+    case 409: return "Conflict";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
+    case 507: return "Insufficient Storage";
     case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     default: return "Error";

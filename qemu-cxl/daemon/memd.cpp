@@ -129,6 +129,25 @@ struct OutRing {
 };
 constexpr size_t BACKLOG_MAX = 4096;
 
+// Rejoins are rate-limited per server (issue 16, "epochs that never wrap in practice"): a token
+// bucket of --rejoin-burst rejoins refilled at --rejoin-rate per second, shared by the server's ring
+// and the API. Epochs are never reused (a Rejoin at the last value is refused), so what the limit
+// bounds is how fast a server can spend them: its 65,535 epochs last at least 18 h at 1/s instead
+// of 7 s, and a burst covers every legitimate reboot-and-rejoin sequence.
+struct RejoinBucket {
+  double tokens = -1;                  // < 0: not yet filled (the first use fills it to the burst)
+  uint64_t last_ns = 0;
+  // Takes one rejoin if the bucket has one; else false and the ms until it will.
+  bool take(double rate, double burst, uint64_t now, uint64_t& wait_ms) {
+    if (rate <= 0) return true;        // --rejoin-rate 0: no limit
+    tokens = tokens < 0 ? burst : std::min(burst, tokens + double(now - last_ns) * rate / 1e9);
+    last_ns = now;
+    if (tokens >= 1) { tokens -= 1; return true; }
+    wait_ms = uint64_t((1 - tokens) / rate * 1000) + 1;
+    return false;
+  }
+};
+
 struct Guest {
   uint64_t req_off = 0, req_tail = 0;  // request ring: the daemon is its consumer
   OutRing rsp, inv;
@@ -139,6 +158,9 @@ struct Guest {
   uint64_t refusals = 0, requests = 0;
   long qemu_pid = 0;                   // the live QEMU pid last read from its pidfile (0: none)
   uint64_t pid_checked_ns = 0;
+  RejoinBucket rejoin;
+  bool rejoin_held = false;            // a ring Rejoin waits in the ring for the bucket (logged once)
+  uint64_t rejoins_held = 0, rejoins_refused = 0;
 };
 constexpr size_t REQ_Q_MAX = 8;        // read-ahead of a guest's requests (acks must not wait behind them)
 constexpr size_t ACK_Q_MAX = 1024;
@@ -151,6 +173,7 @@ struct Options {
   std::string token_file;              // --token-file: bearer tokens with roles (else no authentication)
   apta_http::TlsFiles tls;             // --tls-cert-file, --tls-private-key-file, --client-ca-file
   uint64_t lease_ms = APTA_LEASE_MS;
+  double rejoin_rate = 1.0, rejoin_burst = 16;   // --rejoin-rate (per s, 0 = no limit), --rejoin-burst
   std::vector<std::string> names;      // compute-server names of the API
   std::string pidfile;                 // printf pattern of guest g's QEMU pidfile (%u = g); "" = none
   // A deliberate bug for the tests' negative control (tests/test_runner.py, test_qemu_workflows.py): a PutCommit is held
@@ -254,6 +277,12 @@ class Daemon {
   const std::map<uint32_t, std::pair<uint64_t, unsigned>>& objects() const { return objects_; }
   uint64_t version(uint32_t o) const { auto it = versions_.find(o); return it == versions_.end() ? 0 : it->second; }
   bool live(unsigned g, uint64_t t) const { return t - guests_[g].hb_change_ns < opt_.lease_ms * 1000000ull; }
+  // The API's rejoin takes from the same bucket as the guest's ring (false: 429, retry in wait_ms).
+  bool rejoin_allowed(unsigned g, uint64_t& wait_ms) {
+    bool ok = guests_[g].rejoin.take(opt_.rejoin_rate, opt_.rejoin_burst, now_ns(), wait_ms);
+    if (!ok) guests_[g].rejoins_refused++;
+    return ok;
+  }
 
   int listen_fd = -1;
   // The API's hand-over (issue 16): the HTTP thread queues validated calls (at most kApiQueue,
@@ -467,6 +496,19 @@ void Daemon::pull_ring(unsigned g) {
     bool is_ack = d.op == APTA_OP_ObjBIRsp;
     if (!is_ack && G.req_q.size() >= REQ_Q_MAX) break;  // the RTL port is behind: leave it in the ring
     if (is_ack && G.ack_q.size() >= ACK_Q_MAX) break;
+    if (d.kind != apta_slot::Kind::Refused && d.op == APTA_OP_Rejoin) {
+      uint64_t wait_ms = 0;            // over the rate: the Rejoin (and what follows it) waits in the ring
+      if (!G.rejoin.take(opt_.rejoin_rate, opt_.rejoin_burst, now_ns(), wait_ms)) {
+        if (!G.rejoin_held) {
+          G.rejoin_held = true;
+          G.rejoins_held++;
+          say("guest %u rejoins faster than --rejoin-rate %g/s (burst %g): its Rejoin waits %" PRIu64 " ms in the ring",
+              g, opt_.rejoin_rate, opt_.rejoin_burst, wait_ms);
+        }
+        break;
+      }
+      G.rejoin_held = false;
+    }
     if (d.kind == apta_slot::Kind::Refused) {
       refuse(g, d);
     } else {
@@ -831,8 +873,10 @@ void Daemon::stats(double secs) const {
                   " cycles), %zu objects registered\n", api_queries, api_cycles, objects_.size());
   for (unsigned g = 0; g < N; g++)
     fprintf(stderr, "apta-memd stats: guest %u: %" PRIu64 " requests, %" PRIu64 " refused, %" PRIu64
-                    " response + %" PRIu64 " invalidation flits dropped\n",
-            g, guests_[g].requests, guests_[g].refusals, guests_[g].rsp.dropped, guests_[g].inv.dropped);
+                    " response + %" PRIu64 " invalidation flits dropped, rejoins over the rate: %" PRIu64
+                    " held in the ring, %" PRIu64 " refused at the API\n",
+            g, guests_[g].requests, guests_[g].refusals, guests_[g].rsp.dropped, guests_[g].inv.dropped,
+            guests_[g].rejoins_held, guests_[g].rejoins_refused);
 }
 
 // ---- synchronous helpers for the API: run cycles until the answer shows -----------------------------
@@ -1071,6 +1115,11 @@ Reply api_ctrl(Daemon& d, const std::string& server, bool fence) {
   if (g < 0) return error_reply(400, "unknown server " + server);
   std::string err;
   unsigned e;
+  uint64_t wait_ms = 0;
+  if (!fence && !d.rejoin_allowed(unsigned(g), wait_ms))
+    return {429, "{\"error\":" + json_str("rejoins of " + server + " over the rate limit: retry in " +
+                                            std::to_string(wait_ms) + " ms") + ",\"field\":\"server\"}",
+            "Retry-After: " + std::to_string((wait_ms + 999) / 1000) + "\r\n"};
   if (!d.ctrl_and_wait(fence ? APTA_OP_Fence : APTA_OP_Rejoin, unsigned(g), err, e))
     return error_reply(err.rfind("epochs exhausted", 0) == 0 ? 400 : 503, err);   // 400: a refused request
   Daemon::Snapshot s;
@@ -1230,6 +1279,8 @@ void usage() {
           "  --tls-cert-file F, --tls-private-key-file K  serve the API over TLS (1.2+) with this PEM certificate and key\n"
           "  --client-ca-file F  with TLS: a client certificate chaining to this CA names a caller (CN) and its role (O)\n"
           "  --lease-ms MS  heartbeat lease before a guest is fenced (default %u)\n"
+          "  --rejoin-rate R, --rejoin-burst B  rejoins per server (ring and API together): a bucket of B refilled at\n"
+          "                 R per second (default 1/s, burst 16; --rejoin-rate 0: no limit); over it a ring Rejoin waits, the API 429\n"
           "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
           "  --stats        print cycles/s and requests/s at exit\n"
           "  --trace        one stderr line per flit in and out (debugging)\n"
@@ -1275,6 +1326,16 @@ int main(int argc, char** argv) {
     else if (a == "--tls-private-key-file") o.tls.key = val("a path");
     else if (a == "--client-ca-file") o.tls.client_ca = val("a path");
     else if (a == "--lease-ms") o.lease_ms = strtoull(val("milliseconds"), nullptr, 0);
+    else if (a == "--rejoin-rate" || a == "--rejoin-burst") {
+      const char* v = val("a number");
+      char* end = nullptr;
+      double x = strtod(v, &end);
+      if (end == v || *end || !(x >= 0) || x > 1e6 || (a == "--rejoin-burst" && x < 1)) {
+        fprintf(stderr, "%s: want a number in [%s, 1e6], got %s\n", a.c_str(), a == "--rejoin-burst" ? "1" : "0", v);
+        return 2;
+      }
+      (a == "--rejoin-rate" ? o.rejoin_rate : o.rejoin_burst) = x;
+    }
     else if (a == "--names") {
       std::string l = val("a list");
       size_t p = 0;
