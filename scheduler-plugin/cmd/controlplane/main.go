@@ -22,12 +22,18 @@ func main() {
 	insecure := flag.Bool("insecure-no-auth", false, "serve without authentication (every caller may do everything; tests on one host only)")
 	cert := flag.String("tls-cert-file", "", "serve TLS with this certificate (PEM)")
 	key := flag.String("tls-private-key-file", "", "the certificate's private key (PEM)")
+	rejoinRate := flag.Float64("rejoin-rate", controlplane.DefaultRejoinRate, "rejoins per second per server after the burst (0: no limit); over it 429")
+	rejoinBurst := flag.Float64("rejoin-burst", controlplane.DefaultRejoinBurst, "rejoins per server at once")
 	flag.Parse()
 	fail := func(code int, err error) {
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		os.Exit(code)
 	}
 	s := controlplane.NewServer(os.Stdout)
+	if !(*rejoinRate >= 0) || !(*rejoinBurst >= 1) {
+		fail(2, fmt.Errorf("--rejoin-rate must be >= 0 and --rejoin-burst >= 1 (got %g, %g)", *rejoinRate, *rejoinBurst))
+	}
+	s.SetRejoinLimit(*rejoinRate, *rejoinBurst)
 	switch {
 	case *tokens != "":
 		a, err := controlplane.LoadTokenFile(*tokens)

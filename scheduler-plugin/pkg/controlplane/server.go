@@ -32,6 +32,22 @@ type Server struct {
 	auth *Auth
 	// arena allocates registered objects' storage as the memory server does (alloc.go).
 	arena *arena
+	// rejoins per server: a bucket of rejoinBurst refilled at rejoinRate per second, as the
+	// memory-server daemon's --rejoin-rate/--rejoin-burst (issue 16); rate 0: no limit.
+	rejoinRate, rejoinBurst float64
+}
+
+// Default rejoin limit (the daemon's defaults): 16 at once, then 1 per second per server.
+const (
+	DefaultRejoinRate  = 1.0
+	DefaultRejoinBurst = 16.0
+)
+
+// SetRejoinLimit changes the per-server rejoin rate (per second; 0 = no limit) and burst.
+func (s *Server) SetRejoinLimit(rate, burst float64) {
+	s.mu.Lock()
+	s.rejoinRate, s.rejoinBurst = rate, burst
+	s.mu.Unlock()
 }
 
 // SetArena replaces the allocator's geometry (before any object is registered).
@@ -42,9 +58,12 @@ func (s *Server) SetArena(c ArenaConfig) { s.mu.Lock(); s.arena = newArena(c); s
 func (s *Server) SetAuth(a *Auth) { s.mu.Lock(); s.auth = a; s.mu.Unlock() }
 
 type server struct {
-	live   bool
-	fenced bool
-	epoch  uint64
+	rejoinTokens float64   // the rejoin bucket (filled to the burst at the first rejoin)
+	rejoinAt     time.Time // its last refill
+	rejoinFilled bool
+	live         bool
+	fenced       bool
+	epoch        uint64
 }
 
 type object struct {
@@ -58,11 +77,12 @@ type object struct {
 // NewServer returns an empty control plane; log lines go to out if it is not nil.
 func NewServer(out io.Writer) *Server {
 	return &Server{
-		instance: strconv.FormatInt(time.Now().UnixNano(), 36),
-		servers:  map[string]*server{},
-		objects:  map[string]*object{},
-		out:      out,
-		arena:    newArena(DefaultArena),
+		instance:   strconv.FormatInt(time.Now().UnixNano(), 36),
+		servers:    map[string]*server{},
+		objects:    map[string]*object{},
+		out:        out,
+		arena:      newArena(DefaultArena),
+		rejoinRate: DefaultRejoinRate, rejoinBurst: DefaultRejoinBurst,
 	}
 }
 
@@ -277,6 +297,21 @@ func (s *Server) Rejoin(name string) (ChangeAnswer, error) {
 	}
 	if !sv.fenced {
 		return ChangeAnswer{}, fmt.Errorf("server %q is not fenced", name)
+	}
+	if s.rejoinRate > 0 {
+		now := time.Now()
+		if !sv.rejoinFilled {
+			sv.rejoinTokens, sv.rejoinFilled = s.rejoinBurst, true
+		} else {
+			sv.rejoinTokens = min(s.rejoinBurst, sv.rejoinTokens+now.Sub(sv.rejoinAt).Seconds()*s.rejoinRate)
+		}
+		sv.rejoinAt = now
+		if sv.rejoinTokens < 1 {
+			wait := time.Duration((1 - sv.rejoinTokens) / s.rejoinRate * float64(time.Second))
+			return ChangeAnswer{}, &statusError{http.StatusTooManyRequests,
+				fmt.Sprintf("rejoins of %s over the rate limit: retry in %d ms", name, wait.Milliseconds()+1)}
+		}
+		sv.rejoinTokens--
 	}
 	sv.fenced = false
 	sv.live = true

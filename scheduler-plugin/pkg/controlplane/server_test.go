@@ -324,3 +324,50 @@ func TestInvokeJudgesOnlyDependencies(t *testing.T) {
 }
 
 func epochPtr(e uint64) *uint64 { return &e }
+
+// Rejoins are rate-limited per server (issue 16): a burst of DefaultRejoinBurst, then
+// DefaultRejoinRate per second; over it the HTTP answer is 429 and nothing changes. Counts, not
+// times: the 17th rejoin follows the 16th at once, well inside one refill.
+func TestRejoinsAreRateLimited(t *testing.T) {
+	s := NewServer(nil)
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c := NewClient(ts.URL, time.Second)
+	ctx := context.Background()
+	for _, n := range []string{"a", "b"} {
+		if _, err := c.AddServer(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < int(DefaultRejoinBurst); i++ {
+		if _, err := c.Fence(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Rejoin(ctx, "a"); err != nil {
+			t.Fatalf("rejoin %d of the burst: %v", i+1, err)
+		}
+	}
+	if _, err := c.Fence(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := c.Status(ctx)
+	_, err := c.Rejoin(ctx, "a")
+	if err == nil || !strings.Contains(err.Error(), "429") || !strings.Contains(err.Error(), "rate limit") {
+		t.Fatalf("rejoin over the rate: want 429 naming the rate limit, got %v", err)
+	}
+	after, _ := c.Status(ctx)
+	if before.Seq != after.Seq {
+		t.Fatalf("a refused rejoin changed the state: seq %d -> %d", before.Seq, after.Seq)
+	}
+	// another server has its own bucket; with no limit the same server rejoins again at once
+	if _, err := c.Fence(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Rejoin(ctx, "b"); err != nil {
+		t.Fatalf("b's first rejoin: %v", err)
+	}
+	s.SetRejoinLimit(0, DefaultRejoinBurst)
+	if _, err := c.Rejoin(ctx, "a"); err != nil {
+		t.Fatalf("rejoin with no limit: %v", err)
+	}
+}
