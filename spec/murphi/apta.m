@@ -761,12 +761,15 @@ ruleset c: Server do
     end;
 
     -- Versioned gets (VERSIONED, issue 19). A function names version k of o: the commit its
-    -- producer's put makes (k <= issued + 1: the producer's put is issued, or is the next one). The
+    -- producer's put makes. k <= issued: the successor runs once its producer has started (the
+    -- plugin creates successor pods when the predecessor starts), so waiting readers can never
+    -- occupy every server while the producer still waits for one (the hold table would then wait
+    -- for a put that no server is free to run). The
     -- cache keeps the version number ObjData and PutCommit carry (here: the put id's commit rank,
     -- fixed at its commit; cached values are committed), so a copy older than k is a miss.
     ruleset k: Rank do
       rule "Fn get (version k): hit"
-        VERSIONED & k > 0 & k <= issued[o] + 1
+        VERSIONED & k > 0 & k <= issued[o]
         & cs[c].status = Live & cs[c].running & cs[c].op = OpNone & MayRead(c, o)
         & cs[c].cache[o].st = C_S
         & (RankOf(o, cs[c].cache[o].ver) >= k | MUTANT = M_HIT_IGNORES_VERSION)
@@ -780,7 +783,7 @@ ruleset c: Server do
       end;
 
       rule "Fn get (version k): miss, ObjGet names k (an older copy is dropped)"
-        VERSIONED & k > 0 & k <= issued[o] + 1
+        VERSIONED & k > 0 & k <= issued[o]
         & cs[c].status = Live & cs[c].running & cs[c].op = OpNone & MayRead(c, o)
         & (cs[c].cache[o].st = C_I
            | (cs[c].cache[o].st = C_S & RankOf(o, cs[c].cache[o].ver) < k
