@@ -92,6 +92,7 @@ const
   M_FENCE_DROPS_HOLDS: 28;-- fencing a writer also drops the gets held for the object it was writing
   M_HIT_IGNORES_VERSION: 29; -- a versioned get hits any cached copy, whatever its version
   M_EARLY_UNVERSIONED: 30;-- an early-placed function may also read without a version
+  M_RELEASE_EXACT: 31;    -- the hold table wakes a get only on a commit of exactly its version
   MUTANT: M_NONE;         -- the real protocol
 
   -- derived sizes
@@ -525,9 +526,19 @@ begin
        & (dir[o].st = D_S | dir[o].st = D_SA | (dir[o].st = D_I & !DirFull()));
 end;
 
+-- A successor may name version k of o: it has committed, or a put that may make it is running on a
+-- live server (its producer, started; k <= issued: no version beyond the puts begun is named).
+function VersionNamed(o: Obj; k: Rank): boolean;
+begin
+  return k <= commits[o]
+       | (k <= issued[o] & exists c: Server do cs[c].status = Live
+            & (cs[c].op = OpPutSend | cs[c].op = OpPutWait) & cs[c].opObj = o end);
+end;
+
 -- A held get may leave the hold table: its version has committed [issue 19].
 function HeldReady(h: HoldSlot): boolean;
 begin
+  if MUTANT = M_RELEASE_EXACT then return hold[h].valid & commits[hold[h].o] = hold[h].need; end;
   return hold[h].valid & (commits[hold[h].o] >= hold[h].need | MUTANT = M_RELEASE_OLD);
 end;
 
@@ -761,15 +772,16 @@ ruleset c: Server do
     end;
 
     -- Versioned gets (VERSIONED, issue 19). A function names version k of o: the commit its
-    -- producer's put makes. k <= issued: the successor runs once its producer has started (the
-    -- plugin creates successor pods when the predecessor starts), so waiting readers can never
-    -- occupy every server while the producer still waits for one (the hold table would then wait
-    -- for a put that no server is free to run). The
+    -- producer's put makes. It asks only while that version exists or its producer is running
+    -- (VersionNamed): the plugin creates successor pods when the predecessor starts, and while a
+    -- dead producer waits for its re-execution no new successor may take a server, or waiting
+    -- readers could fill every server and leave none for the re-executed put (Rumur found that
+    -- deadlock when the guard was only k <= issued; see README "Versioned gets"). The
     -- cache keeps the version number ObjData and PutCommit carry (here: the put id's commit rank,
     -- fixed at its commit; cached values are committed), so a copy older than k is a miss.
     ruleset k: Rank do
       rule "Fn get (version k): hit"
-        VERSIONED & k > 0 & k <= issued[o]
+        VERSIONED & k > 0 & VersionNamed(o, k)
         & cs[c].status = Live & cs[c].running & cs[c].op = OpNone & MayRead(c, o)
         & cs[c].cache[o].st = C_S
         & (RankOf(o, cs[c].cache[o].ver) >= k | MUTANT = M_HIT_IGNORES_VERSION)
@@ -783,7 +795,7 @@ ruleset c: Server do
       end;
 
       rule "Fn get (version k): miss, ObjGet names k (an older copy is dropped)"
-        VERSIONED & k > 0 & k <= issued[o]
+        VERSIONED & k > 0 & VersionNamed(o, k)
         & cs[c].status = Live & cs[c].running & cs[c].op = OpNone & MayRead(c, o)
         & (cs[c].cache[o].st = C_I
            | (cs[c].cache[o].st = C_S & RankOf(o, cs[c].cache[o].ver) < k
@@ -1359,14 +1371,6 @@ invariant "OIC_fenced_server_owes_nothing"
 invariant "OTC_capacity_respected"
   Entries() <= DIR_CAPACITY;
 
--- P4 (liveness half, no fairness: "from every state it is still possible that ..."): every
--- operation of a live, unfenced server in its current epoch can complete. Crashes and false
--- suspicions are bounded by MAX_FAULTS, so once they are spent the writer cannot escape by dying.
-liveness "P4_live_server_ops_complete"
-  forall c: Server do
-    !(cs[c].status = Live & !fenced[c] & cs[c].epoch = mepoch[c] & cs[c].op != OpNone)
-  end;
-
 -- V2 (issue 19): a versioned get of a live, unfenced server in its current epoch can always still
 -- complete: a held get is served once its version commits, or cancelled when it never can. Its
 -- crash cases: the producer dies (its open put aborts at the fence, the get keeps waiting for the
@@ -1375,6 +1379,14 @@ liveness "V2_versioned_get_completes"
   forall c: Server do
     !(cs[c].status = Live & !fenced[c] & cs[c].epoch = mepoch[c] & cs[c].op = OpGet
       & cs[c].opNeed > 0)
+  end;
+
+-- P4 (liveness half, no fairness: "from every state it is still possible that ..."): every
+-- operation of a live, unfenced server in its current epoch can complete. Crashes and false
+-- suspicions are bounded by MAX_FAULTS, so once they are spent the writer cannot escape by dying.
+liveness "P4_live_server_ops_complete"
+  forall c: Server do
+    !(cs[c].status = Live & !fenced[c] & cs[c].epoch = mepoch[c] & cs[c].op != OpNone)
   end;
 
 -- P5: acks owed by crashed servers are retired and every directory entry returns to a stable
