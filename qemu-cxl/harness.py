@@ -37,6 +37,7 @@ from apta import messages
 from apta import workflow as wfmod
 from apta.paths import ROOT, SCHEMA
 
+import apiauth
 import jobs
 import kube as kubemod
 
@@ -45,7 +46,8 @@ PARAMS_PATH = ROOT / "build" / "rtl" / VARIANT / "params.json"
 EXE = ROOT / "build" / "qemu-cxl" / "daemon" / "apta-memd"
 LAY = gen_layout.load()
 LINE = 64
-DATA_BYTES = 1 << 20       # the data area of a Rack's region unless told otherwise
+DATA_BYTES = 8 << 20       # the data area of a Rack's region unless told otherwise (sparse file): the
+                           # msemu object map (2 MiB) and the allocator's arena above it
 REFUSED = LAY.raw["refusals"]
 SPEC = SCHEMA / "controlplane.yaml"
 # Longer than the daemon's default (500 ms): the heartbeat thread runs in this (niced) Python
@@ -256,8 +258,10 @@ class Rack:
     from one thread."""
 
     def __init__(self, exe: Path, s: messages.Schema, tmp: Path, lease_ms: int = LEASE_MS,
-                 extra: list[str] | None = None, data_bytes: int = DATA_BYTES, token: str | None = None):
+                 extra: list[str] | None = None, data_bytes: int = DATA_BYTES, token: str | None = None,
+                 auth: apiauth.ApiAuth | None = None):
         self.token = token                                 # bearer token of api() (daemon run with --token-file)
+        self.auth = auth                                   # TLS + a token per role (qemu-cxl/apiauth.py)
         self.path = tmp / "region"
         self.data_bytes = data_bytes
         with open(self.path, "wb") as f:
@@ -271,25 +275,34 @@ class Rack:
         thread, and waits until it serves the region and answers the API."""
         self.port = free_port()
         self.log = log
+        auth = getattr(self, "auth", None)
+        self.ctx = auth.context() if auth else None        # TLS client context (None: plain HTTP)
         self.proc = subprocess.Popen(
             ["nice", "-n", "10", str(exe), "--file", str(path), "--init", "--port", str(self.port),
-             "--lease-ms", str(lease_ms), "--stats", *extra],
-            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+             "--lease-ms", str(lease_ms), "--stats", *(auth.daemon_args() if auth else []), *extra],
+            # its own session, as a service: on a shared host (Linux autogroups) it then gets its
+            # own CPU share instead of sharing the test process's with the test's clients
+            stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
         self.r = Region(path, s)
         self.guests = [Guest(self.r, g) for g in range(guests)]
         self.stop = threading.Event()
         self.hb = threading.Thread(target=self._heartbeat, daemon=True)
         self.hb.start()
         deadline = time.time() + 20
-        while True:                                        # serving and answering the API
-            assert self.proc.poll() is None, log.read_text()
-            try:
-                if self.r.m[0:8] == LAY.raw["magic"].encode() and self.api("GET", "/v1/status")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert time.time() < deadline, "daemon did not come up: " + log.read_text()
-            time.sleep(0.05)
+        try:
+            while True:                                    # serving and answering the API
+                assert self.proc.poll() is None, log.read_text()
+                try:
+                    if self.r.m[0:8] == LAY.raw["magic"].encode() and self.api("GET", "/v1/status")[0] == 200:
+                        break
+                except OSError:
+                    pass
+                assert time.time() < deadline, "daemon did not come up: " + log.read_text()
+                time.sleep(0.05)
+        except BaseException:
+            self.stop.set()                                # not left running (its own session: no ^C reaches it)
+            kill_proc(self.proc)
+            raise
 
     def _heartbeat(self):
         while not self.stop.is_set():
@@ -298,25 +311,38 @@ class Rack:
                     self.r.set_u64(LAY.ctl(g.g, "heartbeat"), time.monotonic_ns())
             time.sleep(0.01)
 
+    @property
+    def endpoint(self) -> str:
+        return f"{'https' if self.ctx else 'http'}://127.0.0.1:{self.port}"
+
     def api(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
+        auth = getattr(self, "auth", None)
+        h = {"Authorization": f"Bearer {self.token}"} if getattr(self, "token", None) else \
+            auth.header(method, path) if auth else {}
+        req = urllib.request.Request(self.endpoint + path, method=method,
                                      data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json",
-                                              **({"Authorization": f"Bearer {self.token}"} if getattr(self, "token", None) else {})})
+                                     headers={"Content-Type": "application/json", **h})
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=10, context=self.ctx) as r:
                 code, ans = r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
             code, ans = e.code, json.loads(e.read())
         # every answer conforms to the spec: the API's one definition
         p = path.split("?")[0]
-        spec_check("Error" if code != 200 else "ChangeAnswer" if method == "POST" else
+        spec_check("Error" if code != 200 else "RegisterAnswer" if method == "POST" and p == "/v1/objects" else
+                   "ChangeAnswer" if method == "POST" else
                    "ObjectAnswer" if p.startswith("/v1/objects/") else "SchedulableAnswer", ans)
         return code, ans
 
-    def register(self, obj: int, base: int, size: int):
-        code, ans = self.api("POST", "/v1/objects", {"obj": obj, "base": base, "size": size})
+    def register(self, obj: int, size: int, data: bytes | None = None) -> int:
+        """Register object `obj` of `size` lines: the memory server allocates its storage and answers
+        the base (controlplane.yaml registerObject); `data` is then written there (the host's view
+        of the data area, as the Object Manager loads an initial object). Returns the base."""
+        code, ans = self.api("POST", "/v1/objects", {"obj": obj, "size": size})
         assert code == 200, ans
+        if data is not None:
+            self.r.set_data(ans["base"], data)
+        return ans["base"]
 
     def server(self, g: int, objects: str | None = None) -> dict:
         code, ans = self.api("GET", "/v1/schedulable" + (f"?objects={objects}" if objects else ""))
@@ -354,8 +380,9 @@ class Serving(Rack):
     """The daemon on the QEMU guests' cxl.mem (Rack's API helpers, no heartbeats from Python: the
     guests are the QEMU guests)."""
 
-    def __init__(self, exe: Path, s: messages.Schema, path: Path, log: Path, lease_ms: int, extra=()):
-        self.path = path
+    def __init__(self, exe: Path, s: messages.Schema, path: Path, log: Path, lease_ms: int, extra=(),
+                 auth: apiauth.ApiAuth | None = None):
+        self.path, self.auth = path, auth
         self._start(exe, s, path, log, lease_ms, list(extra), guests=0)
 
 
@@ -429,7 +456,6 @@ class Driver:
 RUNNER = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-host"
 RUNNER_STATIC = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-static"
 WORLD_DATA_BYTES = 32 << 20     # a World's region: the six workflows' tiny objects
-OBJ_BASE = 0x40000              # objects above the object map (mapBase 0, 64-byte entries)
 SIZE = "tiny"
 
 
@@ -470,7 +496,7 @@ class World:
         self.rack, self.exe, self.tmp = rack, exe, tmp
         self.r = jobs.Region(rack.path)
         self.jb = [jobs.JobBlock(self.r, g) for g in range(3)]
-        self.next_obj, self.next_base = 100, OBJ_BASE
+        self.next_obj = 100            # the memory server allocates each object's storage
         self.runners: list[Runner] = []
 
     def start(self, g: int, boot: int, min_epoch: int = 1) -> Runner:
@@ -487,11 +513,10 @@ class World:
         """A new CXL object holding `data` (object format), registered with the daemon."""
         lines = lines or jobs.obj_lines(len(data))
         raw = raw if raw is not None else jobs.encode_object(data, lines)
-        obj, base = self.next_obj, self.next_base
+        obj = self.next_obj
         self.next_obj += 1
-        self.next_base += (len(raw) + 4095) // 4096 * 4096
+        base = self.rack.register(obj, lines)
         self.r.data_write(base, raw)
-        self.rack.register(obj, base, lines)
         self.bases = getattr(self, "bases", {})
         self.bases[obj] = (base, lines)
         return obj, lines
@@ -552,15 +577,19 @@ class E2E:
     """The scheduler plugin's e2e binary in its daemon mode; stopped (and its process group
     killed) at close, even when the test fails."""
 
-    def __init__(self, port: int, out: Path, plugin: bool, tmp: Path):
+    def __init__(self, port: int, out: Path, plugin: bool, tmp: Path, auth: apiauth.ApiAuth | None = None):
+        """`auth`: the daemon serves TLS with tokens (apiauth.ApiAuth): the e2e's agent and plugin
+        get its CA and the reader's token, and first check that wrong ones fail closed."""
         self.kube_path, self.result_path = tmp / f"kube-{plugin}.json", out / f"e2e-result-{'plugin' if plugin else 'no-plugin'}.json"
         self.log_path = out / f"e2e-{'plugin' if plugin else 'no-plugin'}.log"
         (out / ("plugin" if plugin else "no-plugin")).mkdir(parents=True, exist_ok=True)
         for p in (self.kube_path, self.result_path):
             p.unlink(missing_ok=True)
-        env = {**os.environ, "APTA_E2E_ENDPOINT": f"http://127.0.0.1:{port}", "APTA_E2E_KUBE": str(self.kube_path),
+        env = {**os.environ, "APTA_E2E_ENDPOINT": f"{'https' if auth else 'http'}://127.0.0.1:{port}", "APTA_E2E_KUBE": str(self.kube_path),
                "APTA_E2E_RESULT": str(self.result_path), "APTA_E2E_PLUGIN": "1" if plugin else "0", "APTA_E2E_WAIT": "15m",
                "APTA_E2E_DIR": str(out / ("plugin" if plugin else "no-plugin"))}
+        if auth:
+            env.update(APTA_E2E_CA_FILE=str(auth.pki.ca), APTA_E2E_TOKEN_FILE=str(auth.token_path("reader")))
         self.log = open(self.log_path, "w")
         # run from the package directory: the e2e reads ../../manifests/apta
         self.p = subprocess.Popen(["nice", "-n", "5", str(E2E_BIN), "-test.run", "^TestDaemonControlPlane$", "-test.v"],

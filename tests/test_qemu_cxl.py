@@ -161,9 +161,8 @@ def test_guestlib_in_guests_with_daemon(request, exe, schema, qemu_clusters):
         assert d.proc.poll() is not None
     request.addfinalizer(finalize)
     for k in range(N):
-        o, base = 10 + k, 0x1000 * (k + 1)
-        d.r.set_data(base, content(o, 0, 8))
-        d.register(o, base, 8)
+        o = 10 + k
+        d.register(o, 8, content(o, 0, 8))
     for g in range(N):
         c.start(g)
     for g in range(N):
