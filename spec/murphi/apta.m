@@ -49,6 +49,11 @@ const
                           -- old incarnation's messages out of the new one
   OPC_TIMEOUT: true;      -- the OPC may abort an open transaction (timeout); the writer retries
   SILENT_EVICTION: true;  -- compute-server caches may drop a shared object without telling the OTC
+  VERSIONED: false;       -- issue 19, dataflow invocation: a get may name the minimum version it needs
+                          -- (its producer's commit); the OSC holds it until that version commits;
+                          -- functions may be placed early (before their inputs exist), and then
+                          -- read only with versioned gets. false: the paper's protocol, unchanged
+  HOLD_SLOTS: 1;          -- entries of the OSC's hold table (VERSIONED only): a full table answers GetRetry
   VECTOR_CELLS: false;    -- ghost vcells records the protocol-table cells of each memory-server step
                           -- (spec/murphi/vectors.py turns it on; off, vcells stays all false)
 
@@ -82,6 +87,12 @@ const
   M_COMMIT_NO_CAPACITY: 25; -- the OPC commits into I without checking the directory's capacity
   M_EPOCH_WRAP_UNGUARDED: 26; -- a wrapping epoch is granted while the old incarnation's messages
                           -- with that value are still in flight
+  -- the versioned-get feature (VERSIONED, issue 19): one mutant per new property
+  M_RELEASE_OLD: 27;      -- the OSC releases a held get before its version committed (serves the old one)
+  M_FENCE_DROPS_HOLDS: 28;-- fencing a writer also drops the gets held for the object it was writing
+  M_HIT_IGNORES_VERSION: 29; -- a versioned get hits any cached copy, whatever its version
+  M_EARLY_UNVERSIONED: 30;-- an early-placed function may also read without a version
+  M_RELEASE_EXACT: 31;    -- the hold table wakes a get only on a commit of exactly its version
   MUTANT: M_NONE;         -- the real protocol
 
   -- derived sizes
@@ -106,10 +117,12 @@ type
   Rank: 0..MAX_PUTS;                    -- commit order of a put id within its object
   Epoch: 0..MAX_EPOCH;
   Faults: 0..MAX_FAULTS;
+  HoldSlot: scalarset(HOLD_SLOTS);
   Pend: 0..MAX_PEND;
 
   MsgType: enum { ObjGet, PutPrepare, PutLine, Rejoin,          -- req
                   ObjData, PutCommit, PutRetry, RejoinAck,      -- rsp
+                  GetRetry, GetCancelled,                       -- rsp, versioned gets only
                   ObjBISnp,                                     -- snp
                   ObjBIRsp };                                   -- birsp
 
@@ -122,6 +135,7 @@ type
     val:   PutId;                        -- PutLine
     data:  ObjLines;                     -- ObjData: the whole object in one reply
     epoch: Epoch;                        -- sender's (C->M) or addressee's (M->C) epoch
+    need:  Rank;                         -- ObjGet: the version it needs (commit number; 0 = any)
   end;
 
   ReqChan:   record q: array[0..REQ_DEPTH-1] of Msg; n: 0..REQ_DEPTH; end;
@@ -147,9 +161,11 @@ type
     running:  boolean;                      -- a function is placed here
     declared: boolean;                      -- it declared its inputs ...
     input:    Obj;                          -- ... namely this object
+    early:    boolean;                      -- placed early (no pending-invalidation check): versioned gets only
     snap:     array[Obj] of Rank;           -- ghost: commits per object when it was placed (P1)
     op:       OpKind;
     opObj:    Obj;
+    opNeed:   Rank;                         -- the get in flight: the version it needs (0 = any)
     putId:    PutId;                        -- put id being written
     sent:     0..NUM_LINES+1;               -- PUT controller: 0 = prepare next, k = line k-1 next
     cache:    array[Obj] of CacheLine;
@@ -173,6 +189,8 @@ type
   DState: enum { D_I, D_S, D_SA, D_SI };    -- OTC directory states (S^A written SA)
   DirEntry: record st: DState; sharers: array[Server] of boolean; end;
   SlotState: enum { SlotFree, SlotOpen, SlotDraining };
+  -- the OSC's hold table: a versioned get whose version has not committed waits here (issue 19)
+  Held: record valid: boolean; c: Server; o: Obj; need: Rank; end;
   StagingSlot: record
     st:    SlotState;
     owner: Server;
@@ -195,6 +213,7 @@ var
   dir:     array[Obj] of DirEntry;                      -- OTC
   pend:    array[Obj] of array[Server] of Pend;         -- OIC: outstanding acks (object, server)
   staging: array[Slot] of StagingSlot;                  -- OPC
+  hold:    array[HoldSlot] of Held;                     -- OSC: held versioned gets (VERSIONED)
   mem:     array[Obj] of array[Line] of PutId;          -- DRAM behind the memory controller
   mepoch:  array[Server] of Epoch;                      -- control plane: current epoch per server
   fenced:  array[Server] of boolean;                    -- control plane: fenced by the detector
@@ -203,7 +222,9 @@ var
 
   -- ghosts (never read by the protocol rules, only by properties and counters of the bounds)
   issued:  array[Obj] of PutId;                         -- put ids handed out so far
-  commits: array[Obj] of Rank;                          -- commits so far
+  commits: array[Obj] of Rank;                          -- commits so far; with VERSIONED also the
+                                                        -- memory server's version counter per object,
+                                                        -- which its hold decision reads
   rank:    array[Obj] of array[PutId] of Rank;          -- commit rank of a put id (0: not committed)
   faults:  Faults;
   vcells:  array[VCell] of boolean;                     -- cells the last step exercised (VECTOR_CELLS)
@@ -267,7 +288,9 @@ end;
 function Message(t: MsgType; o: Obj; e: Epoch): Msg;
 var m: Msg;
 begin
-  undefine m; m.mtype := t; m.obj := o; m.epoch := e; return m;
+  undefine m; m.mtype := t; m.obj := o; m.epoch := e;
+  if t = ObjGet then m.need := 0; end;           -- a get without a version
+  return m;
 end;
 
 function Control(t: MsgType; e: Epoch): Msg;    -- Rejoin / RejoinAck: no object
@@ -355,7 +378,8 @@ end;
 -- requests that need a directory entry for an object in I (the eviction's triggers)
 function GetNeedsEntry(c: Server): boolean;
 begin
-  return GetAtHead(c) & pend[req[c].q[0].obj][c] = 0 & dir[req[c].q[0].obj].st = D_I;
+  return GetAtHead(c) & req[c].q[0].need <= commits[req[c].q[0].obj]
+       & pend[req[c].q[0].obj][c] = 0 & dir[req[c].q[0].obj].st = D_I;
 end;
 
 function CommitNeedsEntry(s: Slot): boolean;
@@ -461,6 +485,93 @@ begin
   undefine staging[s].got; undefine staging[s].data;
 end;
 
+-- OSC + OTC: serve c's get of o in one reply (the cells of `OTC get`, and of a released held get).
+procedure ServeGet(c: Server; o: Obj);
+var m: Msg;
+begin
+  switch dir[o].st
+  case D_I:  dir[o].st := D_S;                      -- "OTC I Get": allocate
+    VecCell(V_get_I_alloc);
+  case D_SA: cover "get served in S^A" true;        -- "OTC SA Get": stays S^A (paper: -> S)
+    VecCell(V_get_SA);
+    if MUTANT = M_SA_GET_TO_S then dir[o].st := D_S; end;
+  else                                              -- "OTC S Get"
+    VecCell(V_get_S);
+  end;
+  dir[o].sharers[c] := true;
+  if Draining(o) then VecCell(V_osc_get_forward); else VecCell(V_osc_get_mem); end;
+  if exists s: Slot do staging[s].st = SlotOpen & staging[s].obj = o
+                       & exists l: Line do staging[s].got[l] end end
+  then VecCell(V_osc_get_open); end;
+  m := Message(ObjData, o, mepoch[c]);
+  for l: Line do
+    if MUTANT = M_NO_FORWARD | (MUTANT = M_FORWARD_PARTIAL & l != 0) then m.data[l] := mem[o][l];
+    else m.data[l] := MemView(o, l); end;
+    if MUTANT = M_FORWARD_OPEN then
+      for s: Slot do
+        if staging[s].st = SlotOpen & staging[s].obj = o & staging[s].got[l] then
+          m.data[l] := staging[s].data[l];
+        end;
+      end;
+    end;
+  end;
+  SendRsp(c, m);
+end;
+
+-- The directory lets c's get of o be served now: c owes no ack for o (its own BIRsp is on the
+-- way, and waiting for it bounds the counters), and o has an entry or one is free (SI stalls).
+function GetServable(c: Server; o: Obj): boolean;
+begin
+  return pend[o][c] = 0
+       & (dir[o].st = D_S | dir[o].st = D_SA | (dir[o].st = D_I & !DirFull()));
+end;
+
+-- A successor may name version k of o: it has committed, or a put that may make it is running on a
+-- live server (its producer, started; k <= issued: no version beyond the puts begun is named).
+function VersionNamed(o: Obj; k: Rank): boolean;
+begin
+  return k <= commits[o]
+       | (k <= issued[o] & exists c: Server do cs[c].status = Live
+            & (cs[c].op = OpPutSend | cs[c].op = OpPutWait) & cs[c].opObj = o end);
+end;
+
+-- A held get may leave the hold table: its version has committed [issue 19].
+function HeldReady(h: HoldSlot): boolean;
+begin
+  if MUTANT = M_RELEASE_EXACT then return hold[h].valid & commits[hold[h].o] = hold[h].need; end;
+  return hold[h].valid & (commits[hold[h].o] >= hold[h].need | MUTANT = M_RELEASE_OLD);
+end;
+
+function HoldFree(): boolean;
+begin return exists h: HoldSlot do !hold[h].valid end; end;
+
+procedure FreeHold(h: HoldSlot);
+begin
+  hold[h].valid := false; undefine hold[h].c; undefine hold[h].o; undefine hold[h].need;
+end;
+
+-- c's held gets go with c's epoch (fence, rejoin): nobody is left to answer.
+procedure DropHolds(c: Server);
+begin
+  for h: HoldSlot do if hold[h].valid & hold[h].c = c then FreeHold(h); end; end;
+end;
+
+-- Ghost guard of the runtime's cancellation: no put of o can commit any more (the run's puts are
+-- all issued, none is in progress at a compute server, in a request channel or open in staging), so
+-- a version above commits[o] will never exist. In a deployment the workflow controller decides this
+-- (the producer's re-execution budget is spent); here it may cancel only then, so a held get whose
+-- version can still be produced is never cancelled and must be served (V2).
+function NoPutCanCommit(o: Obj): boolean;
+begin
+  return (issued[o] = MAX_PUTS | PutsIssued() = TOTAL_PUTS)
+       & !(exists c: Server do cs[c].status != Dead & (cs[c].op = OpPutSend | cs[c].op = OpPutWait)
+                              & cs[c].opObj = o end)
+       & !(exists c: Server do exists i: 0..REQ_DEPTH-1 do
+             i < req[c].n & (req[c].q[i].mtype = PutPrepare | req[c].q[i].mtype = PutLine)
+             & req[c].q[i].obj = o end end)
+       & !(exists s: Slot do staging[s].st = SlotOpen & staging[s].obj = o end);
+end;
+
 -- The no-fencing mutants (and CXL 3.0) have no failure detector and retire nothing on rejoin.
 function FencingExists(): boolean;
 begin return MUTANT != M_NO_FENCING & MUTANT != M_CXL3_SYNC_INV; end;
@@ -479,7 +590,13 @@ begin
     if MUTANT != M_FENCE_KEEPS_ACKS then pend[o][c] := 0; end;
     if MUTANT != M_FENCE_KEEPS_SHARER then dir[o].sharers[c] := false; end;
   end;
+  DropHolds(c);
   for s: Slot do
+    if MUTANT = M_FENCE_DROPS_HOLDS & staging[s].st = SlotOpen & staging[s].owner = c then
+      for h: HoldSlot do                            -- the wrong abort: its readers' gets go too
+        if hold[h].valid & hold[h].o = staging[s].obj then FreeHold(h); end;
+      end;
+    end;
     if staging[s].st = SlotOpen & staging[s].owner = c then VecCell(V_opc_abort_fence); FreeSlot(s);
     elsif MUTANT = M_FENCE_DROPS_DRAINING & staging[s].st = SlotDraining & staging[s].owner = c then
       FreeSlot(s);
@@ -521,22 +638,28 @@ end;
 
 procedure FunctionEnds(c: Server);
 begin
-  cs[c].running := false; cs[c].declared := false;
+  cs[c].running := false; cs[c].declared := false; cs[c].early := false;
   undefine cs[c].input; undefine cs[c].snap;
-  cs[c].op := OpNone; undefine cs[c].opObj; undefine cs[c].putId; cs[c].sent := 0;
+  cs[c].op := OpNone; undefine cs[c].opObj; undefine cs[c].opNeed; undefine cs[c].putId; cs[c].sent := 0;
 end;
 
 -- A get returns object o with data d to the function running on c. P1 and P2 are checked on the
 -- value returned, here, rather than on a ghost copy kept in the state (which would multiply it).
-procedure Returned(c: Server; o: Obj; d: ObjLines);
+procedure Returned(c: Server; o: Obj; d: ObjLines; need: Rank);
 begin
   -- P2: no get ever returns a torn object (lines written by different puts).
   assert forall l: Line do d[l] = d[0] end "P2_no_torn_get";
   -- P1: a get by a function placed after a put committed returns that version or a newer
   -- committed one: what it returns is committed, and its commit rank is at least the number of
-  -- commits of o when the function was placed.
-  assert (d[0] = 0 | rank[o][d[0]] > 0) & RankOf(o, d[0]) >= cs[c].snap[o]
-    "P1_get_returns_latest_at_placement";
+  -- commits of o when the function was placed. A versioned get of an early-placed function
+  -- promises only V1 (its version), which is all its workflow edge needs.
+  if !cs[c].early | need = 0 then
+    assert (d[0] = 0 | rank[o][d[0]] > 0) & RankOf(o, d[0]) >= cs[c].snap[o]
+      "P1_get_returns_latest_at_placement";
+  end;
+  -- V1: a versioned get never returns a version older than the one it names (issue 19).
+  assert need = 0 | ((d[0] = 0 | rank[o][d[0]] > 0) & RankOf(o, d[0]) >= need)
+    "V1_get_returns_required_version";
 end;
 
 procedure ClearCache(c: Server);
@@ -591,6 +714,18 @@ end;
 ------------------------------------------------------------------------------------------------
 ruleset c: Server do
 
+  -- Early placement (VERSIONED, issue 19): a function whose gets all name their versions needs no
+  -- pending-invalidation check: a stale copy is older than the version it names, hence a miss.
+  rule "Sched place (early: versioned gets only)"
+    VERSIONED & cs[c].status = Live & !cs[c].running
+    & (MUTANT = M_FENCED_SCHEDULABLE | !fenced[c]) & cs[c].epoch = mepoch[c]
+  ==>
+  begin
+    VecStep();
+    cover "early placement on a server with pending invalidations" PendingAt(c);
+    Place(c); cs[c].declared := false; cs[c].early := true;
+  end;
+
   rule "Sched place (undeclared inputs)"
     Schedulable(c)
   ==>
@@ -615,23 +750,66 @@ ruleset c: Server do
   ruleset o: Obj do
     rule "Fn get: hit"
       cs[c].status = Live & cs[c].running & cs[c].op = OpNone & MayRead(c, o)
+      & (!cs[c].early | MUTANT = M_EARLY_UNVERSIONED)
       & cs[c].cache[o].st = C_S
     ==>
     var d: ObjLines;
     begin
       VecStep();
       for l: Line do d[l] := cs[c].cache[o].ver; end;
-      Returned(c, o, d);
+      Returned(c, o, d, 0);
     end;
 
     rule "Fn get: miss, GET controller sends ObjGet"
       cs[c].status = Live & cs[c].running & cs[c].op = OpNone & MayRead(c, o)
+      & (!cs[c].early | MUTANT = M_EARLY_UNVERSIONED)
       & cs[c].cache[o].st = C_I
     ==>
     begin
       VecStep();
-      cs[c].cache[o].st := C_IS_D; cs[c].op := OpGet; cs[c].opObj := o;
+      cs[c].cache[o].st := C_IS_D; cs[c].op := OpGet; cs[c].opObj := o; cs[c].opNeed := 0;
       SendReq(c, Message(ObjGet, o, cs[c].epoch));
+    end;
+
+    -- Versioned gets (VERSIONED, issue 19). A function names version k of o: the commit its
+    -- producer's put makes. It asks only while that version exists or its producer is running
+    -- (VersionNamed): the plugin creates successor pods when the predecessor starts, and while a
+    -- dead producer waits for its re-execution no new successor may take a server, or waiting
+    -- readers could fill every server and leave none for the re-executed put (Rumur found that
+    -- deadlock when the guard was only k <= issued; see README "Versioned gets"). The
+    -- cache keeps the version number ObjData and PutCommit carry (here: the put id's commit rank,
+    -- fixed at its commit; cached values are committed), so a copy older than k is a miss.
+    ruleset k: Rank do
+      rule "Fn get (version k): hit"
+        VERSIONED & k > 0 & VersionNamed(o, k)
+        & cs[c].status = Live & cs[c].running & cs[c].op = OpNone & MayRead(c, o)
+        & cs[c].cache[o].st = C_S
+        & (RankOf(o, cs[c].cache[o].ver) >= k | MUTANT = M_HIT_IGNORES_VERSION)
+      ==>
+      var d: ObjLines;
+      begin
+        VecStep();
+        cover "versioned hit beside a pending invalidation" pend[o][c] > 0;
+        for l: Line do d[l] := cs[c].cache[o].ver; end;
+        Returned(c, o, d, k);
+      end;
+
+      rule "Fn get (version k): miss, ObjGet names k (an older copy is dropped)"
+        VERSIONED & k > 0 & VersionNamed(o, k)
+        & cs[c].status = Live & cs[c].running & cs[c].op = OpNone & MayRead(c, o)
+        & (cs[c].cache[o].st = C_I
+           | (cs[c].cache[o].st = C_S & RankOf(o, cs[c].cache[o].ver) < k
+              & MUTANT != M_HIT_IGNORES_VERSION))
+      ==>
+      var m: Msg;
+      begin
+        VecStep();
+        cover "versioned get drops an older cached copy" cs[c].cache[o].st = C_S;
+        cs[c].cache[o].st := C_IS_D; undefine cs[c].cache[o].ver;
+        cs[c].op := OpGet; cs[c].opObj := o; cs[c].opNeed := k;
+        m := Message(ObjGet, o, cs[c].epoch); m.need := k;
+        SendReq(c, m);
+      end;
     end;
 
     rule "Fn get: undeclared object is an error"
@@ -722,14 +900,24 @@ ruleset c: Server do
       switch m.mtype
       case ObjData:
         assert cs[c].op = OpGet & cs[c].opObj = o "ObjData without a get";
-        Returned(c, o, m.data);
+        Returned(c, o, m.data, cs[c].opNeed);
         if cs[c].cache[o].st = C_IS_D | MUTANT = M_INSTALL_AFTER_INV then
           cs[c].cache[o].st := C_S; cs[c].cache[o].ver := m.data[0];
         else
           cover "BISnp overtook ObjData (IS_D_I)" true;
           cs[c].cache[o].st := C_I; undefine cs[c].cache[o].ver;
         end;
-        cs[c].op := OpNone; undefine cs[c].opObj;
+        cs[c].op := OpNone; undefine cs[c].opObj; undefine cs[c].opNeed;
+      case GetRetry:                             -- hold table full: the get is not held; ask again later
+        assert cs[c].op = OpGet & cs[c].opObj = o "GetRetry without a get";
+        cover "versioned get retried: hold table full" true;
+        cs[c].cache[o].st := C_I; undefine cs[c].cache[o].ver;
+        cs[c].op := OpNone; undefine cs[c].opObj; undefine cs[c].opNeed;
+      case GetCancelled:                         -- the version will never exist: the function fails
+        assert cs[c].op = OpGet & cs[c].opObj = o "GetCancelled without a get";
+        cover "held get cancelled: its version can never commit" true;
+        cs[c].cache[o].st := C_I; undefine cs[c].cache[o].ver;
+        FunctionEnds(c);
       case PutCommit:
         assert cs[c].op = OpPutWait & cs[c].opObj = o "PutCommit without a put";
         if cs[c].cache[o].st = C_P_A then
@@ -851,6 +1039,7 @@ ruleset c: Server do
     PopReq(c);
     if fenced[c] then VecCell(V_rejoin_fenced); else VecCell(V_rejoin_live); end;
     if !fenced[c] & FencingExists() then Fence(c); end;
+    DropHolds(c);                                 -- (already dropped at the fence, if any)
     mepoch[c] := NextEpoch(c); fenced[c] := false;
     SendRsp(c, Control(RejoinAck, mepoch[c]));
   end;
@@ -858,42 +1047,44 @@ ruleset c: Server do
   -- OSC + OTC get cells. SI stalls, and so does a get from a server that still owes an ack for
   -- the same object (it is live: its own BIRsp is on the way); no rule fires, the request waits.
   rule "OTC get: I, S or S^A (serve the object in one reply)"
-    req[c].n > 0 & req[c].q[0].mtype = ObjGet & !fenced[c] & req[c].q[0].epoch = mepoch[c]
-    & pend[req[c].q[0].obj][c] = 0
-    & (dir[req[c].q[0].obj].st = D_S | dir[req[c].q[0].obj].st = D_SA
-       | (dir[req[c].q[0].obj].st = D_I & !DirFull()))
+    GetAtHead(c) & req[c].q[0].need <= commits[req[c].q[0].obj]
+    & GetServable(c, req[c].q[0].obj)
   ==>
-  var o: Obj; m: Msg;
+  var o: Obj;
   begin
     VecStep();
     o := req[c].q[0].obj; PopReq(c);
-    switch dir[o].st
-    case D_I:  dir[o].st := D_S;                      -- "OTC I Get": allocate
-      VecCell(V_get_I_alloc);
-    case D_SA: cover "get served in S^A" true;        -- "OTC SA Get": stays S^A (paper: -> S)
-      VecCell(V_get_SA);
-      if MUTANT = M_SA_GET_TO_S then dir[o].st := D_S; end;
-    else                                              -- "OTC S Get"
-      VecCell(V_get_S);
-    end;
-    dir[o].sharers[c] := true;
-    if Draining(o) then VecCell(V_osc_get_forward); else VecCell(V_osc_get_mem); end;
-    if exists s: Slot do staging[s].st = SlotOpen & staging[s].obj = o
-                         & exists l: Line do staging[s].got[l] end end
-    then VecCell(V_osc_get_open); end;
-    m := Message(ObjData, o, mepoch[c]);
-    for l: Line do
-      if MUTANT = M_NO_FORWARD | (MUTANT = M_FORWARD_PARTIAL & l != 0) then m.data[l] := mem[o][l];
-      else m.data[l] := MemView(o, l); end;
-      if MUTANT = M_FORWARD_OPEN then
-        for s: Slot do
-          if staging[s].st = SlotOpen & staging[s].obj = o & staging[s].got[l] then
-            m.data[l] := staging[s].data[l];
-          end;
-        end;
+    ServeGet(c, o);
+  end;
+
+  -- Versioned gets whose version has not committed (VERSIONED, issue 19): the OSC holds the get
+  -- (no directory entry yet: it is not a sharer of anything) and serves it once the version
+  -- commits; with the hold table full it answers GetRetry at once, so the channel never blocks.
+  rule "OSC get: version not committed, hold"
+    GetAtHead(c) & req[c].q[0].need > commits[req[c].q[0].obj] & HoldFree()
+  ==>
+  var found: boolean;
+  begin
+    VecStep();
+    cover "get held until its version commits" true;
+    found := false;
+    for h: HoldSlot do
+      if !found & !hold[h].valid then
+        found := true;
+        hold[h].valid := true; hold[h].c := c; hold[h].o := req[c].q[0].obj;
+        hold[h].need := req[c].q[0].need;
       end;
     end;
-    SendRsp(c, m);
+    PopReq(c);
+  end;
+
+  rule "OSC get: version not committed, hold table full: GetRetry"
+    GetAtHead(c) & req[c].q[0].need > commits[req[c].q[0].obj] & !HoldFree()
+  ==>
+  begin
+    VecStep();
+    SendRsp(c, Message(GetRetry, req[c].q[0].obj, mepoch[c]));
+    PopReq(c);
   end;
 
   rule "OPC PutPrepare: open a staging slot or answer PutRetry"
@@ -1024,12 +1215,47 @@ ruleset s: Slot do
   end;
 end;
 
+-- A held get leaves the hold table once its version committed and the directory can serve it (the
+-- commit wakes the entries holding its object; no polling): the same cells as `OTC get`.
+-- Fencing and rejoin drop c's held gets, so a held get is always of c's current epoch.
+ruleset h: HoldSlot do
+  rule "OSC release a held get (its version committed)"
+    HeldReady(h) & GetServable(hold[h].c, hold[h].o)
+  ==>
+  var c: Server; o: Obj;
+  begin
+    VecStep();
+    c := hold[h].c; o := hold[h].o;
+    cover "held get released with a newer version than it named" commits[o] > hold[h].need;
+    FreeHold(h);
+    ServeGet(c, o);
+  end;
+
+  rule "Runtime cancels a held get: its version can never commit"
+    VERSIONED & hold[h].valid & commits[hold[h].o] < hold[h].need & NoPutCanCommit(hold[h].o)
+  ==>
+  var c: Server; o: Obj;
+  begin
+    VecStep();
+    c := hold[h].c; o := hold[h].o;
+    FreeHold(h);
+    SendRsp(c, Message(GetCancelled, o, mepoch[c]));
+  end;
+end;
+
+-- a released held get needs an entry for an object in I (the eviction's third trigger)
+function HeldNeedsEntry(): boolean;
+begin
+  return exists h: HoldSlot do HeldReady(h) & pend[hold[h].o][hold[h].c] = 0 & dir[hold[h].o].st = D_I end;
+end;
+
 -- OTC eviction: a request (get or complete put) needs an entry and the directory is full; evict a
 -- shared victim (the paper evicts a cold S entry), back-invalidating its sharers -> SI.
 ruleset v: Obj do
   rule "OTC S evict (directory full) -> SI"
     dir[v].st = D_S & DirFull()
-    & ((exists c: Server do GetNeedsEntry(c) end) | (exists s: Slot do CommitNeedsEntry(s) end))
+    & ((exists c: Server do GetNeedsEntry(c) end) | (exists s: Slot do CommitNeedsEntry(s) end)
+       | HeldNeedsEntry())
   ==>
   begin
     VecStep();
@@ -1061,9 +1287,11 @@ begin
          & exists c: Server do GetNeedsEntry(c) end;
   case V_get_SI:
     return exists c: Server do
-      GetAtHead(c) & pend[req[c].q[0].obj][c] = 0 & dir[req[c].q[0].obj].st = D_SI end;
+      GetAtHead(c) & req[c].q[0].need <= commits[req[c].q[0].obj]
+      & pend[req[c].q[0].obj][c] = 0 & dir[req[c].q[0].obj].st = D_SI end;
   case V_get_owes:
-    return exists c: Server do GetAtHead(c) & pend[req[c].q[0].obj][c] > 0 end;
+    return exists c: Server do
+      GetAtHead(c) & req[c].q[0].need <= commits[req[c].q[0].obj] & pend[req[c].q[0].obj][c] > 0 end;
   case V_commit_I_full:
     return DirFull() & !(exists o: Obj do dir[o].st = D_S end)
          & exists s: Slot do CommitNeedsEntry(s) & !Draining(staging[s].obj) end;
@@ -1083,7 +1311,7 @@ begin
   undefine staging;
   for c: Server do
     cs[c].status := Live; cs[c].epoch := 0;
-    cs[c].running := false; cs[c].declared := false;
+    cs[c].running := false; cs[c].declared := false; cs[c].early := false;
     cs[c].op := OpNone; cs[c].sent := 0;
     for o: Obj do cs[c].cache[o].st := C_I; end;
     req[c].n := 0; rsp[c].n := 0; snp[c].n := 0; birsp[c].n := 0;
@@ -1097,6 +1325,8 @@ begin
     for p: PutId do rank[o][p] := 0; end;
   end;
   for s: Slot do staging[s].st := SlotFree; end;
+  undefine hold;
+  for h: HoldSlot do hold[h].valid := false; end;
   faults := 0;
   for v: VCell do vcells[v] := false; end;
 end;
@@ -1140,6 +1370,16 @@ invariant "OIC_fenced_server_owes_nothing"
 
 invariant "OTC_capacity_respected"
   Entries() <= DIR_CAPACITY;
+
+-- V2 (issue 19): a versioned get of a live, unfenced server in its current epoch can always still
+-- complete: a held get is served once its version commits, or cancelled when it never can. Its
+-- crash cases: the producer dies (its open put aborts at the fence, the get keeps waiting for the
+-- re-executed put), the reader dies (its held gets go with its epoch).
+liveness "V2_versioned_get_completes"
+  forall c: Server do
+    !(cs[c].status = Live & !fenced[c] & cs[c].epoch = mepoch[c] & cs[c].op = OpGet
+      & cs[c].opNeed > 0)
+  end;
 
 -- P4 (liveness half, no fairness: "from every state it is still possible that ..."): every
 -- operation of a live, unfenced server in its current epoch can complete. Crashes and false
