@@ -44,7 +44,7 @@ def in_guests(n_guests: int, sizes: list, secs: float, schema_) -> dict:
                          for i, n in enumerate(sizes) for op in ("get", "put")]
     script = 'printf "' + "\\n".join(cmds) + '\\n" | /apta/aptadrv $APTA_GUEST cmd'
     c = launch.Cluster(run=f"bench-{n_guests}", n=n_guests, script=script, files=[(drv, "aptadrv")], hold=True)
-    d = harness.Serving(harness.EXE, schema_, c.shared, c.dir / "daemon.log", 2000)
+    d = harness.Serving(harness.EXE, schema_, c.rack, c.dir / "daemon.log", 2000)
     try:
         for i, n in enumerate(sizes):
             for g in range(n_guests):
