@@ -5,13 +5,16 @@
  *                                       guest G puts object OBJBASE+G (versions 1, 2, ...) and gets the
  *                                       NOBJ objects OBJBASE.. in turn, checking every reply (QEMU guests)
  *   aptadrv [--region FILE] G hold OBJ NLINES SECONDS
- *                                       gets OBJ (a copy), then heartbeats for SECONDS without reading its
- *                                       invalidation ring (it owes the ack of a put meanwhile), then acks
- *                                       and gets OBJ again (tests/test_qemu_cxl.py, the isolation test)
+ *                                       gets OBJ (a copy), then heartbeats without reading its invalidation
+ *                                       ring (it owes the ack of a put meanwhile) until the go signal (or
+ *                                       SECONDS), then acks and gets OBJ again (tests/test_qemu_cxl.py)
  *   aptadrv [--region FILE] G attack VICTIM OBJ NLINES SECONDS
- *                                       gets OBJ, waits for its snoop and acks it, forges ObjBIRsp(OBJ) and
- *                                       Rejoin with VICTIM's server id in its own request ring (each must be
- *                                       refused, wrongPort), then sweeps (below) and idles SECONDS
+ *                                       gets OBJ, waits for its snoop and acks it, waits for the go signal,
+ *                                       forges ObjBIRsp(OBJ) and Rejoin with VICTIM's server id in its own
+ *                                       request ring (each must be refused, wrongPort), then sweeps (below)
+ *                                       and idles SECONDS
+ *   The go signal: the host changes post_seq of the guest's own job block (JOBS.md: the executor's
+ *   mailbox into the guest), so the test can take its snapshots first.
  *   aptadrv [--region FILE] G sweep SECONDS
  *                                       writes the marker APTAEVIL at every 64-byte line of everything it
  *                                       mapped (its whole CXL memory), then idles SECONDS; needs no daemon
@@ -146,17 +149,24 @@ static int cmd_loop(acx *c, uint32_t base, unsigned nobj, unsigned n, double sec
   return bad ? 1 : 0;
 }
 
-/* isolation test, the victim: a copy of obj, then no acks for secs */
+/* waits until the host changes post_seq of our job block, or secs (heartbeating: the library's
+ * thread beats) */
+static void wait_go(acx *c, double secs) {
+  volatile uint64_t *post = (volatile uint64_t *)(c->base + APTA_JOBS + APTA_JOBF_POST_SEQ);
+  uint64_t p0 = *post, end = acx_now_ns() + (uint64_t)(secs * 1e9);
+  while (*post == p0 && acx_now_ns() < end) {
+    struct timespec t = {0, 10000000};
+    nanosleep(&t, 0);
+  }
+}
+
+/* isolation test, the victim: a copy of obj, then no acks until the go signal */
 static int cmd_hold(acx *c, uint32_t obj, unsigned n, double secs) {
   uint8_t buf[ACX_MAX_LINES * ACX_LINE];
   int hit, rc = acx_get(c, obj, buf, n, &hit);
   if (rc) { printf("DRV ERR g=%u hold get obj=%u rc=%d code=%d\n", c->g, obj, rc, c->last_code); return 1; }
   printf("DRV HOLD READY g=%u epoch=%u obj=%u ver=%ld\n", c->g, c->epoch, obj, check(buf, obj, n));
-  uint64_t end = acx_now_ns() + (uint64_t)(secs * 1e9);
-  while (acx_now_ns() < end) { /* the heartbeat thread beats; the invalidation ring is not read */
-    struct timespec t = {0, 10000000};
-    nanosleep(&t, 0);
-  }
+  wait_go(c, secs); /* the invalidation ring is not read meanwhile */
   int acks = acx_poll(c);
   rc = acx_get(c, obj, buf, n, &hit);
   printf("DRV HOLD DONE g=%u epoch=%u acks=%d rc=%d ver=%ld cached=%d\n", c->g, c->epoch, acks, rc,
@@ -180,6 +190,7 @@ static int cmd_attack(acx *c, volatile uint8_t *base, uint64_t size, unsigned vi
     nanosleep(&t, 0);
   }
   printf("DRV ACKED g=%u obj=%u acks=%d\n", c->g, obj, acks);
+  wait_go(c, 600);
   /* the forgeries: the victim's id in the flit, our own ring (the only one we can reach); the
      victim's epoch is not readable from here, every epoch up to ours + 1 is tried */
   unsigned refused = 0, sent = 0;
