@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Functional-emulation figures of the CXL emulation (make bench-qemu -> build/bench/qemu-cxl.json).
 
-The memory-server daemon (the Verilated msemu top) serves a region file; host processes running
+The memory-server daemon (the Verilated msemu top) serves a rack directory (a file per guest); host processes running
 the guest library's driver (qemu-cxl/guest/aptadrv.c `bench`) are the guests. Per object size
 (lines of 64 B): uncached get and put, one guest alone, then three guests at once (each on its own
 object), a fixed time each. Reported: mean and max latency per op, ops/s, and the daemon's request
