@@ -6,7 +6,7 @@ the guest library's driver (qemu-cxl/guest/aptadrv.c `bench`) are the guests. Pe
 (lines of 64 B): uncached get and put, one guest alone, then three guests at once (each on its own
 object), a fixed time each. Reported: mean and max latency per op, ops/s, and the daemon's request
 rate and RTL cycle rate from its --stats. These are figures of a functional emulation on this
-machine (a software RTL model, ring slots in a shared file), not predictions of hardware; the
+machine (a software RTL model, ring slots in mmapped files), not predictions of hardware; the
 workflow runs in TCG guests (tests/test_qemu_workflows.py) record in-guest put latencies."""
 from __future__ import annotations
 
