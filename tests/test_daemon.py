@@ -439,3 +439,53 @@ def test_guest_processes_map_only_their_own_file(exe, schema, tmp_path):
         finally:
             for d in drivers:
                 d.close()
+
+
+def test_rack_files_bad_input_and_resume(exe, schema, tmp_path):
+    """The daemon's files (RINGS.md): a missing or short guest file, a bad --guest-file pattern and
+    a server file without a header each stop it at start with a message naming the file; a restart
+    without --init resumes, and a guest's scribbled header copy neither stops it nor survives (the
+    daemon never reads a guest's copy back, it rewrites it)."""
+    from harness import make_rack
+
+    def run(*args, until=None, timeout=20):
+        p = subprocess.Popen([str(exe), *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if until is None:
+            _, err = p.communicate(timeout=timeout)
+            return p.returncode, err
+        err, deadline = "", time.time() + timeout
+        while until not in err:                      # the daemon says one line per state change
+            assert time.time() < deadline and p.poll() is None, err
+            err += p.stderr.readline()
+        p.terminate()
+        rest = p.communicate(timeout=timeout)[1]
+        return p.returncode, err + rest
+
+    rack = tmp_path / "rack"
+    make_rack(rack, 3, DATA_BYTES)
+    server, g1 = LAY.server_path(rack), LAY.guest_path(rack, 1)
+    rc, err = run("--file", server)                 # never initialized: no server header
+    assert rc == 1 and f"{server}: no layout v{LAY.raw['version']} server header" in err, err
+    rc, err = run("--file", server, "--init", until="serving")
+    assert rc == 0, err
+    # a guest scribbles over its header copy: the restart without --init resumes and rewrites it
+    with open(g1, "r+b") as f:
+        f.write(b"\xa5" * LAY.raw["header"]["bytes"])
+    rc, err = run("--file", server, until="serving")
+    assert rc == 0, err
+    with open(g1, "rb") as f, open(server, "rb") as s:
+        h, hs = f.read(LAY.raw["header"]["bytes"]), s.read(LAY.raw["header"]["bytes"])
+    assert h[:LAY.hdr("daemon_heartbeat")] == hs[:LAY.hdr("daemon_heartbeat")]
+    assert struct.unpack_from("<I", h, LAY.hdr("guest"))[0] == 1
+    with open(g1, "r+b") as f:                        # a guest file shorter than the layout
+        f.truncate(LAY.guest_bytes - 1)
+    rc, err = run("--file", server, "--init")
+    assert rc == 1 and f"{g1}: {LAY.guest_bytes - 1} bytes, needs at least {LAY.guest_bytes}" in err, err
+    g1.unlink()                                      # a missing guest file
+    rc, err = run("--file", server, "--init")
+    assert rc == 1 and f"{g1}: No such file or directory" in err, err
+    rc, err = run("--file", server, "--guest-file", str(rack / "g%s.mem"))
+    assert rc == 2 and "--guest-file: the pattern needs exactly one %u" in err, err
+    make_rack(rack, 3, DATA_BYTES)                   # (the server file is fresh again) ...
+    rc, err = run("--file", server, "--init", "--guest-file", str(rack / "guest%u.mem"), until="serving")
+    assert rc == 0 and f"initialized {server} and 3 guest files ({rack}/guest%u.mem)" in err, err
