@@ -486,6 +486,13 @@ def test_rack_files_bad_input_and_resume(exe, schema, tmp_path):
     assert rc == 1 and f"{g1}: No such file or directory" in err, err
     rc, err = run("--file", server, "--guest-file", str(rack / "g%s.mem"))
     assert rc == 2 and "--guest-file: the pattern needs exactly one %u" in err, err
-    make_rack(rack, 3, DATA_BYTES)                   # (the server file is fresh again) ...
+    make_rack(rack, 3, LAY.guest_bytes)              # (fresh, and as large as a guest file)
+    for other in (LAY.guest_path(rack, 0), server):  # a guest file that is another's: no isolation
+        g1.unlink()
+        os.link(other, g1)
+        rc, err = run("--file", server, "--init")
+        assert rc == 1 and f"{g1} (guest 1) is the same file as {other}: every guest needs its own file" in err, err
+    g1.unlink()
+    make_rack(rack, 3, DATA_BYTES)
     rc, err = run("--file", server, "--init", "--guest-file", str(rack / "guest%u.mem"), until="serving")
     assert rc == 0 and f"initialized {server} and 3 guest files ({rack}/guest%u.mem)" in err, err

@@ -331,13 +331,16 @@ class Daemon {
 };
 
 // ---- the rack's files ---------------------------------------------------------------------------
-// Maps `bytes` of `path` (the whole file if bytes is 0); nullptr after saying why.
-uint8_t* map_file(const std::string& path, uint64_t need, uint64_t bytes, uint64_t& size) {
+// Maps `bytes` of `path` (the whole file if bytes is 0); nullptr after saying why. `ino` gets the
+// file's identity (device, inode).
+uint8_t* map_file(const std::string& path, uint64_t need, uint64_t bytes, uint64_t& size,
+                  std::pair<uint64_t, uint64_t>& ino) {
   int fd = open(path.c_str(), O_RDWR);
   if (fd < 0) { say("%s: %s", path.c_str(), strerror(errno)); return nullptr; }
   struct stat st;
   if (fstat(fd, &st) < 0) { say("%s: fstat: %s", path.c_str(), strerror(errno)); close(fd); return nullptr; }
   size = uint64_t(st.st_size);
+  ino = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
   if (size < need) {
     say("%s: %" PRIu64 " bytes, needs at least %" PRIu64, path.c_str(), size, need);
     close(fd);
@@ -363,8 +366,11 @@ void write_header(uint8_t* b, uint32_t slots, uint64_t data_bytes, uint32_t gues
 
 int Daemon::open_region() {
   uint64_t size = 0;
-  R_.base = map_file(opt_.file, APTA_DATA_OFFSET + 4096, 0, size);
+  std::pair<uint64_t, uint64_t> ino;
+  std::map<std::pair<uint64_t, uint64_t>, std::string> seen;  // one file per party: no two the same
+  R_.base = map_file(opt_.file, APTA_DATA_OFFSET + 4096, 0, size, ino);
   if (!R_.base) return -1;
+  seen[ino] = opt_.file;
   R_.bytes = size;
   std::string pat = opt_.guest_file;
   if (pat.empty()) {  // the rack directory: the server file's
@@ -374,8 +380,13 @@ int Daemon::open_region() {
   for (unsigned g = 0; g < N; g++) {
     char path[4096];
     snprintf(path, sizeof path, pat.c_str(), g);
-    R_.guest[g] = map_file(path, APTA_GUEST_FILE_BYTES, APTA_GUEST_FILE_BYTES, size);
+    R_.guest[g] = map_file(path, APTA_GUEST_FILE_BYTES, APTA_GUEST_FILE_BYTES, size, ino);
     if (!R_.guest[g]) return -1;
+    if (!seen.emplace(ino, path).second) {  // shared with the server or another guest: no isolation
+      say("%s (guest %u) is the same file as %s: every guest needs its own file (RINGS.md)", path, g,
+          seen[ino].c_str());
+      return -1;
+    }
   }
   uint8_t* b = R_.base;
   if (opt_.init) {
