@@ -30,6 +30,7 @@ help:
 	@echo "make test-history the history checker (P1-P4), workflow scripts, compute-server models (plain pytest)"
 	@echo "make test-ms      the workflows on the RTL memory server with crashes; histories checked"
 	@echo "make test-trace   trace validation: short RTL event logs against Apta.tla (TLC), a mutant's and corrupted logs rejected"
+	@echo "make trace-qemu   trace validation of a QEMU run: finra on 3 guests, one killed, the tracing daemon's log against Apta.tla (TLC); mutated logs rejected"
 	@echo "make trace-validate  every workflow's RTL event log (all seeds) against Apta.tla: one line per log + a summary; a 100k-op core stress in chunks"
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
@@ -117,7 +118,7 @@ vectors: deps-murphi venv
 # pytest also runs the tracer and the simulator on the tiny traces made first, and the QEMU guests
 # with the daemon (APTA_QEMU=1). Then the scheduler plugin: Go unit tests and the e2e on a real
 # etcd + kube-apiserver (test-scheduler).
-test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon runner deps-fuzz
+test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon daemon-trace runner deps-fuzz
 	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
 	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1 nice -n 10 $(PY) -m pytest tests -q
 	echo "--- the daemon's fuzzers, $(FUZZTIME_TEST) per target (ring slots, HTTP requests, JSON bodies) ---"
@@ -207,7 +208,7 @@ bench-gem5: gem5-check traces sim venv
 # The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/
 # image/ (cached); the memory-server daemon (the Verilated msemu top behind the rings of
 # qemu-cxl/RINGS.md) -> build/qemu-cxl/daemon/. test-qemu boots TCG guests, each on its own backing file.
-.PHONY: qemu-image daemon runner test-qemu bench-qemu
+.PHONY: qemu-image daemon daemon-trace runner test-qemu bench-qemu trace-qemu
 qemu-image:
 	nice -n 10 python3 qemu-cxl/image.py
 
@@ -215,22 +216,43 @@ daemon: rtl deps-rtl-sim
 	@$(APT) g++ make nlohmann-json3-dev
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
+# The tracing daemon (apta-memd-trace --trace-log): the same RTL with the core's result queue
+# readable, in its own model build (qemu-cxl/daemon/trace.vlt); the default daemon is untouched.
+daemon-trace: daemon
+	nice -n 10 $(MAKE) -C qemu-cxl/daemon trace
+
+# Trace validation of a QEMU run with a killed guest (spec/tla/README.md "The QEMU emulation"):
+# finra on 3 TCG guests, one SIGKILLed mid-run, rebooted and rejoined; the tracing daemon's log,
+# the executor's placements and completions and the guests' hits in one order
+# (spec/tla/qemu_trace.py), checked by TLC; three mutated logs rejected at their step.
+trace-qemu: venv deps-tla qemu-image daemon-trace runner
+	echo "trace-qemu: booting 3 guests, running finra with one guest killed, then TLC (about 2 min)"
+	rm -f build/trace/qemu/summary.json build/trace/qemu/mutant-*.json
+	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider -rs tests/test_qemu_trace.py 2>&1 | grep -v '^\[launch'
+	$(PY) -c 'import glob, json; s = json.load(open("build/trace/qemu/summary.json")); \
+	  m = [json.load(open(p)) for p in sorted(glob.glob("build/trace/qemu/mutant-*.json"))]; \
+	  print("trace-qemu: %s with %s killed: %d events %s by TLC (%d distinct states, %s s); %d mutated logs rejected at the mutated step (%s)" % ( \
+	    s["workflow"], ",".join(s["killed"]), s["length"], s["result"], s["distinct_states"], s["seconds"], len(m), \
+	    ", ".join("%s at %d of %d" % (x["mutant"], x["step"], x["length"]) for x in m)))'
+
 # The guest-side function runner: the 26 workflow functions on the guest library (qemu-cxl/JOBS.md)
 # -> build/qemu-cxl/runner/aptarun-{host,static}.
 runner: daemon workloads
 	nice -n 10 $(MAKE) -s -C qemu-cxl/guest -j2
 
-test-qemu: venv qemu-image daemon runner
+test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
 	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_daemon_http.py \
-	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py
-	echo "test-qemu: guests, daemon, guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow"
+	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py tests/test_qemu_trace.py
+	echo "test-qemu: guests, daemon, guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow; a QEMU run's trace validated"
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
 # with 4 API clients that never read + 100 idle connections vs unloaded -> build/bench/daemon-stall.json.
-bench-qemu: venv daemon
+# What tracing costs the daemon (qemu-cxl/trace_cost.py) -> build/bench/daemon-trace.json.
+bench-qemu: venv daemon daemon-trace
 	nice -n 10 $(PY) qemu-cxl/bench.py --out build/bench/qemu-cxl.json
 	nice -n 10 $(PY) qemu-cxl/stall.py --out build/bench/daemon-stall.json
+	nice -n 10 $(PY) qemu-cxl/trace_cost.py --rounds 5 --out build/bench/daemon-trace.json
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl

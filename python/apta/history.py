@@ -126,7 +126,8 @@ SCHEMA = {  # ev -> (required {field: types}, optional {field: types})
                   "floor": str, "servers": list, "objects": dict, "workflow": str, "seed": int}),
     "place": ({"run": str, "fn": str, "server": str}, {"epoch": int, "after": list, "inputs": list}),
     "get": ({"id": VER, "run": str, "obj": str}, {}),
-    "get_ret": ({"id": VER}, {"lines": list, "version": VER, "digest": str, "hit": bool}),
+    "get_ret": ({"id": VER}, {"lines": list, "version": VER, "digest": str, "hit": bool,
+                              "len": int, "rhead": int}),   # len, rhead: trace validation (qemu-cxl)
     "put": ({"id": VER, "run": str, "obj": str, "version": VER}, {"digest": str, "lines": int}),
     "put_ack": ({"id": VER}, {"seq": int}),
     "commit": ({"obj": str, "version": VER}, {"seq": int, "server": str, "epoch": int}),

@@ -49,7 +49,11 @@
 #include "api.h"
 #include "http.h"
 #include "slot.h"
+#include "tracelog.h"
 #include "verilated.h"
+#ifdef APTA_MEMD_TRACE_PROBE
+#include "VMemoryServer___024root.h"  // the core's result queue, public_flat_rd (trace.vlt)
+#endif
 
 extern "C" {
 #include "apta_layout.h"
@@ -160,6 +164,7 @@ struct Options {
   // back while any other server owes an invalidation ack, as if a put waited for the
   // invalidations (the CXL-cached baseline), so a dead sharer stalls live writers until its fence.
   bool mutant_commit_waits = false;
+  std::string trace_log;               // --trace-log FILE: the event log of trace validation (tracelog.h)
 };
 
 // Bearer tokens (--token-file; issue 16), the roles of the Go control plane
@@ -231,6 +236,8 @@ class Daemon {
     apta_st32(R_.base, APTA_HDR_DAEMON_STATE, v);
     for (unsigned g = 0; g < N; g++) apta_st32(R_.guest[g], APTA_HDR_DAEMON_STATE, v);
   }
+  bool open_trace(const std::string& path) { return tlog_.open(path); }
+  void close_trace() { tlog_.close(); }
   void reset();
   void run();
   void stats(double secs) const;
@@ -325,6 +332,10 @@ class Daemon {
   std::deque<Flit> held_commits_;                               // --mutant commit-waits-for-acks
   uint64_t slept_ns_ = 0;
   uint64_t err_logged_ = 0;
+  // --trace-log (tracelog.h): the ring index of each slot waiting in req_q / ack_q
+  apta_trace::Log tlog_;
+  std::deque<uint64_t> tidx_req_[N], tidx_ack_[N];
+  unsigned tfenced_ = 0;
 
  public:
   uint64_t cycles = 0, req_fires = 0, ack_fires = 0, rsp_out = 0, snp_out = 0, axi_rd = 0, axi_wr = 0;
@@ -450,6 +461,7 @@ void Daemon::reset() {
   commit_last_ = t.io_status_commitSeq;
   fenced_last_ = t.io_status_fenced;
   st_fenced_ = t.io_status_fenced, st_pending_ = t.io_status_pending, st_sched_ = t.io_status_schedulable;
+  tfenced_ = t.io_status_fenced;
 }
 
 // ---- rings --------------------------------------------------------------------------------------
@@ -496,6 +508,7 @@ void Daemon::pull_ring(unsigned g) {
       Flit f;
       memcpy(f.data(), d.flit, APTA_FLIT_BYTES);
       (is_ack ? G.ack_q : G.req_q).push_back(f);
+      if (tlog_.on()) (is_ack ? tidx_ack_[g] : tidx_req_[g]).push_back(G.req_tail);
     }
     G.req_tail++;
   }
@@ -618,6 +631,7 @@ void Daemon::fence(unsigned g, const char* why) {
 // ---- one clock cycle ----------------------------------------------------------------------------
 void Daemon::cycle() {
   VMemoryServer& t = *top_;
+  if (tlog_.on()) tlog_.cycle(cycles);
   // 1. inputs for this cycle
   for (unsigned g = 0; g < N; g++) pull_ring(g);
   bool gate = gate_inputs_;
@@ -702,6 +716,23 @@ void Daemon::cycle() {
     w.strb = t.axi_w_bits_strb;
     w_q_.push_back(w);
   }
+  if (tlog_.on()) {
+#ifdef APTA_MEMD_TRACE_PROBE
+    // the OTC's decision entering the core's result queue: a get Served, a put Committed (the
+    // linearization points; their flits leave cycles later)
+    const auto* rp = t.rootp;
+    if (rp->MemoryServer__DOT__core__DOT__respQ__DOT__io_enq_valid && rp->MemoryServer__DOT__core__DOT__respQ__DOT__io_enq_ready)
+      tlog_.core(rp->MemoryServer__DOT__core__DOT__respQ__DOT__io_enq_bits_op, rp->MemoryServer__DOT__core__DOT__respQ__DOT__io_enq_bits_server,
+                 rp->MemoryServer__DOT__core__DOT__respQ__DOT__io_enq_bits_obj, rp->MemoryServer__DOT__core__DOT__respQ__DOT__io_enq_bits_result);
+#endif
+    for (unsigned g = 0; g < N; g++)
+      if (req_fire[g]) tlog_.flit("req", guests_[g].req_q.front().data(), int(g), tidx_req_[g].front());
+    if (ack_fire) tlog_.flit("birsp", guests_[ack_from_].ack_q.front().data(), int(ack_from_), tidx_ack_[ack_from_].front());
+    if (rsp_fire) tlog_.flit("rsp", rsp.data());
+    if (snp_fire) tlog_.flit("snp", snp.data());
+    if (t.io_err_valid)
+      tlog_.err(t.io_err_bits_code & 15, t.io_err_bits_server, t.io_err_bits_obj, t.io_err_bits_txn, t.io_err_bits_opcode);
+  }
   if (t.io_err_valid) on_err();
   if (t.io_mapUpdDone_valid) map_done_.push_back(t.io_mapUpdDone_bits);
   if (t.io_queryResp_valid) {
@@ -723,11 +754,22 @@ void Daemon::cycle() {
     st_fenced_ = t.io_status_fenced, st_pending_ = t.io_status_pending, st_sched_ = t.io_status_schedulable;
     status_changes_++;
   }
+  if (tlog_.on() && t.io_status_fenced != tfenced_) {
+    for (unsigned g = 0; g < N; g++)
+      if (((t.io_status_fenced ^ tfenced_) >> g) & 1u) tlog_.fenced(g, (t.io_status_fenced >> g) & 1u, epoch_of(g));
+    tfenced_ = t.io_status_fenced;
+  }
 
   // 4. retire what fired, deliver what left
   for (unsigned g = 0; g < N; g++)
-    if (req_fire[g]) { trace("req", guests_[g].req_q.front()); guests_[g].req_q.pop_front(); guests_[g].requests++; req_fires++; }
-  if (ack_fire) { trace("birsp", guests_[ack_from_].ack_q.front()); guests_[ack_from_].ack_q.pop_front(); ack_valid_ = false; ack_fires++; }
+    if (req_fire[g]) {
+      trace("req", guests_[g].req_q.front()); guests_[g].req_q.pop_front(); guests_[g].requests++; req_fires++;
+      if (tlog_.on()) tidx_req_[g].pop_front();
+    }
+  if (ack_fire) {
+    trace("birsp", guests_[ack_from_].ack_q.front()); guests_[ack_from_].ack_q.pop_front(); ack_valid_ = false; ack_fires++;
+    if (tlog_.on()) tidx_ack_[ack_from_].pop_front();
+  }
   if (map_fire) map_q_.pop_front();
   if (query_fire) query_q_.pop_front();
   if (r_fire) { rd_q_.pop_front(); axi_rd++; }
@@ -783,6 +825,7 @@ void Daemon::watch_qemu(unsigned g) {
 }
 
 void Daemon::housekeeping(uint64_t t) {
+  tlog_.flush();
   apta_st64(R_.base, APTA_HDR_DAEMON_HEARTBEAT, t);
   for (unsigned g = 0; g < N; g++) {
     Guest& G = guests_[g];
@@ -830,6 +873,8 @@ bool Daemon::map_update(uint32_t obj, uint64_t base, unsigned size, bool valid, 
       if (d == obj) {
         if (valid) objects_[obj] = {base, size};
         else objects_.erase(obj);
+        if (tlog_.on())
+          tlog_.reg(obj, base, size, valid, valid && base + 64ull * size <= R_.data_bytes() ? R_.base + APTA_DATA_OFFSET + base : nullptr);
         status_changes_++;             // a state change of the API (unknown <-> known): seq advances
         say("object %u %s (base %" PRIu64 ", %u lines)", obj, valid ? "registered" : "deleted", base, size);
         return true;
@@ -1152,6 +1197,7 @@ void usage() {
           "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
           "  --stats        print cycles/s and requests/s at exit\n"
           "  --trace        one stderr line per flit in and out (debugging)\n"
+          "  --trace-log F  the event log of trace validation (apta-memd-trace only: spec/tla/README.md)\n"
           "  --qemu-pidfile PATTERN  guest g's QEMU -pidfile (PATTERN with %%u = g): fence at once when it exits\n"
           "  --mutant commit-waits-for-acks  a deliberate bug for negative controls: PutCommit held while others owe acks\n",
           APTA_GUEST_FILE_FMT, APTA_DEFAULT_SLOTS, APTA_MAX_SLOTS, APTA_LEASE_MS);
@@ -1179,6 +1225,7 @@ int main(int argc, char** argv) {
     else if (a == "--init") o.init = true;
     else if (a == "--stats") o.stats = true;
     else if (a == "--trace") o.trace = true;
+    else if (a == "--trace-log") o.trace_log = val("a path");
     else if (a == "--qemu-pidfile") {
       o.pidfile = val("a pattern with %u");
       // exactly one conversion, %u (the guest index): the pattern goes to snprintf
@@ -1226,6 +1273,13 @@ int main(int argc, char** argv) {
     say("API authentication on: %zu tokens", d.tokens.byToken.size());
   }
   if (d.open_region() < 0) return 1;
+  if (!o.trace_log.empty()) {
+#ifndef APTA_MEMD_TRACE_PROBE
+    fprintf(stderr, "apta-memd: --trace-log needs the core's result queue: use apta-memd-trace (make -C qemu-cxl/daemon trace)\n");
+    return 2;
+#endif
+    if (!d.open_trace(o.trace_log)) { fprintf(stderr, "apta-memd: --trace-log %s: %s\n", o.trace_log.c_str(), strerror(errno)); return 1; }
+  }
   if (o.port > 0 && (d.listen_fd = listen_on(o.port)) < 0) {
     fprintf(stderr, "apta-memd: cannot listen on 127.0.0.1:%d: %s\n", o.port, strerror(errno));
     return 1;
@@ -1242,6 +1296,7 @@ int main(int argc, char** argv) {
   uint64_t t0 = now_ns();
   d.run();
   if (http) http->stop();
+  d.close_trace();
   double secs = double(now_ns() - t0) / 1e9;
   say("stopped");
   if (o.stats) d.stats(secs);
