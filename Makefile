@@ -247,11 +247,13 @@ test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
-# with 4 API clients that never read + 100 idle connections vs unloaded -> build/bench/daemon-stall.json.
+# with 4 API clients that never read + 100 idle connections vs unloaded -> build/bench/daemon-stall.json;
+# a status answer's time and directory queries with 10 vs 100,000 registered objects -> build/bench/daemon-status.json.
 # What tracing costs the daemon (qemu-cxl/trace_cost.py) -> build/bench/daemon-trace.json.
 bench-qemu: venv daemon daemon-trace
 	nice -n 10 $(PY) qemu-cxl/bench.py --out build/bench/qemu-cxl.json
 	nice -n 10 $(PY) qemu-cxl/stall.py --out build/bench/daemon-stall.json
+	nice -n 10 $(PY) qemu-cxl/statusbench.py --out build/bench/daemon-status.json
 	nice -n 10 $(PY) qemu-cxl/trace_cost.py --rounds 5 --out build/bench/daemon-trace.json
 
 # --- RTL ----------------------------------------------------------------------------------------

@@ -48,9 +48,8 @@ def in_guests(n_guests: int, sizes: list, secs: float, schema_) -> dict:
     try:
         for i, n in enumerate(sizes):
             for g in range(n_guests):
-                o, base = 10 + 3 * i + g, (1 << 20) * (1 + 3 * i + g)
-                d.r.set_data(base, content(o, 0, n))
-                d.register(o, base, n)
+                o = 10 + 3 * i + g
+                d.register(o, n, content(o, 0, n))
         for g in range(n_guests):
             c.start(g)
         out = {}
@@ -85,7 +84,7 @@ def main(argv=None) -> int:
         return 2
     params = json.loads(harness.PARAMS_PATH.read_text())
     sizes = [n for n in SIZES if n <= params["linesPerObject"]]
-    data_bytes = 3 * max(sizes) * 64 * 2 + (1 << 20)
+    data_bytes = 3 * max(sizes) * 64 * 2 * 2 + harness.DATA_BYTES   # the map, then power-of-two extents
     drv = build_driver()
     res = {"note": "functional emulation: the Verilated RTL memory server behind rings in a shared file, host "
                    "processes as guests; not a hardware prediction",
@@ -96,15 +95,12 @@ def main(argv=None) -> int:
         rack = harness.Rack(harness.EXE, harness.load_schema(), Path(tmp), data_bytes=data_bytes)
         drivers = []
         try:
-            base = 1 << 16
             objs = {}
             for n in sizes:
                 for g in range(3):
                     o = 10 + 3 * sizes.index(n) + g      # distinct slots of the direct-mapped object map
-                    rack.r.set_data(base, content(o, 0, n))
-                    rack.register(o, base, n)
+                    rack.register(o, n, content(o, 0, n))
                     objs[(n, g)] = o
-                    base += (n * 64 + 4095) // 4096 * 4096
             drivers = [Driver(drv, rack.path, g) for g in range(3)]
             for gu in rack.guests:
                 gu.alive = False

@@ -38,7 +38,6 @@ from apta.paths import ROOT
 
 import jobs
 
-MAP_ENTRY_BYTES = 16                       # rtl/MEMSERVER.md: 16-byte object-map entries
 
 
 class ExecutorError(RuntimeError):
@@ -149,8 +148,8 @@ class Executor:
             gs.life, gs.hb, gs.hb_t = gs.jb.life, gs.jb.heartbeat, time.monotonic()
         self.map_entries = int(json.loads((ROOT / "build/rtl/msemu/params.json").read_text())["mapEntries"])
         self.next_obj = first_obj
-        self.next_base = (self.map_entries * MAP_ENTRY_BYTES + 4095) // 4096 * 4096
         self.live_ids: set[int] = set()
+        self.unreleased: set[int] = set()   # removals refused as busy (copies outstanding): retried later
         self.hooks: list = []         # callables (executor, event) after every history event
         self.liveness: list = []      # every crash, fence and rejoin seen in this session
         self.history, self.t_start = [], time.monotonic()
@@ -161,17 +160,18 @@ class Executor:
     # -- allocation ---------------------------------------------------------------------------
     def reserve(self, lines: int, data: bytes = b"", what: str = "object") -> tuple[int, int]:
         """A new CXL object of `lines` lines holding `data` (object format): a fresh id in a free
-        slot of the direct-mapped map, data-area space, registered with the daemon; (id, base)."""
+        slot of the direct-mapped map, registered with the daemon, whose memory server allocates its
+        storage (507 when the data area is full); then the initial data at that base; (id, base)."""
         while (self.next_obj % self.map_entries) in {i % self.map_entries for i in self.live_ids}:
             self.next_obj += 1
-        oid, base = self.next_obj, self.next_base
+        oid = self.next_obj
         self.next_obj += 1
-        self.next_base += (lines * jobs.LINE + 4095) // 4096 * 4096
-        if self.next_base > self.region.data_bytes:
-            raise ExecutorError(f"the data area ({self.region.data_bytes} bytes) is full at {what}")
-        self.region.data_write(base, jobs.encode_object(data, lines))
-        self.api.call("POST", "/v1/objects", {"obj": oid, "base": base, "size": lines})
+        try:
+            base = self.api.call("POST", "/v1/objects", {"obj": oid, "size": lines})["base"]
+        except ExecutorError as e:
+            raise ExecutorError(f"{what}: {e}") from None
         self.live_ids.add(oid)
+        self.region.data_write(base, jobs.encode_object(data, lines))
         return oid, base
 
     def allocate(self, wf, ref: Reference) -> dict:
@@ -184,8 +184,18 @@ class Executor:
         return objs
 
     def release(self, objs: dict):
-        for oid, lines, base in objs.values():
-            self.api.call("POST", "/v1/objects", {"obj": oid, "base": base, "size": lines, "valid": 0})
+        """Removes the objects (their storage is freed). A removal the memory server refuses as busy
+        (a compute server still holds a copy, or owes an ack for it) is retried at the next release:
+        the copy goes when the directory evicts or a fence drops it."""
+        for oid in sorted(self.unreleased | {oid for oid, _lines, _base in objs.values()}):
+            try:
+                self.api.call("POST", "/v1/objects", {"obj": oid, "valid": 0})
+            except ExecutorError as e:
+                if "HTTP 409" not in str(e) or '"busy"' not in str(e):
+                    raise
+                self.unreleased.add(oid)
+                continue
+            self.unreleased.discard(oid)
             self.live_ids.discard(oid)
 
     # -- history ------------------------------------------------------------------------------

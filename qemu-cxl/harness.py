@@ -46,7 +46,8 @@ PARAMS_PATH = ROOT / "build" / "rtl" / VARIANT / "params.json"
 EXE = ROOT / "build" / "qemu-cxl" / "daemon" / "apta-memd"
 LAY = gen_layout.load()
 LINE = 64
-DATA_BYTES = 1 << 20       # the data area of a Rack's server file unless told otherwise
+DATA_BYTES = 8 << 20       # the data area of a Rack's server file unless told otherwise (sparse file):
+                           # the msemu object map (2 MiB) and the allocator's arena above it
 SERVING_DATA_BYTES = 192 << 20   # the QEMU runs' data area (sparse)
 REFUSED = LAY.raw["refusals"]
 SPEC = SCHEMA / "controlplane.yaml"
@@ -343,13 +344,20 @@ class Rack:
             code, ans = e.code, json.loads(e.read())
         # every answer conforms to the spec: the API's one definition
         p = path.split("?")[0]
-        spec_check("Error" if code != 200 else "ChangeAnswer" if method == "POST" else
+        spec_check("Error" if code != 200 else "RegisterAnswer" if method == "POST" and p == "/v1/objects" else
+                   "ChangeAnswer" if method == "POST" else
                    "ObjectAnswer" if p.startswith("/v1/objects/") else "SchedulableAnswer", ans)
         return code, ans
 
-    def register(self, obj: int, base: int, size: int):
-        code, ans = self.api("POST", "/v1/objects", {"obj": obj, "base": base, "size": size})
+    def register(self, obj: int, size: int, data: bytes | None = None) -> int:
+        """Register object `obj` of `size` lines: the memory server allocates its storage and answers
+        the base (controlplane.yaml registerObject); `data` is then written there (the host's view
+        of the data area, as the Object Manager loads an initial object). Returns the base."""
+        code, ans = self.api("POST", "/v1/objects", {"obj": obj, "size": size})
         assert code == 200, ans
+        if data is not None:
+            self.r.set_data(ans["base"], data)
+        return ans["base"]
 
     def server(self, g: int, objects: str | None = None) -> dict:
         code, ans = self.api("GET", "/v1/schedulable" + (f"?objects={objects}" if objects else ""))
@@ -466,7 +474,6 @@ class Driver:
 RUNNER = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-host"
 RUNNER_STATIC = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-static"
 WORLD_DATA_BYTES = 32 << 20     # a World's data area: the six workflows' tiny objects
-OBJ_BASE = 0x40000              # objects above the object map (mapBase 0, 64-byte entries)
 SIZE = "tiny"
 
 
@@ -507,7 +514,7 @@ class World:
         self.rack, self.exe, self.tmp = rack, exe, tmp
         self.r = jobs.Rack(rack.path)
         self.jb = [jobs.JobBlock(self.r, g) for g in range(3)]
-        self.next_obj, self.next_base = 100, OBJ_BASE
+        self.next_obj = 100            # the memory server allocates each object's storage
         self.runners: list[Runner] = []
 
     def start(self, g: int, boot: int, min_epoch: int = 1) -> Runner:
@@ -524,11 +531,10 @@ class World:
         """A new CXL object holding `data` (object format), registered with the daemon."""
         lines = lines or jobs.obj_lines(len(data))
         raw = raw if raw is not None else jobs.encode_object(data, lines)
-        obj, base = self.next_obj, self.next_base
+        obj = self.next_obj
         self.next_obj += 1
-        self.next_base += (len(raw) + 4095) // 4096 * 4096
+        base = self.rack.register(obj, lines)
         self.r.data_write(base, raw)
-        self.rack.register(obj, base, lines)
         self.bases = getattr(self, "bases", {})
         self.bases[obj] = (base, lines)
         return obj, lines

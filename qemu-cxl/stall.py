@@ -166,7 +166,7 @@ def ring_gets(rack: Rack, secs: float) -> float:
 def measure(rack: Rack, secs: float) -> dict:
     """Unloaded, loaded, unloaded ring gets/s on one daemon, and the API's answer times."""
     for g in range(3):
-        rack.register(OBJ0 + g, 0x10000 + 0x1000 * g, LINES)
+        rack.register(OBJ0 + g, LINES)
     res: dict = {"unloaded_gets_per_s": [ring_gets(rack, secs)]}
     att = Attack(rack.port)
     pings: list[tuple[int, float]] = []

@@ -55,6 +55,8 @@ case class AptaParams(
   require(mapCacheEntries >= 1, s"mapCacheEntries must be >= 1, got $mapCacheEntries")
   require(axiIdBits >= 2, s"axiIdBits must be >= 2 (four AXI ids), got $axiIdBits")
   require(oscBufLines >= 1 && stallBackoff >= 0 && opcTimeout >= 0, "oscBufLines >= 1, stallBackoff, opcTimeout >= 0")
+  require(allocBase + (BigInt(linesPerObject) * lineBytes) < (BigInt(1) << addrBits),
+    s"the allocator's arena (from $allocBase) must hold one largest object below 2^addrBits")
   require(commitSeqBits >= 1 && commitSeqBits <= 64, s"commitSeqBits must be 1..64, got $commitSeqBits")
 
   // derived widths (names as in schema/messages.json "derived")
@@ -73,13 +75,21 @@ case class AptaParams(
   /** the map entry table's end (exclusive byte address) */
   def mapEnd: BigInt = BigInt(mapBase) + BigInt(mapEntries) * 16
   def totalPendBits: Int = log2Up(dirSets * dirWays * maxPendPerServer + 1)
+  /** the allocator's arena starts at the first 4 KiB (page) boundary after the object map
+    * (rtl/MEMSERVER.md "Object storage allocation"); it ends at the DRAM capacity `io_memBytes` */
+  def allocAlign: Int = 4096
+  def allocBase: BigInt = (mapEnd + allocAlign - 1) / allocAlign * allocAlign
+  /** size classes: class k holds extents of 2^k lines, k = 0 .. ceil(log2 linesPerObject) */
+  def allocClasses: Int = log2Ceil(linesPerObject) + 1
+  def allocClassBits: Int = log2Up(allocClasses)
 
   /** every parameter and derived width, for build/rtl/<variant>/params.json */
   def allParams: Seq[(String, Any)] =
     productElementNames.zip(productIterator).toSeq ++ Seq(
       "serverBits" -> serverBits, "lineBits" -> lineBits, "lineCountBits" -> lineCountBits,
       "setBits" -> setBits, "tagBits" -> tagBits, "wayBits" -> wayBits, "slotBits" -> slotBits,
-      "pendBits" -> pendBits, "totalPendBits" -> totalPendBits)
+      "pendBits" -> pendBits, "totalPendBits" -> totalPendBits, "allocBase" -> allocBase,
+      "allocClasses" -> allocClasses)
 
   /** the values the message schema knows, for build/rtl/params.json */
   def schemaParams: Seq[(String, Int)] = Seq(

@@ -47,6 +47,9 @@ class CoreStatus(implicit p: AptaParams) extends Bundle {
   val pending = UInt(p.servers.W)
   /** bit i: server i may be given a function (undeclared inputs): !fenced & !pending */
   val schedulable = UInt(p.servers.W)
+  /** acks each server owes over all objects: the control plane's per-server count without a walk
+    * of the objects (the sum of queryResp.pend over every object) */
+  val pendTotal = Vec(p.servers, UInt(p.totalPendBits.W))
 }
 
 /** The memory server's coherence core: the OTC (rtl/otc/) and the OIC (rtl/oic/) joined behind the
@@ -190,6 +193,7 @@ class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParam
   io.status.epoch := servers.io.epochs
   io.status.pending := servers.io.pending
   io.status.schedulable := ~servers.io.fenced & ~servers.io.pending
+  io.status.pendTotal := servers.io.total
 
   io.idle := otc.io.ready && !otc.io.s1Valid && !respQ.io.deq.valid && snp.io.idle &&
     !ctrl.io.busy && !ctrl.io.resp.valid && !io.ackResult.valid && !io.queryResp.valid && !io.decodeErr.valid

@@ -11,6 +11,8 @@ class MsStatus(implicit p: AptaParams) extends Bundle {
   val schedulable = UInt(p.servers.W)
   /** committed puts so far (advanced before the PutCommit leaves) */
   val commitSeq = UInt(p.commitSeqBits.W)
+  /** acks each server owes over all objects (the core's sums: no walk of the objects) */
+  val pendTotal = Vec(p.servers, UInt(p.totalPendBits.W))
 }
 
 /** The memory server (rtl/MEMSERVER.md): one request port per compute server, shared rsp / snp /
@@ -38,10 +40,13 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
     val queryResp = Valid(new QueryResp)
     /** per server: fenced, epoch, pending, schedulable; the commit sequence number */
     val status = Output(new MsStatus)
-    /** object map writes (register, remap, remove an object) from the control plane */
+    /** the Object Manager registers (obj, size: the storage is allocated here) or removes an object */
     val mapUpd = Flipped(Decoupled(new MapUpd))
-    /** the object whose map update is in DRAM and visible to gets and puts */
-    val mapUpdDone = Valid(UInt(p.objIdBits.W))
+    /** the answer to each mapUpd, in order: MapUpdCode and the allocated (or freed) base; on ok the
+      * entry is in DRAM and visible to gets and puts */
+    val mapUpdDone = Valid(new MapUpdDone)
+    /** DRAM capacity in bytes behind axi_* (a configuration strap): the allocator carves below it */
+    val memBytes = Input(UInt(p.addrBits.W))
     /** one refused or discarded input or aborted transaction (MsErrCode) */
     val err = Valid(new MsErr)
     /** nothing in flight anywhere in the memory server */
@@ -112,13 +117,29 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   // ---- the rest of the core ----------------------------------------------------------------------
   core.io.ack <> io.birsp
   io.snp <> core.io.snp
-  core.io.query <> io.query
-  io.queryResp := core.io.queryResp
+  // the directory's query port: the control plane's queries and the object map's (a removal asks
+  // whether copies are outstanding); answers come back in order, routed by who asked
+  val qArb = Module(new Arbiter(new QueryReq, 2))
+  val qWho = Module(new Queue(Bool(), 4))     // true: the object map asked
+  qArb.io.in(0) <> map.io.qry
+  qArb.io.in(1) <> io.query
+  core.io.query.valid := qArb.io.out.valid && qWho.io.enq.ready
+  core.io.query.bits := qArb.io.out.bits
+  qArb.io.out.ready := core.io.query.ready && qWho.io.enq.ready
+  qWho.io.enq.valid := core.io.query.fire
+  qWho.io.enq.bits := qArb.io.chosen === 0.U
+  qWho.io.deq.ready := core.io.queryResp.valid
+  assert(!core.io.queryResp.valid || qWho.io.deq.valid, "every query answer has its asker")
+  io.queryResp.valid := core.io.queryResp.valid && !qWho.io.deq.bits
+  io.queryResp.bits := core.io.queryResp.bits
+  map.io.qryResp.valid := core.io.queryResp.valid && qWho.io.deq.bits
+  map.io.qryResp.bits := core.io.queryResp.bits
   io.status.fenced := core.io.status.fenced
   io.status.epoch := core.io.status.epoch
   io.status.pending := core.io.status.pending
   io.status.schedulable := core.io.status.schedulable
   io.status.commitSeq := opc.io.commitSeq
+  io.status.pendTotal := core.io.status.pendTotal
 
   val reqArb = Module(new RRArbiter(new CoreReq, 2))
   reqArb.io.in(0) <> osc.io.coreReq
@@ -215,6 +236,11 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   opc.io.lkRes := map.io.res(1)
   map.io.upd <> io.mapUpd
   io.mapUpdDone := map.io.updDone
+  map.io.memBytes := io.memBytes
+  map.io.mutant.foreach(_ := io.mutant.get)
+  // a removal is refused while a get of the object is being served or a put of it is staged
+  opc.io.probe := map.io.probe
+  map.io.probeBusy := opc.io.probeHit || (osc.io.busy.valid && osc.io.busy.bits === map.io.probe)
   port.io.rd(0) <> map.io.rd
   port.io.rd(1) <> osc.io.rd
   map.io.rdData := port.io.rdData(0)

@@ -45,10 +45,16 @@ object Mutants {
   val epochWraps = Mutant(13, "epoch_wraps",
     "a Rejoin at the last epoch value wraps the epoch to 0 and is granted (the design before the rule; model: M_EPOCH_WRAP_UNGUARDED)", "epoch")
 
+  // ---- the object-storage allocator (ExtentAlloc, in the object map's update path) ---------------------------
+  val allocOverlap = Mutant(14, "alloc_overlap",
+    "carving an extent does not advance the bump pointer: the next registration gets the same storage", "ms")
+  val allocNoExhaustion = Mutant(15, "alloc_no_exhaustion",
+    "the capacity check is gone: extents are carved beyond the DRAM instead of answering noSpace", "ms")
+
   val all: Seq[Mutant] = Seq(sharersKeptOnCommit, ackNotDecremented, acceptInSI, fenceIgnored,
     oldEpochAck, getSAtoS, commitStalledInSA,
     oscNoForward, noGetCommitInterlock, fenceKeepsOpenPut, retryNotIdempotent, commitBeforeCore,
-    epochWraps)
+    epochWraps, allocOverlap, allocNoExhaustion)
   require(all.map(_.id).distinct.size == all.size && !all.exists(_.id == 0), "mutant ids unique, 0 = none")
 
   /** width of io_mutant */

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import time
@@ -31,14 +32,14 @@ def lines_of(obj: int, version: int, size: int) -> list[int]:
             for l in range(size)]
 
 
-OBJS = {1: (0x1000, 8), 2: (0x2000, 4)}      # obj -> (base, size in lines)
+OBJS = {1: 8, 2: 4}      # obj -> size in lines
 
 
-def setup_objects(rack: Rack):
-    for o, (base, size) in OBJS.items():
-        for l, d in enumerate(lines_of(o, 0, size)):
-            rack.r.set_data(base + LINE * l, d.to_bytes(LINE, "little"))
-        rack.register(o, base, size)
+def setup_objects(rack: Rack) -> dict:
+    """Registers OBJS (the memory server allocates their storage) and loads version 0: {obj: base}."""
+    rack.bases = {o: rack.register(o, size, b"".join(d.to_bytes(LINE, "little") for d in lines_of(o, 0, size)))
+                  for o, size in OBJS.items()}
+    return rack.bases
 
 
 # ---- the tests ----------------------------------------------------------------------------------
@@ -76,7 +77,7 @@ def test_get_and_put(rack):
     code, ans = rack.api("GET", "/v1/objects/1")
     assert code == 200 and ans["version"] == 1 and ans["seq"] > seq0    # the commit advanced seq
     deadline = time.time() + 5                       # the OPC drains the committed put to DRAM
-    while rack.r.data(0x1000, 8 * LINE) != b"".join(d.to_bytes(LINE, "little") for d in new):
+    while rack.r.data(rack.bases[1], 8 * LINE) != b"".join(d.to_bytes(LINE, "little") for d in new):
         assert time.time() < deadline
         time.sleep(0.01)
     (n, f), = (g0.send("ObjGet", obj=77), g0.recv(1))[1]          # an unregistered object
@@ -97,24 +98,114 @@ def test_api_decodes_percent_escapes(rack):
     assert code == 200 and ans["object"] == "1", ans
 
 
+def msemu_params() -> dict:
+    return json.loads((ROOT / "build" / "rtl" / "msemu" / "params.json").read_text())
+
+
 def test_post_objects_answers_match_the_spec(rack):
-    """POST /v1/objects (controlplane.yaml, registerObject): 400 on a body missing a field or out
-    of range, 200 otherwise (Rack.api checks each answer against the spec); registering and
-    removing are state changes, so each advances seq; valid 0 removes the object."""
-    for body in ({"base": 0, "size": 1}, {"obj": 9, "base": 0}, {"obj": 9, "base": 0, "size": 0x10000},
-                 {"obj": 1 << 32, "base": 0, "size": 1}, {"obj": 9, "base": 1 << 46, "size": 1}):
+    """POST /v1/objects (controlplane.yaml, registerObject): 400 on a body missing a field, naming
+    an address, or out of range, 200 otherwise with the base the memory server allocated (Rack.api
+    checks each answer against the spec); registering and removing are state changes, so each
+    advances seq; valid 0 removes the object."""
+    for body, field in (({"size": 1}, "obj"), ({"obj": 9}, "size"), ({"obj": 9, "size": 0x10000}, "size"),
+                        ({"obj": 1 << 32, "size": 1}, "obj"), ({"obj": 9, "base": 4096, "size": 1}, "base")):
         code, ans = rack.api("POST", "/v1/objects", body)
-        assert code == 400, (body, ans)
+        assert code == 400 and field in ans["error"], (body, ans)
     assert rack.api("GET", "/v1/objects/9")[0] == 404
     seq0 = rack.api("GET", "/v1/status")[1]["seq"]
-    rack.register(9, 0x3000, 2)
+    code, ans = rack.api("POST", "/v1/objects", {"obj": 9, "size": 2})
+    assert code == 200 and ans["object"] == "9" and ans["size"] == 2 and ans["base"] >= msemu_params()["allocBase"], ans
     assert rack.api("GET", "/v1/objects/9")[0] == 200
     code, ans = rack.api("GET", "/v1/schedulable?objects=9")
     assert ans["unknown"] == [] and ans["seq"] > seq0, ans      # a state change advances seq
-    code, ans = rack.api("POST", "/v1/objects", {"obj": 9, "base": 0x3000, "size": 2, "valid": 0})
+    code, ans = rack.api("POST", "/v1/objects", {"obj": 9, "valid": 0})
     assert code == 200 and ans["seq"] > seq0 + 1, ans
     assert rack.api("GET", "/v1/objects/9")[0] == 404
     assert rack.api("GET", "/v1/schedulable?objects=9")[1]["unknown"] == ["9"]
+
+
+def test_each_bad_registration_gets_its_defined_error(rack):
+    """The RTL's allocator (rtl/MEMSERVER.md "Object storage allocation") answers every registration
+    and removal with a MapUpdCode, and the daemon each refusal with its HTTP status, the field and
+    the code (controlplane.yaml registerObject); a refusal changes nothing (seq, the objects). Sizes
+    0 and beyond linesPerObject, an object already registered, another object in the map slot,
+    the data area exhausted (exactly when the arena is full), removal of an unknown object, and
+    removal while a compute server caches the object (refused until a fence drops the copy);
+    removal frees the storage, which the next registration of that size class gets back."""
+    P = msemu_params()
+    ext = 64 * P["linesPerObject"]                               # one extent of the largest class
+    code, ans = rack.api("POST", "/v1/objects", {"obj": 9, "size": 2})
+    assert code == 200, ans
+    b9 = ans["base"]
+    st = lambda: (rack.api("GET", "/v1/status")[1]["seq"], rack.api("GET", "/v1/objects/9")[0])
+    before = st()
+    for body, http, field, why in (
+            ({"obj": 10, "size": 0}, 400, "size", "badSize"),
+            ({"obj": 10, "size": P["linesPerObject"] + 1}, 400, "size", "badSize"),
+            ({"obj": 9, "size": 2}, 409, "obj", "exists"),
+            ({"obj": 9 + P["mapEntries"], "size": 1}, 409, "obj", "collision"),
+            ({"obj": 77, "valid": 0}, 404, "obj", "unknownObj")):
+        code, ans = rack.api("POST", "/v1/objects", body)
+        assert (code, ans.get("field"), ans.get("code")) == (http, field, why), (body, code, ans)
+        assert st() == before, body
+    # exhaustion: largest objects until 507, exactly when the arena [allocBase, data_bytes) is full
+    fit = (rack.data_bytes - P["allocBase"] - 128) // ext        # after object 9's 2-line extent
+    bases = []
+    for k in range(fit + 1):
+        code, ans = rack.api("POST", "/v1/objects", {"obj": 1000 + k, "size": P["linesPerObject"]})
+        if code != 200:
+            break
+        bases.append(ans["base"])
+    assert len(bases) == fit and (code, ans["field"], ans["code"]) == (507, "size", "noSpace"), (len(bases), fit, ans)
+    assert rack.api("GET", f"/v1/objects/{1000 + fit}")[0] == 404
+    spans = sorted([(b9, b9 + 128)] + [(b, b + ext) for b in bases])
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), "overlapping storage"
+    assert spans[-1][1] <= rack.data_bytes and spans[0][0] >= P["allocBase"]
+    # removal frees the extent: the next registration of that class gets it back
+    code, ans = rack.api("POST", "/v1/objects", {"obj": 1000, "valid": 0})
+    assert code == 200 and ans["base"] == bases[0], ans
+    code, ans = rack.api("POST", "/v1/objects", {"obj": 2000, "size": P["linesPerObject"] // 2 + 1})
+    assert code == 200 and ans["base"] == bases[0], ans
+    # copies outstanding: a compute server caches object 9
+    g1 = rack.guests[1]
+    assert len(g1.get(9, 2)) == 2
+    seq = st()
+    code, ans = rack.api("POST", "/v1/objects", {"obj": 9, "valid": 0})
+    assert (code, ans.get("field"), ans.get("code")) == (409, "obj", "busy"), ans
+    assert st() == seq and rack.api("GET", "/v1/objects/9")[1]["sharers"] == ["cs1"]
+    assert rack.api("POST", "/v1/servers/cs1/fence", {})[0] == 200        # the fence drops cs1's copy
+    code, ans = rack.api("POST", "/v1/objects", {"obj": 9, "valid": 0})
+    assert code == 200 and ans["base"] == b9, ans
+
+
+def test_status_queries_do_not_walk_the_objects(exe, schema, tmp_path):
+    """A status query asks the directory about the requested objects and those that may owe acks,
+    never every registered object (issue 16): the directory queries and RTL cycles the daemon spent
+    on 20 status answers are counted (its --stats line) with 10 and with 300 registered objects, one
+    put outstanding against a sharer; they must not grow with the objects (the code before queried
+    every registered object for each answer: 20 x 300). Negative control: one answer that requests
+    all 300 objects by name costs at least 300 queries, so the count does see a walk."""
+    work = {}
+    for n in (10, 300):
+        d = tmp_path / str(n)
+        d.mkdir()
+        with Rack.running(exe, schema, d) as r:
+            for o in range(1, n + 1):
+                r.register(o, 1)
+            g0, g1, _ = r.guests
+            g1.get(1, 1)
+            g0.put(1, txn=1, lines=[5])                       # cs1 owes an ack for object 1
+            for _ in range(20):
+                s = r.server(1)
+                assert (s["pending"], s["pendingObjects"]) == (1, ["1"]), s
+            if n == 300:
+                assert r.server(1, ",".join(map(str, range(1, n + 1))))["pendingFor"] == {"1": 1}
+        m = re.search(r"api: (\d+) directory queries for status/object answers \((\d+) cycles\)", r.log.read_text())
+        work[n] = (int(m.group(1)), int(m.group(2)))
+    print(work)
+    (q10, c10), (q300, c300) = work[10], work[300]
+    assert q10 <= 20 + 4 and c10 <= 10 * 20, work     # ~1 query (the object owing an ack) and ~3 cycles per answer
+    assert q10 + 300 <= q300 <= q10 + 300 + 4 and c300 >= c10 + 300, work   # only the named 300 added work
 
 
 def test_put_invalidates_sharer_and_api_shows_pending(rack):
@@ -125,7 +216,7 @@ def test_put_invalidates_sharer_and_api_shows_pending(rack):
     assert s["caches"] == ["1"] and s["schedulable"] and s["schedulableFor"]
     g0.put(1, txn=1, lines=lines_of(1, 2, 8))
     (n, f), = g1.recv(1, ring="inv")
-    assert n == "ObjBISnp" and (f["server"], f["obj"], f["base"], f["size"]) == (1, 1, 0x1000, 8)
+    assert n == "ObjBISnp" and (f["server"], f["obj"], f["base"], f["size"]) == (1, 1, rack.bases[1], 8)
     s = rack.server(1, "1")
     assert (s["pending"], s["pendingFor"], s["pendingObjects"]) == (1, {"1": 1}, ["1"])
     assert not s["schedulable"] and not s["schedulableFor"]
@@ -356,7 +447,7 @@ def test_throughput(rack):
     bench = EXE.parent / "apta-ringbench"
     lines = 8
     for g in range(3):
-        rack.register(20 + g, 0x10000 + 0x1000 * g, lines)
+        rack.register(20 + g, lines)
     res = {}
     for mode in ("get", "put"):
         r = subprocess.run(["nice", "-n", "10", str(bench), str(rack.path), mode, "20", str(lines),

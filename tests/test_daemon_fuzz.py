@@ -24,7 +24,7 @@ TARGETS = ("slot", "http", "json")
 MUTANTS = {
     "slot-length": ("slot", "AddressSanitizer: stack-buffer-overflow"),
     "ack-server": ("slot", "contract violated: accepted a slot that breaks server field"),
-    "cl-strtoull": ("http", 'contract violated: accepted Content-Length "35x"'),
+    "cl-strtoull": ("http", 'contract violated: accepted Content-Length "21x"'),
     "header-crlf": ("http", "contract violated: accepted a header section of 258 bytes (limit 256)"),
 }
 

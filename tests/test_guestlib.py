@@ -17,7 +17,7 @@ import pytest
 from harness import GUESTLIB_OUT as OUT
 from harness import PARAMS_PATH, Driver, Rack, build_driver, content
 
-OBJS = {1: (0x1000, 8), 2: (0x2000, 4), 3: (0x3000, 8)}     # obj -> (base, size in lines)
+OBJS = {1: 8, 2: 4, 3: 8}     # obj -> size in lines (the memory server allocates the storage)
 
 
 # this module's own `world` (driver processes as guests), not conftest's runner world
@@ -27,9 +27,8 @@ def world(exe, schema, tmp_path):
     rack = Rack(exe, schema, tmp_path)
     drivers: list[Driver] = []
     try:
-        for o, (base, size) in OBJS.items():
-            rack.r.set_data(base, content(o, 0, size))
-            rack.register(o, base, size)
+        for o, size in OBJS.items():
+            rack.register(o, size, content(o, 0, size))
         drivers += [Driver(drv, rack.path, g) for g in range(3)]
         for g in rack.guests:
             g.alive = False                  # the drivers heartbeat now (library helper thread)
@@ -100,7 +99,7 @@ def test_put_retry_under_contention(world):
     """Three writers, two staging slots: PutRetry happens and every put still commits (same txn)."""
     rack, drivers, _ = world
     for d, o in zip(drivers, (1, 3, 2)):
-        d.p.stdin.write(f"bench put {o} {OBJS[o][1]} 1.0\n")
+        d.p.stdin.write(f"bench put {o} {OBJS[o]} 1.0\n")
         d.p.stdin.flush()
     res = []
     for d in drivers:
@@ -109,7 +108,7 @@ def test_put_retry_under_contention(world):
     for line in res:
         assert line.startswith("OK bench put") and " errs=0 " in line, res
     for d in drivers:
-        for o, (_, n) in OBJS.items():
+        for o, n in OBJS.items():
             assert d.ok(f"getnc {o} {n}")["ver"] >= 1000
 
 

@@ -155,9 +155,8 @@ def test_guestlib_in_guests_with_daemon(request, exe, schema, qemu_clusters):
         assert d.proc.poll() is not None
     request.addfinalizer(finalize)
     for k in range(N):
-        o, base = 10 + k, 0x1000 * (k + 1)
-        d.r.set_data(base, content(o, 0, 8))
-        d.register(o, base, 8)
+        o = 10 + k
+        d.register(o, 8, content(o, 0, 8))
     for g in range(N):
         c.start(g)
     for g in range(N):
@@ -252,7 +251,7 @@ def test_guest_cannot_reach_another_guest_or_the_data_area(request, exe, schema,
     for pc in qemu_clusters:                # never two clusters at once on 2 cores
         pc.stop_all()
     drv = build_driver(static=True)
-    A, B, C, OBJ, NL, base = 0, 1, 2, 20, 8, 0x10000
+    A, B, C, OBJ, NL = 0, 1, 2, 20, 8
     script = (f'if [ "$APTA_GUEST" = {A} ]; then\n'
               f'  if [ "$APTA_BOOT" = 0 ]; then exec /apta/aptadrv {A} attack {B} {OBJ} {NL} 600; fi\n'
               f'  exec /apta/aptadrv {A} sweep 600\n'
@@ -273,8 +272,7 @@ def test_guest_cannot_reach_another_guest_or_the_data_area(request, exe, schema,
     request.addfinalizer(finalize)
     gc = Guest(d.r, C)                      # guest C: this process, through guest 2's file only
     d.guests.append(gc)                     # ... heartbeating from the rack's thread
-    d.r.set_data(base, content(OBJ, 1, NL))
-    d.register(OBJ, base, NL)
+    base = d.register(OBJ, NL, content(OBJ, 1, NL))   # the memory server allocates its storage
     for g in (A, B):
         c.start(g)
     for g in (A, B):

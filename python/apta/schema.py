@@ -181,8 +181,17 @@ def _md_enums() -> str:
     return "\n".join(rows)
 
 
+def _md_map_codes() -> str:
+    e = _core()["enums"]["MapUpdCode"]
+    rows = ["| code | name | meaning |", "|---|---|---|"]
+    for i, (v, doc) in enumerate(e["values"]):
+        rows.append(f"| {i} | {v} | {doc} |")
+    return "\n".join(rows)
+
+
 DOC_TABLES = {  # marker name -> (file, generator)
     "ms-errors": (ROOT / "rtl" / "MEMSERVER.md", _md_errors),
+    "map-codes": (ROOT / "rtl" / "MEMSERVER.md", _md_map_codes),
     "core-enums": (ROOT / "rtl" / "CORE.md", _md_enums),
 }
 

@@ -85,12 +85,17 @@ bool parse_object_request(const std::string& body, Call& c, std::string& err) {
     return false;
   }
   if (!dup.empty()) { err = "duplicate key " + dup; return false; }
-  if (!j.is_object()) { err = "body must be a JSON object {obj, base, size[, valid]}"; return false; }
-  for (auto& kv : j.items())
-    if (kv.key() != "obj" && kv.key() != "base" && kv.key() != "size" && kv.key() != "valid") {
+  if (!j.is_object()) { err = "body must be a JSON object {obj, size[, valid]}"; return false; }
+  for (auto& kv : j.items()) {
+    if (kv.key() == "base") {
+      err = "base: not accepted, the memory server allocates object storage (register with {obj, size}; the answer names the base)";
+      return false;
+    }
+    if (kv.key() != "obj" && kv.key() != "size" && kv.key() != "valid") {
       err = "unknown field " + kv.key().substr(0, 64);
       return false;
     }
+  }
   auto field = [&](const char* k, uint64_t& v, bool required) {
     if (!j.contains(k)) {
       if (required) err = std::string("missing field ") + k;
@@ -103,12 +108,11 @@ bool parse_object_request(const std::string& body, Call& c, std::string& err) {
     v = j[k].get<uint64_t>();
     return true;
   };
-  if (!field("obj", c.obj, true) || !field("base", c.base, true) || !field("size", c.size, true) ||
-      !field("valid", c.valid, false))
-    return false;
+  c.size = 0;
+  if (!field("obj", c.obj, true) || !field("valid", c.valid, false)) return false;
   if (c.valid > 1) { err = "valid: expected 0 or 1, got " + std::to_string(c.valid); return false; }
+  if (!field("size", c.size, c.valid == 1)) return false;
   if (c.obj >= (1ull << APTA_P_objIdBits)) { err = "obj: out of range (object ids have " + std::to_string(APTA_P_objIdBits) + " bits)"; return false; }
-  if (c.base >= (1ull << APTA_P_addrBits)) { err = "base: out of range"; return false; }
   if (c.size > 0xFFFF) { err = "size: out of range (at most 65535 lines)"; return false; }
   return true;
 }

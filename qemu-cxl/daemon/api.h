@@ -18,7 +18,7 @@ using apta_http::Reply;
 struct Call {
   enum Kind { Schedulable, Object, PostObject, Ctrl } kind = Schedulable;
   std::string arg;                 // the query (Schedulable), object name (Object), server name (Ctrl)
-  uint64_t obj = 0, base = 0, size = 0, valid = 1;
+  uint64_t obj = 0, size = 0, valid = 1;
   bool fence = false;
   uint64_t id = 0;                 // the HTTP server's connection id
 };
@@ -38,9 +38,10 @@ bool parse_objects_query(const std::string& query, std::vector<uint32_t>& ids, s
                          std::string& err);
 
 // POST /v1/objects's body (controlplane.yaml ObjectRequest) by nlohmann-json: a JSON object with
-// obj, base, size (non-negative integers) and optionally valid (0 or 1), nothing else; a key
-// twice is refused (a parser that keeps the first or the last would disagree with another).
-// false: `err` names the field or the problem.
+// obj and size (non-negative integers) and optionally valid (0 or 1), nothing else; a removal
+// (valid 0) may leave size out. No `base`: the memory server allocates the storage (its answer
+// names the base). A key twice is refused (a parser that keeps the first or the last would
+// disagree with another). false: `err` names the field or the problem.
 bool parse_object_request(const std::string& body, Call& c, std::string& err);
 
 // On the HTTP thread: route and validate a request. true: a Call for the RTL loop; false: `rep`

@@ -10,7 +10,7 @@
 //   AXI4 master             -> the server file's data area (single-beat reads and writes)
 //   io_ctrl                 <- the failure detector (heartbeat lease) and the HTTP API
 //   io_status_*, io_query   -> the control-plane API (schema/controlplane.yaml)
-//   io_mapUpd               <- POST /v1/objects
+//   io_mapUpd/io_mapUpdDone <- POST /v1/objects ({obj, size}: the RTL allocates the storage and answers)
 // Nothing a guest writes is trusted: a request's compute-server id is the ring it came through,
 // every slot is checked with the generated codec before it reaches the RTL, and a malformed slot
 // is answered with a refusal slot (RINGS.md) while the daemon carries on.
@@ -250,7 +250,9 @@ class Daemon {
     std::map<uint32_t, ObjState> objs;
   };
   bool snapshot(const std::vector<uint32_t>& objs, Snapshot& s, std::string& err);
-  bool map_update(uint32_t obj, uint64_t base, unsigned size, bool valid, std::string& err);
+  // A registration (valid) or removal through io_mapUpd; true when io_mapUpdDone answered, with
+  // its MapUpdCode (APTA_MAP_UPD_CODE_*) and base (schema/core.json).
+  bool map_update(uint32_t obj, unsigned size, bool valid, unsigned& code, uint64_t& base, std::string& err);
   bool ctrl_and_wait(unsigned op, unsigned g, std::string& err, unsigned& epoch_out);
   const std::string& name(unsigned g) const { return opt_.names[g]; }
   int server_by_name(const std::string& s) const {
@@ -302,7 +304,7 @@ class Daemon {
   bool ack_valid_ = false;
   unsigned ack_from_ = 0, ack_rr_ = 0;
   std::deque<Flit> ctrl_q_;
-  struct MapUpd { uint32_t obj; uint64_t base; unsigned size; bool valid; };
+  struct MapUpd { uint32_t obj; unsigned size; bool valid; };
   std::deque<MapUpd> map_q_;
   std::deque<uint32_t> query_q_;
   bool gate_inputs_ = false;           // hold guests' inputs while the API reads a consistent snapshot
@@ -317,12 +319,20 @@ class Daemon {
   std::deque<Bresp> b_q_;
 
   // observed outputs the API waits for
-  std::deque<uint32_t> map_done_;
+  struct MapDone { uint32_t obj; unsigned code; uint64_t base; };
+  std::deque<MapDone> map_done_;
   std::deque<Flit> ctrl_resp_;
   std::deque<std::pair<uint32_t, ObjState>> query_resp_;
 
   std::map<uint32_t, std::pair<uint64_t, unsigned>> objects_;  // registered: obj -> (base, size)
   std::map<uint32_t, uint64_t> versions_;                       // PutCommits seen per object
+  // Objects that may have acks owed (issue 16: a status query asks the directory about these and the
+  // requested ones only, never every registered object). Every owed ack comes from a BISnp round
+  // (a commit or an eviction) whose ObjBISnp leaves on io_snp, so an object enters here when its
+  // ObjBISnp (or PutCommit) is seen and leaves when a snapshot reads all its counts at 0; a snapshot
+  // checks the counts it read against io_status_pendTotal (the core's per-server sums) and is
+  // retried while a round's ObjBISnp is still queued in the core.
+  std::set<uint32_t> maybe_pending_;
   uint64_t commit_hi_ = 0;                                      // commitSeq widened to 64 bits
   uint32_t commit_last_ = 0;
   uint64_t status_changes_ = 0;                                 // status-port changes and map updates since reset (seq)
@@ -338,6 +348,8 @@ class Daemon {
   unsigned tfenced_ = 0;
 
  public:
+  uint64_t api_queries = 0;              // io_query issued for the API (the status queries' work)
+  uint64_t api_cycles = 0;               // RTL cycles run while reading snapshots for the API
   uint64_t cycles = 0, req_fires = 0, ack_fires = 0, rsp_out = 0, snp_out = 0, axi_rd = 0, axi_wr = 0;
 };
 
@@ -456,6 +468,7 @@ void Daemon::reset() {
     t.clock = 0; t.eval();
     t.clock = 1; t.eval();
   }
+  t.io_memBytes = R_.data_bytes();   // the allocator's arena ends at the region's data area
   t.reset = 0;
   t.clock = 0; t.eval();
   commit_last_ = t.io_status_commitSeq;
@@ -565,6 +578,7 @@ void Daemon::on_rsp(const Flit& f) {
     apta_PutCommit m;
     apta_unpack_PutCommit(f.data(), &m);
     versions_[m.obj]++;
+    maybe_pending_.insert(m.obj);    // the commit's round made the old sharers owe acks
     if (opt_.mutant_commit_waits && (held_commits_.size() || (st_pending_ & ~(1u << g)))) {
       held_commits_.push_back(f);
       return;
@@ -587,6 +601,11 @@ void Daemon::on_snp(const Flit& f) {
   unsigned g = server_of(f);
   if (g >= N) { say("error: snp flit for server %u", g); return; }
   snp_out++;
+  if (apta_opcode(f.data()) == APTA_OP_ObjBISnp) {
+    apta_ObjBISnp m;
+    apta_unpack_ObjBISnp(f.data(), &m);
+    maybe_pending_.insert(m.obj);
+  }
   emit(guests_[g].inv, f, 0, 0, g, "invalidation");
 }
 
@@ -659,7 +678,6 @@ void Daemon::cycle() {
   t.io_mapUpd_valid = !map_q_.empty();
   if (!map_q_.empty()) {
     t.io_mapUpd_bits_obj = map_q_.front().obj;
-    t.io_mapUpd_bits_base = map_q_.front().base;
     t.io_mapUpd_bits_size = map_q_.front().size;
     t.io_mapUpd_bits_valid = map_q_.front().valid;
   }
@@ -734,7 +752,8 @@ void Daemon::cycle() {
       tlog_.err(t.io_err_bits_code & 15, t.io_err_bits_server, t.io_err_bits_obj, t.io_err_bits_txn, t.io_err_bits_opcode);
   }
   if (t.io_err_valid) on_err();
-  if (t.io_mapUpdDone_valid) map_done_.push_back(t.io_mapUpdDone_bits);
+  if (t.io_mapUpdDone_valid)
+    map_done_.push_back({uint32_t(t.io_mapUpdDone_bits_obj), unsigned(t.io_mapUpdDone_bits_code), uint64_t(t.io_mapUpdDone_bits_base)});
   if (t.io_queryResp_valid) {
     ObjState s{bool(t.io_queryResp_bits_hit), t.io_queryResp_bits_state, t.io_queryResp_bits_sharers,
                t.io_queryResp_bits_schedulableFor, {}};
@@ -857,6 +876,8 @@ void Daemon::stats(double secs) const {
           " reads %" PRIu64 " writes\n",
           secs, cycles, cycles / secs, req_fires, ack_fires, (req_fires + ack_fires) / secs, rsp_out, snp_out,
           axi_rd, axi_wr);
+  fprintf(stderr, "apta-memd stats: api: %" PRIu64 " directory queries for status/object answers (%" PRIu64
+                  " cycles), %zu objects registered\n", api_queries, api_cycles, objects_.size());
   for (unsigned g = 0; g < N; g++)
     fprintf(stderr, "apta-memd stats: guest %u: %" PRIu64 " requests, %" PRIu64 " refused, %" PRIu64
                     " response + %" PRIu64 " invalidation flits dropped\n",
@@ -864,23 +885,29 @@ void Daemon::stats(double secs) const {
 }
 
 // ---- synchronous helpers for the API: run cycles until the answer shows -----------------------------
-bool Daemon::map_update(uint32_t obj, uint64_t base, unsigned size, bool valid, std::string& err) {
+bool Daemon::map_update(uint32_t obj, unsigned size, bool valid, unsigned& code, uint64_t& base, std::string& err) {
   map_done_.clear();
-  map_q_.push_back({obj, base, size, valid});
+  map_q_.push_back({obj, size, valid});
   for (int i = 0; i < 100000; i++) {
     cycle();
-    for (uint32_t d : map_done_)
-      if (d == obj) {
+    for (const MapDone& d : map_done_)
+      if (d.obj == obj) {
+        code = d.code, base = d.base;
+        if (code != APTA_MAP_UPD_CODE_OK) {
+          say("object %u %s refused: %s", obj, valid ? "registration" : "removal", APTA_MAP_UPD_CODE_NAME[code]);
+          return true;
+        }
         if (valid) objects_[obj] = {base, size};
         else objects_.erase(obj);
         if (tlog_.on())
           tlog_.reg(obj, base, size, valid, valid && base + 64ull * size <= R_.data_bytes() ? R_.base + APTA_DATA_OFFSET + base : nullptr);
         status_changes_++;             // a state change of the API (unknown <-> known): seq advances
-        say("object %u %s (base %" PRIu64 ", %u lines)", obj, valid ? "registered" : "deleted", base, size);
+        say("object %u %s (base %" PRIu64 ", %u lines)", obj, valid ? "registered" : "removed, its extent freed", base,
+            valid ? size : 0u);
         return true;
       }
   }
-  err = "map update not done";
+  err = "map update not answered";
   return false;
 }
 
@@ -917,24 +944,38 @@ bool Daemon::ctrl_and_wait(unsigned op, unsigned g, std::string& err, unsigned& 
 // One instant: guests' inputs are held back while every object is queried, and the reads are
 // repeated if a commit or fence still happened meanwhile (internal progress of the OPC or core).
 bool Daemon::snapshot(const std::vector<uint32_t>& want, Snapshot& s, std::string& err) {
-  std::set<uint32_t> objs(want.begin(), want.end());
-  for (auto& kv : objects_) objs.insert(kv.first);  // pending counts need every registered object
   gate_inputs_ = true;
   bool ok = false;
-  for (int attempt = 0; attempt < 8 && !ok; attempt++) {
+  for (int attempt = 0; attempt < 64 && !ok; attempt++) {
+    // the requested objects and those that may owe acks: never a walk of every registered object
+    std::set<uint32_t> objs(want.begin(), want.end());
+    objs.insert(maybe_pending_.begin(), maybe_pending_.end());
     VMemoryServer& t = *top_;
     uint32_t c0 = t.io_status_commitSeq;
     unsigned f0 = t.io_status_fenced, p0 = t.io_status_pending;
     query_resp_.clear();
     s.objs.clear();
     for (uint32_t o : objs) query_q_.push_back(o);
+    api_queries += objs.size();
     for (int i = 0; i < 100000 && s.objs.size() < objs.size(); i++) {
       cycle();
+      api_cycles++;
       for (auto& qr : query_resp_) s.objs[qr.first] = qr.second;
       query_resp_.clear();
     }
     if (s.objs.size() < objs.size()) { err = "query not answered"; break; }
     ok = t.io_status_commitSeq == c0 && t.io_status_fenced == f0 && t.io_status_pending == p0;
+    // complete: the counts read add up to the core's per-server totals (else a round's ObjBISnp is
+    // still queued: the cycles of the next attempt let it out)
+    unsigned total[N] = {};
+#define X(i) total[i] = t.io_status_pendTotal_##i;
+    APTA_FOR_EACH_SERVER(X)
+#undef X
+    for (unsigned g = 0; g < N && ok; g++) {
+      uint64_t sum = 0;
+      for (auto& kv : s.objs) sum += kv.second.pend[g];
+      ok = sum == total[g];
+    }
     if (ok) {
       if (t.io_status_commitSeq < commit_last_) commit_hi_ += 1ull << 32;
       commit_last_ = t.io_status_commitSeq;
@@ -944,6 +985,11 @@ bool Daemon::snapshot(const std::vector<uint32_t>& want, Snapshot& s, std::strin
       s.schedulable = t.io_status_schedulable;
       uint64_t now = now_ns();
       for (unsigned g = 0; g < N; g++) { s.epoch[g] = epoch_of(g); s.live[g] = live(g, now); }
+      for (auto& kv : s.objs) {       // settled objects leave the set
+        bool owed = false;
+        for (unsigned g = 0; g < N; g++) owed = owed || kv.second.pend[g];
+        if (!owed) maybe_pending_.erase(kv.first);
+      }
     }
   }
   gate_inputs_ = false;
@@ -990,7 +1036,8 @@ Reply api_schedulable(Daemon& d, const std::string& query) {
     std::string pfor;
     for (auto& kv : s.objs)
       if (kv.second.pend[g]) { pending += kv.second.pend[g]; pobj.push_back(std::to_string(kv.first)); }
-    // the RTL's bitmap is the truth; the per-object counts only cover registered objects
+    // s.objs holds every object owing acks (snapshot: the counts add up to io_status_pendTotal),
+    // so this sum is the core's total; the bitmap stays authoritative all the same
     if (((s.pending >> g) & 1u) && pending == 0) pending = 1;
     bool sched_for = s.live[g] && !fenced;
     for (size_t i = 0; i < req.size(); i++) {
@@ -1032,17 +1079,40 @@ Reply api_object(Daemon& d, const std::string& name) {
                    ",\"sharers\":" + names_json(sh) + ",\"pending\":{" + pend + "}}"};
 }
 
+// The answer to each MapUpdCode (schema/core.json; controlplane.yaml registerObject): the HTTP status,
+// the request field it is about, and what to say.
+struct MapRefusal { int http; const char* field; std::string why; };
+MapRefusal map_refusal(unsigned code) {
+  switch (code) {
+    case APTA_MAP_UPD_CODE_BADSIZE: return {400, "size", "size must be 1.." + std::to_string(APTA_P_linesPerObject) + " lines"};
+    case APTA_MAP_UPD_CODE_EXISTS: return {409, "obj", "object already registered (remove it first)"};
+    case APTA_MAP_UPD_CODE_COLLISION: return {409, "obj", "the object's map slot (obj modulo the map's entries) holds another object"};
+    case APTA_MAP_UPD_CODE_NOSPACE: return {507, "size", "no storage left for an object of this size"};
+    case APTA_MAP_UPD_CODE_UNKNOWNOBJ: return {404, "obj", "object not registered"};
+    case APTA_MAP_UPD_CODE_BUSY: return {409, "obj", "copies of the object are outstanding (sharers, owed acks, or a get or put in flight)"};
+    case APTA_MAP_UPD_CODE_BADENTRY: return {409, "obj", "the object's map entry does not describe storage of the allocator"};
+  }
+  return {500, "obj", "unknown map answer"};
+}
+
 Reply api_post_object(Daemon& d, const Call& c) {
-  uint64_t obj = c.obj, base = c.base, size = c.size, valid = c.valid;
-  if (obj >= (1ull << APTA_P_objIdBits) || base >= (1ull << APTA_P_addrBits) || size > 0xFFFF)
-    return error_reply(400, "obj, base or size out of range");
-  // The RTL checks size/alignment when it walks the entry (badMapEntry, overLong): a test may
-  // register a malformed entry on purpose, so only the port widths are enforced here.
   std::string err;
-  if (!d.map_update(uint32_t(obj), base, unsigned(size), valid != 0, err)) return error_reply(503, err);
+  unsigned code = 0;
+  uint64_t base = 0;
+  // api.cpp checked the port widths; the RTL checks everything else and answers with a MapUpdCode
+  if (!d.map_update(uint32_t(c.obj), unsigned(c.size), c.valid != 0, code, base, err)) return error_reply(503, err);
+  if (code != APTA_MAP_UPD_CODE_OK) {
+    MapRefusal r = map_refusal(code);
+    return {r.http, "{\"error\":" + json_str(std::string(c.valid ? "registration" : "removal") + " of object " +
+                                               std::to_string(c.obj) + " refused: " + r.why) +
+                        ",\"field\":" + json_str(r.field) + ",\"code\":" + json_str(APTA_MAP_UPD_CODE_NAME[code]) + "}"};
+  }
   Daemon::Snapshot s;
   if (!d.snapshot({}, s, err)) return error_reply(503, err);
-  return {200, "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance()) + "}"};
+  std::string o = "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance()) +
+                  ",\"object\":" + json_str(std::to_string(c.obj)) + ",\"base\":" + std::to_string(base);
+  if (c.valid) o += ",\"size\":" + std::to_string(c.size);
+  return {200, o + "}"};
 }
 
 Reply api_ctrl(Daemon& d, const std::string& server, bool fence) {

@@ -30,6 +30,8 @@ class ServerTable(implicit val p: AptaParams) extends Module with HasAptaParamet
     val epochs = Output(Vec(p.servers, UInt(p.epochBits.W)))
     /** bit i: server i owes some ack */
     val pending = Output(UInt(p.servers.W))
+    /** acks each server owes over all objects (the sum the pending bit is read from) */
+    val total = Output(Vec(p.servers, UInt(p.totalPendBits.W)))
   })
   val epoch = RegInit(VecInit(Seq.fill(p.servers)(0.U(p.epochBits.W))))
   val fenced = RegInit(VecInit(Seq.fill(p.servers)(false.B)))
@@ -52,4 +54,5 @@ class ServerTable(implicit val p: AptaParams) extends Module with HasAptaParamet
   io.fenced := fenced.asUInt
   io.epochs := epoch
   io.pending := VecInit(total.map(_ =/= 0.U)).asUInt
+  io.total := total
 }

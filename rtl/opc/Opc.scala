@@ -52,6 +52,10 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     val stRd = Input(new StageRd)
     /** that line */
     val stData = Output(UInt(p.dataBits.W))
+    /** an object the object map is removing ... */
+    val probe = Input(UInt(p.objIdBits.W))
+    /** ... has a staging slot in use here (open, complete, committing or draining) */
+    val probeHit = Output(Bool())
     /** committed puts (the control plane's commit sequence number) */
     val commitSeq = Output(UInt(p.commitSeqBits.W))
     /** no open, committing or draining slot */
@@ -77,6 +81,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val stage = Mem(S * L, UInt(p.dataBits.W))
   def at(slot: UInt, line: UInt): UInt = slot * L.U + line
   def isSt(s: Slot, st: SlotSt.Type): Bool = s.st === st
+  io.probeHit := slots.map(s => !isSt(s, SlotSt.Free) && s.obj === io.probe).reduce(_ || _)
   def sizeMask(size: UInt): UInt = ((1.U((L + 1).W) << size) - 1.U)(L - 1, 0)
 
   // a transaction (writer, txn) has at most one open or complete slot: a retry reuses it (the model's

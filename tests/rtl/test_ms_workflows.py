@@ -49,7 +49,6 @@ TOP = "MemoryServer"
 # fence, and the line writes that follow a PutPrepare answered PutRetry (staging full: the writer
 # only learns it after it sent the lines; it then resends the whole put)
 EXPECTED_ERR = {schema.ms_error_code(n): n for n in ("zombie", "noTxn", "fenceAbort")}
-OBJ_BASE = 0x10000
 
 
 def ms_dir(variant):
@@ -111,17 +110,15 @@ class MsEnv(Transport, ControlPlane):
         self.birsp = _InPort(dut, "birsp")
         self.ctrl = _InPort(dut, "ctrl")
         self.query = _InPort(dut, "query", ["obj"])
-        self.mapupd = _InPort(dut, "mapUpd", ["obj", "base", "size", "valid"])
+        self.mapupd = _InPort(dut, "mapUpd", ["obj", "size", "valid"])
         self.ins = self.req + [self.birsp, self.ctrl, self.query, self.mapupd]
         for port in ("rsp", "snp", "ctrlResp"):
             getattr(dut, f"io_{port}_ready").value = 1
         self.deliver = {}                 # (sid, channel) -> deque[(due, flit)]
         self.models, self.runner = [], None
-        # MEMSERVER.md names it io_mapUpdDone_bits_obj; a one-field bundle may be flattened
-        self.map_done_bits = getattr(dut, "io_mapUpdDone_bits_obj", None) or getattr(dut, "io_mapUpdDone_bits")
         self.answers = {}                 # obj -> (cycle the query was issued, schedulableFor bitmap)
         self.q_inflight = {}              # obj -> cycle issued
-        self.map_done = set()
+        self.map_done = {}                # obj -> the base the memory server allocated
         self.errors, self.err_counts = [], {}
         self.status = {}
         self.trace = None                 # ms_trace.MsTrace: the event log for trace validation
@@ -199,7 +196,8 @@ class MsEnv(Transport, ControlPlane):
             issued = self.q_inflight.pop(o, self.cycle)
             self.answers[o] = (issued, int(d.io_queryResp_bits_schedulableFor.value))
         if int(d.io_mapUpdDone_valid.value):
-            self.map_done.add(int(self.map_done_bits.value))
+            assert int(d.io_mapUpdDone_bits_code.value) == schema.enum("MapUpdCode").index("ok"), "registration refused"
+            self.map_done[int(d.io_mapUpdDone_bits_obj.value)] = int(d.io_mapUpdDone_bits_base.value)
         if int(d.io_err_valid.value):
             code = int(d.io_err_bits_code.value)
             if tr and code == schema.ms_error_code("zombie"):
@@ -236,10 +234,10 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
     await ms_reset(dut, cycles=4)
     ram.write(0, bytes(ram.size))          # every object back to version 0 (zeros), map cleared
     env = MsEnv(dut, params, S, random.Random(seed + 77))
+    dut.io_memBytes.value = ram.size           # the allocator's arena ends with the RAM
     ids, sizes = object_table(script, params["linesPerObject"])
-    span = 64 * params["linesPerObject"]
-    for o, k in ids.items():
-        env.mapupd.q.append({"obj": k, "base": OBJ_BASE + k * span, "size": sizes[k], "valid": 1})
+    for o, k in ids.items():      # the memory server allocates each object's storage (mapUpdDone names it)
+        env.mapupd.q.append({"obj": k, "size": sizes[k], "valid": 1})
     for _ in range(20000):
         await env.tick()
         if len(env.map_done) == len(ids):
@@ -275,7 +273,7 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
         await env.tick()
 
     def read_object(obj, size):
-        base = OBJ_BASE + obj * span
+        base = env.map_done[obj]
         return [int.from_bytes(ram.read(base + 64 * l, 64), "little") for l in range(size)]
 
     rec = runner.finish(read_object)

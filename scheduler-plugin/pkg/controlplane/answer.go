@@ -24,6 +24,7 @@ var (
 	RequiredSchedulableAnswer = []string{"seq", "instance", "servers"}
 	RequiredServerState       = []string{"name", "live", "fenced", "epoch", "pending", "schedulable", "schedulableFor"}
 	RequiredChangeAnswer      = []string{"seq", "instance"}
+	RequiredRegisterAnswer    = []string{"seq", "instance", "object", "base"}
 	RequiredObjectAnswer      = []string{"seq", "instance", "object", "version", "sharers"}
 )
 
@@ -279,6 +280,7 @@ var (
 	fieldsSchedulableAnswer = jsonFields(SchedulableAnswer{})
 	fieldsServerState       = jsonFields(ServerState{})
 	fieldsChangeAnswer      = jsonFields(ChangeAnswer{})
+	fieldsRegisterAnswer    = jsonFields(RegisterAnswer{})
 	fieldsObjectAnswer      = jsonFields(ObjectAnswer{})
 )
 
@@ -412,6 +414,18 @@ func DecodeChangeAnswer(b []byte) (ChangeAnswer, error) {
 	var a ChangeAnswer
 	if _, err := decodeStrict(b, RequiredChangeAnswer, fieldsChangeAnswer, &a); err != nil {
 		return ChangeAnswer{}, err
+	}
+	return a, nil
+}
+
+// DecodeRegisterAnswer decodes an answer of POST /v1/objects for object obj.
+func DecodeRegisterAnswer(b []byte, obj string) (RegisterAnswer, error) {
+	var a RegisterAnswer
+	if _, err := decodeStrict(b, RequiredRegisterAnswer, fieldsRegisterAnswer, &a); err != nil {
+		return RegisterAnswer{}, err
+	}
+	if a.Object != obj {
+		return RegisterAnswer{}, answerErr("object", "answer for object %q, asked %q", a.Object, obj)
 	}
 	return a, nil
 }

@@ -131,7 +131,7 @@ func TestAuthRoles(t *testing.T) {
 		{"fence", "POST", "/v1/servers/s1/fence", "{}", ""},
 		{"rejoin", "POST", "/v1/servers/s1/rejoin", "{}", ""},
 		{"addServer", "POST", "/v1/servers", `{"server":"s9"}`, ""},
-		{"registerObject", "POST", "/v1/objects", `{"obj":5,"base":0,"size":1}`, ""},
+		{"registerObject", "POST", "/v1/objects", `{"obj":5,"size":1}`, ""},
 		{"ack", "POST", "/v1/ack", `{"server":"s1","object":"x"}`, "s1"},
 		{"commit", "POST", "/v1/commit", `{"server":"s1","object":"y"}`, "s1"},
 		{"cache", "POST", "/v1/cache", `{"server":"s2","object":"x"}`, "s2"},

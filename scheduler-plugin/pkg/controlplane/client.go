@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -155,13 +156,23 @@ func (c *Client) Invoke(ctx context.Context, req InvocationRequest) (ChangeAnswe
 	return c.change(ctx, "/v1/invocations", req)
 }
 
-// RegisterObject is the Object Manager's POST /v1/objects; valid false removes the entry.
-func (c *Client) RegisterObject(ctx context.Context, obj, base, size uint64, valid bool) (ChangeAnswer, error) {
-	v := uint64(0)
-	if valid {
-		v = 1
+// RegisterObject is the Object Manager's POST /v1/objects: object obj of size lines (the memory
+// server allocates the storage and names its base); valid false removes the object (size unused).
+func (c *Client) RegisterObject(ctx context.Context, obj, size uint64, valid bool) (RegisterAnswer, error) {
+	req := ObjectRequest{Obj: &obj, Size: &size}
+	if !valid {
+		v := uint64(0)
+		req = ObjectRequest{Obj: &obj, Valid: &v}
 	}
-	return c.change(ctx, "/v1/objects", ObjectRequest{Obj: &obj, Base: &base, Size: &size, Valid: &v})
+	b, err := c.raw(ctx, http.MethodPost, "/v1/objects", req)
+	if err != nil {
+		return RegisterAnswer{}, err
+	}
+	a, err := DecodeRegisterAnswer(b, strconv.FormatUint(obj, 10))
+	if err != nil {
+		return RegisterAnswer{}, fmt.Errorf("control plane POST /v1/objects: %w", err)
+	}
+	return a, nil
 }
 func (c *Client) Object(ctx context.Context, obj string) (*ObjectAnswer, error) {
 	path := "/v1/objects/" + url.PathEscape(obj)

@@ -30,7 +30,12 @@ type Server struct {
 	down     bool
 	// auth, if set, authenticates every HTTP call and authorizes it by role (auth.go).
 	auth *Auth
+	// arena allocates registered objects' storage as the memory server does (alloc.go).
+	arena *arena
 }
+
+// SetArena replaces the allocator's geometry (before any object is registered).
+func (s *Server) SetArena(c ArenaConfig) { s.mu.Lock(); s.arena = newArena(c); s.mu.Unlock() }
 
 // SetAuth turns on authentication and authorization of the HTTP API (nil: off, every caller
 // may do everything; only for tests in one process).
@@ -57,6 +62,7 @@ func NewServer(out io.Writer) *Server {
 		servers:  map[string]*server{},
 		objects:  map[string]*object{},
 		out:      out,
+		arena:    newArena(DefaultArena),
 	}
 }
 
@@ -178,30 +184,42 @@ func (s *Server) Commit(name, obj string) (ChangeAnswer, error) {
 	return s.answer(s.record(LogEntry{Op: "commit", Server: name, Object: obj})), nil
 }
 
-// RegisterObject makes object obj known with no sharers (valid) or forgets it (!valid), as the
-// memory server's object map does on POST /v1/objects. An object with acks owed cannot be
-// forgotten: its pending invalidations would vanish without being acked (TLA-C5).
-func (s *Server) RegisterObject(obj uint64, valid bool) (ChangeAnswer, error) {
+// RegisterObject registers object obj of size lines (valid), allocating its storage as the memory
+// server's object map does on POST /v1/objects, or removes it (!valid) and frees the storage. A
+// refusal (alloc.go: badSize, exists, collision, noSpace, unknownObj, busy) changes nothing. An
+// object with copies outstanding cannot be removed: its sharers would keep a copy of a name that
+// may be registered again, and its pending invalidations would vanish without being acked (TLA-C5).
+func (s *Server) RegisterObject(obj, size uint64, valid bool) (RegisterAnswer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := strconv.FormatUint(obj, 10)
-	o := s.objects[name]
 	if valid {
-		if o == nil {
-			s.objects[name] = &object{sharers: map[string]bool{}, pend: map[string]uint64{}, pendSeq: map[string][]uint64{}}
+		base, err := s.arena.register(obj, size)
+		if err != nil {
+			return RegisterAnswer{}, err
 		}
-		return s.answer(s.record(LogEntry{Op: "register", Object: name})), nil
+		s.objects[name] = &object{sharers: map[string]bool{}, pend: map[string]uint64{}, pendSeq: map[string][]uint64{}}
+		a := s.answer(s.record(LogEntry{Op: "register", Object: name}))
+		return RegisterAnswer{Seq: a.Seq, Instance: a.Instance, Object: name, Base: base, Size: &size}, nil
 	}
-	if o == nil {
-		return ChangeAnswer{}, fmt.Errorf("unknown object %q", name)
+	e, err := s.arena.lookup(obj)
+	if err != nil {
+		return RegisterAnswer{}, err
 	}
-	for sv, n := range o.pend {
-		if n > 0 {
-			return ChangeAnswer{}, fmt.Errorf("object %q: server %q owes %d acks for it", name, sv, n)
+	if o := s.objects[name]; o != nil {
+		for sv, n := range o.pend {
+			if n > 0 {
+				return RegisterAnswer{}, refuse(CodeBusy, "obj", "object %q: server %q owes %d acks for it", name, sv, n)
+			}
+		}
+		for sv := range o.sharers {
+			return RegisterAnswer{}, refuse(CodeBusy, "obj", "object %q: server %q holds a copy", name, sv)
 		}
 	}
+	s.arena.remove(e)
 	delete(s.objects, name)
-	return s.answer(s.record(LogEntry{Op: "unregister", Object: name})), nil
+	a := s.answer(s.record(LogEntry{Op: "unregister", Object: name}))
+	return RegisterAnswer{Seq: a.Seq, Instance: a.Instance, Object: name, Base: e.base}, nil
 }
 
 // Ack retires acks server owes for obj (count 0: all). An ack from another epoch or from a
@@ -434,7 +452,7 @@ func (s *Server) Handler() http.Handler {
 	read("/v1/schedulable", func(w http.ResponseWriter, r *http.Request) {
 		objs, err := ParseObjects(r.URL.Query().Get("objects"))
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, ErrorAnswer{err.Error()})
+			writeJSON(w, http.StatusBadRequest, ErrorAnswer{Error: err.Error()})
 			return
 		}
 		writeJSON(w, http.StatusOK, s.Schedulable(objs))
@@ -442,7 +460,7 @@ func (s *Server) Handler() http.Handler {
 	read("/v1/objects/{obj}", func(w http.ResponseWriter, r *http.Request) {
 		a, ok := s.Object(r.PathValue("obj"))
 		if !ok {
-			writeJSON(w, http.StatusNotFound, ErrorAnswer{fmt.Sprintf("unknown object %q", r.PathValue("obj"))})
+			writeJSON(w, http.StatusNotFound, ErrorAnswer{Error: fmt.Sprintf("unknown object %q", r.PathValue("obj"))})
 			return
 		}
 		writeJSON(w, http.StatusOK, a)
@@ -459,7 +477,7 @@ func (s *Server) Handler() http.Handler {
 				if se, ok := err.(*statusError); ok {
 					code = se.code
 				}
-				writeJSON(w, code, ErrorAnswer{err.Error()})
+				writeJSON(w, code, ErrorAnswer{Error: err.Error()})
 				return
 			}
 			writeJSON(w, http.StatusOK, a)
@@ -475,29 +493,50 @@ func (s *Server) Handler() http.Handler {
 		}
 		return s.AddServer(req.Server)
 	})
-	change("/v1/objects", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
-		if err := allow(c, "", RoleObjectManager); err != nil {
-			return ChangeAnswer{}, err
-		}
-		var req ObjectRequest
-		if err := decode(r, &req); err != nil {
-			return ChangeAnswer{}, err
-		}
-		for _, f := range []struct {
-			name string
-			v    *uint64
-		}{{"obj", req.Obj}, {"base", req.Base}, {"size", req.Size}} {
-			if f.v == nil {
-				return ChangeAnswer{}, fmt.Errorf("bad request body: field %s: required", f.name)
+	mux.HandleFunc("POST /v1/objects", func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(callerKey{}).(*Caller)
+		a, err := func() (RegisterAnswer, error) {
+			if err := allow(c, "", RoleObjectManager); err != nil {
+				return RegisterAnswer{}, err
 			}
+			var req ObjectRequest
+			if err := decode(r, &req); err != nil {
+				if strings.Contains(err.Error(), `unknown field "base"`) {
+					return RegisterAnswer{}, fmt.Errorf("bad request body: field base: not accepted, the memory server allocates object storage (register with {obj, size})")
+				}
+				return RegisterAnswer{}, err
+			}
+			valid := req.Valid == nil || *req.Valid == 1
+			if req.Obj == nil {
+				return RegisterAnswer{}, fmt.Errorf("bad request body: field obj: required")
+			}
+			if req.Valid != nil && *req.Valid > 1 {
+				return RegisterAnswer{}, fmt.Errorf("bad request body: field valid: %d is not 0 or 1", *req.Valid)
+			}
+			if valid && req.Size == nil {
+				return RegisterAnswer{}, fmt.Errorf("bad request body: field size: required")
+			}
+			var size uint64
+			if req.Size != nil {
+				size = *req.Size
+			}
+			if size > MaxObjectLines {
+				return RegisterAnswer{}, fmt.Errorf("bad request body: field size: %d lines > %d", size, MaxObjectLines)
+			}
+			return s.RegisterObject(*req.Obj, size, valid)
+		}()
+		if err != nil {
+			code, body := http.StatusBadRequest, ErrorAnswer{Error: err.Error()}
+			if se, ok := err.(*statusError); ok {
+				code = se.code
+			}
+			if rf, ok := err.(*refusal); ok {
+				code, body.Field, body.Code = refusalStatus[rf.code], rf.field, rf.code
+			}
+			writeJSON(w, code, body)
+			return
 		}
-		if *req.Size > MaxObjectLines {
-			return ChangeAnswer{}, fmt.Errorf("bad request body: field size: %d lines > %d", *req.Size, MaxObjectLines)
-		}
-		if req.Valid != nil && *req.Valid > 1 {
-			return ChangeAnswer{}, fmt.Errorf("bad request body: field valid: %d is not 0 or 1", *req.Valid)
-		}
-		return s.RegisterObject(*req.Obj, req.Valid == nil || *req.Valid == 1)
+		writeJSON(w, http.StatusOK, a)
 	})
 	change("/v1/servers/{server}/fence", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
 		if err := allow(c, "", RoleFailureDetector); err != nil {
@@ -559,13 +598,13 @@ func (s *Server) Handler() http.Handler {
 			c, ok := auth.authenticate(r)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="apta-controlplane"`)
-				writeJSON(w, http.StatusUnauthorized, ErrorAnswer{"missing or invalid bearer token"})
+				writeJSON(w, http.StatusUnauthorized, ErrorAnswer{Error: "missing or invalid bearer token"})
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, &c))
 		}
 		if down {
-			writeJSON(w, http.StatusServiceUnavailable, ErrorAnswer{"control plane unavailable"})
+			writeJSON(w, http.StatusServiceUnavailable, ErrorAnswer{Error: "control plane unavailable"})
 			return
 		}
 		mux.ServeHTTP(w, r)

@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -139,15 +141,16 @@ func TestServerRejectsBadInput(t *testing.T) {
 }
 
 // TestRegisterObject: POST /v1/objects makes an object known (GET /v1/objects, not "unknown" in
-// /v1/schedulable) with no sharers, removes it, refuses to forget acks owed, names a bad field.
+// /v1/schedulable) with no sharers at the base its allocator chose, removes it (freeing the
+// storage), refuses to forget copies or acks owed, names a bad field.
 func TestRegisterObject(t *testing.T) {
 	s := NewServer(nil)
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 	c := NewClient(ts.URL, time.Second)
 	ctx := context.Background()
-	a, err := c.RegisterObject(ctx, 17, 4096, 8, true)
-	if err != nil || a.Seq != 1 {
+	a, err := c.RegisterObject(ctx, 17, 8, true)
+	if err != nil || a.Seq != 1 || a.Base != DefaultArena.Base || a.Object != "17" {
 		t.Fatalf("register: %+v %v", a, err)
 	}
 	if o, err := c.Object(ctx, "17"); err != nil || o.Version != 0 || len(o.Sharers) != 0 {
@@ -156,33 +159,35 @@ func TestRegisterObject(t *testing.T) {
 	if sa, err := c.Schedulable(ctx, []string{"17", "18"}); err != nil || len(sa.Unknown) != 1 || sa.Unknown[0] != "18" {
 		t.Fatalf("schedulable: %+v %v", sa, err)
 	}
-	if _, err := c.RegisterObject(ctx, 17, 4096, 8, false); err != nil {
-		t.Fatal(err)
+	if a, err := c.RegisterObject(ctx, 17, 0, false); err != nil || a.Base != DefaultArena.Base {
+		t.Fatalf("remove: %+v %v", a, err)
 	}
 	if _, err := c.Object(ctx, "17"); err == nil || !strings.Contains(err.Error(), "unknown object") {
 		t.Fatalf("removed object still known: %v", err)
 	}
-	// acks owed: not forgotten
-	for _, step := range []func() (ChangeAnswer, error){
-		func() (ChangeAnswer, error) { return c.AddServer(ctx, "a") },
-		func() (ChangeAnswer, error) { return c.AddServer(ctx, "b") },
-		func() (ChangeAnswer, error) { return c.RegisterObject(ctx, 5, 0, 1, true) },
-		func() (ChangeAnswer, error) { return c.Cache(ctx, "b", "5") },
-		func() (ChangeAnswer, error) { return c.Commit(ctx, "a", "5") },
+	// copies and acks owed: not forgotten
+	for _, step := range []func() error{
+		func() error { _, err := c.AddServer(ctx, "a"); return err },
+		func() error { _, err := c.AddServer(ctx, "b"); return err },
+		func() error { _, err := c.RegisterObject(ctx, 5, 1, true); return err },
+		func() error { _, err := c.Cache(ctx, "b", "5"); return err },
+		func() error { _, err := c.Commit(ctx, "a", "5"); return err },
 	} {
-		if _, err := step(); err != nil {
+		if err := step(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.RegisterObject(ctx, 5, 0, 1, false); err == nil || !strings.Contains(err.Error(), "owes 1 acks") {
+	if _, err := c.RegisterObject(ctx, 5, 0, false); err == nil || !strings.Contains(err.Error(), "owes 1 acks") {
 		t.Fatalf("forgot an object with acks owed: %v", err)
 	}
 	for body, want := range map[string]string{
-		`{"base": 0, "size": 1}`:                       "field obj: required",
-		`{"obj": 1, "base": 0, "size": 70000}`:         "field size",
-		`{"obj": 1, "base": 0, "size": 1, "valid": 2}`: "field valid",
-		`{"obj": 1, "base": 0, "size": 1, "extra": 1}`: "unknown field",
-		`{"obj": -1, "base": 0, "size": 1}`:            "bad request body",
+		`{"size": 1}`:                       "field obj: required",
+		`{"obj": 1}`:                        "field size: required",
+		`{"obj": 1, "size": 70000}`:         "field size",
+		`{"obj": 1, "size": 1, "valid": 2}`: "field valid",
+		`{"obj": 1, "size": 1, "extra": 1}`: "unknown field",
+		`{"obj": 1, "base": 0, "size": 1}`:  "field base",
+		`{"obj": -1, "size": 1}`:            "bad request body",
 	} {
 		resp, err := ts.Client().Post(ts.URL+"/v1/objects", "application/json", strings.NewReader(body))
 		if err != nil {
@@ -193,6 +198,89 @@ func TestRegisterObject(t *testing.T) {
 		if resp.StatusCode != 400 || !strings.Contains(string(b), want) {
 			t.Errorf("%s: %d %s, want 400 naming %q", body, resp.StatusCode, b, want)
 		}
+	}
+}
+
+// TestRegistrationRefusals: each bad registration or removal gets the memory server's answer
+// (HTTP status, field, MapUpdCode; qemu-cxl/daemon and rtl/MEMSERVER.md alike) and changes
+// nothing; exhaustion exactly when the arena is full; a removal's storage comes back.
+func TestRegistrationRefusals(t *testing.T) {
+	s := NewServer(nil)
+	s.SetArena(ArenaConfig{LinesPerObject: 8, MapEntries: 64, Base: 4096, End: 4096 + 4*512 + 64})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c := NewClient(ts.URL, time.Second)
+	ctx := context.Background()
+	if _, err := c.AddServer(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	post := func(body string) (int, ErrorAnswer, RegisterAnswer) {
+		resp, err := ts.Client().Post(ts.URL+"/v1/objects", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var e ErrorAnswer
+		var a RegisterAnswer
+		if resp.StatusCode == 200 {
+			if a, err = DecodeRegisterAnswer(b, strings.Split(strings.Split(body, ":")[1], ",")[0][1:]); err != nil {
+				t.Fatalf("%s: %s: %v", body, b, err)
+			}
+		} else if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, e, a
+	}
+	var bases []uint64
+	for k := 0; k < 4; k++ {
+		code, e, a := post(fmt.Sprintf(`{"obj": %d, "size": 8}`, 10+k))
+		if code != 200 {
+			t.Fatalf("registration %d: %d %+v", k, code, e)
+		}
+		bases = append(bases, a.Base)
+	}
+	if bases[0] != 4096 || bases[3] != 4096+3*512 {
+		t.Fatalf("bases %v", bases)
+	}
+	seq := s.Seq()
+	for _, tt := range []struct {
+		body, field, code string
+		status            int
+	}{
+		{`{"obj": 20, "size": 0}`, "size", CodeBadSize, 400},
+		{`{"obj": 20, "size": 9}`, "size", CodeBadSize, 400},
+		{`{"obj": 10, "size": 1}`, "obj", CodeExists, 409},
+		{`{"obj": 74, "size": 1}`, "obj", CodeCollision, 409},
+		{`{"obj": 20, "size": 2}`, "size", CodeNoSpace, 507},
+		{`{"obj": 20, "valid": 0}`, "obj", CodeUnknownObj, 404},
+	} {
+		code, e, _ := post(tt.body)
+		if code != tt.status || e.Field != tt.field || e.Code != tt.code {
+			t.Errorf("%s: %d %+v, want %d %s %s", tt.body, code, e, tt.status, tt.field, tt.code)
+		}
+	}
+	if s.Seq() != seq {
+		t.Fatalf("a refusal changed the state: seq %d -> %d", seq, s.Seq())
+	}
+	if code, _, a := post(`{"obj": 21, "size": 1}`); code != 200 || a.Base != 4096+4*512 {
+		t.Fatalf("the last 64 bytes: %d %+v", code, a)
+	}
+	if _, err := c.Cache(ctx, "a", "11"); err != nil {
+		t.Fatal(err)
+	}
+	if code, e, _ := post(`{"obj": 11, "valid": 0}`); code != 409 || e.Code != CodeBusy {
+		t.Fatalf("removal with a copy outstanding: %d %+v", code, e)
+	}
+	if _, err := c.Fence(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	seq = s.Seq()
+	if code, _, a := post(`{"obj": 11, "valid": 0}`); code != 200 || a.Base != bases[1] || s.Seq() != seq+1 {
+		t.Fatalf("removal after the fence: %d %+v", code, a)
+	}
+	if code, _, a := post(`{"obj": 30, "size": 5}`); code != 200 || a.Base != bases[1] {
+		t.Fatalf("the freed extent is not reused: %d %+v", code, a)
 	}
 }
 

@@ -43,7 +43,7 @@ func TestSpecMatchesTypes(t *testing.T) {
 	}{
 		{"ServerState", ServerState{}}, {"SchedulableAnswer", SchedulableAnswer{}}, {"ObjectAnswer", ObjectAnswer{}},
 		{"ChangeAnswer", ChangeAnswer{}}, {"ServerRequest", ServerRequest{}}, {"CommitRequest", CommitRequest{}},
-		{"AckRequest", AckRequest{}}, {"ObjectRequest", ObjectRequest{}}, {"InvocationRequest", InvocationRequest{}}, {"LogEntry", LogEntry{}}, {"Error", ErrorAnswer{}},
+		{"AckRequest", AckRequest{}}, {"ObjectRequest", ObjectRequest{}}, {"RegisterAnswer", RegisterAnswer{}}, {"InvocationRequest", InvocationRequest{}}, {"LogEntry", LogEntry{}}, {"Error", ErrorAnswer{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {

@@ -68,6 +68,9 @@ type ChangeAnswer struct {
 // ErrorAnswer is the body of every 4xx/5xx answer.
 type ErrorAnswer struct {
 	Error string `json:"error"`
+	// Field and Code name a refused registration's field and the memory server's MapUpdCode.
+	Field string `json:"field,omitempty"`
+	Code  string `json:"code,omitempty"`
 }
 
 // Request bodies.
@@ -88,14 +91,23 @@ type AckRequest struct {
 	Count uint64 `json:"count,omitempty"`
 }
 
-// ObjectRequest registers (valid 1, the default) or removes (valid 0) object obj's map entry:
-// size lines at byte address base of the memory server's data area (the Object Manager's call;
-// rtl/MEMSERVER.md). The object's name in every other call is obj in decimal.
+// ObjectRequest registers (valid 1, the default) or removes (valid 0) object obj: a registration
+// names size lines, never an address, and the memory server allocates the storage (the Object
+// Manager's call; rtl/MEMSERVER.md "Object storage allocation"). The object's name in every other
+// call is obj in decimal.
 type ObjectRequest struct {
 	Obj   *uint64 `json:"obj"`
-	Base  *uint64 `json:"base"`
-	Size  *uint64 `json:"size"`
+	Size  *uint64 `json:"size,omitempty"`
 	Valid *uint64 `json:"valid,omitempty"`
+}
+
+// RegisterAnswer answers POST /v1/objects: the base the allocator chose (a removal: the base freed).
+type RegisterAnswer struct {
+	Seq      uint64  `json:"seq"`
+	Instance string  `json:"instance"`
+	Object   string  `json:"object"`
+	Base     uint64  `json:"base"`
+	Size     *uint64 `json:"size,omitempty"`
 }
 
 // MaxObjectLines is the largest map entry (lines) the memory server's object map encodes.

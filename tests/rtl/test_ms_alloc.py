@@ -1,0 +1,230 @@
+"""The memory server's object-storage allocator (rtl/MEMSERVER.md "Object storage allocation";
+rtl/osc/ExtentAlloc.scala in the object map's update path) on the `ms3` variant, DRAM an AxiRam of
+`ram_size` bytes (io_memBytes): registration names an object and a size, the memory server picks the
+base and answers io_mapUpdDone with a MapUpdCode (schema/core.json).
+
+- each refusal, nothing changed by it: badSize (0, linesPerObject + 1), exists, collision (another
+  object in the map slot), unknownObj (removal), busy (removal while a server caches the object,
+  or while a put of it is staged; fine after the fence), badEntry (removal of an entry written
+  around the allocator);
+- exhaustion exactly when the arena [allocBase, memBytes) is full, then a removal frees an extent
+  that the next registration of its size class gets back;
+- a random sequence of registrations and removals against a Python reference model (the same
+  segregated power-of-two classes, bump pointer, LIFO free lists): every answer's code and base
+  equal, live extents never overlap and lie in the arena, and each live object's data, written at
+  its base, comes back whole from an ObjGet.
+
+The mutants alloc_overlap and alloc_no_exhaustion (rtl/Mutants.scala) must fail here
+(tests/rtl/test_ms_mutants.py runs this module on ms3_mutants for each).
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+VARIANT = os.environ.get("APTA_MS_VARIANT", "ms3")
+LINE = 64
+
+
+class AllocModel:
+    """The allocator as specified: class k = ceil(log2 size) holds extents of 2^k lines, carved from a
+    bump pointer [allocBase, memBytes), reused last-freed-first per class."""
+
+    def __init__(self, P: dict, mem_bytes: int):
+        self.L, self.M, self.mem = P["linesPerObject"], P["mapEntries"], mem_bytes
+        self.bump = P["allocBase"]
+        self.free: dict[int, list[int]] = {}
+        self.slots: dict[int, tuple[int, int, int]] = {}     # map slot -> (obj, base, size)
+
+    @staticmethod
+    def cls(size: int) -> int:
+        return (size - 1).bit_length()
+
+    def ext(self, size: int) -> int:
+        return LINE << self.cls(size)
+
+    def register(self, obj: int, size: int) -> tuple[str, int]:
+        if size == 0 or size > self.L:
+            return "badSize", 0
+        e = self.slots.get(obj % self.M)
+        if e:
+            return ("exists" if e[0] == obj else "collision"), 0
+        fl = self.free.setdefault(self.cls(size), [])
+        if fl:
+            base = fl.pop()
+        elif self.bump + self.ext(size) <= self.mem:
+            base, self.bump = self.bump, self.bump + self.ext(size)
+        else:
+            return "noSpace", 0
+        self.slots[obj % self.M] = (obj, base, size)
+        return "ok", base
+
+    def remove(self, obj: int) -> tuple[str, int]:
+        e = self.slots.get(obj % self.M)
+        if not e or e[0] != obj:
+            return "unknownObj", 0
+        del self.slots[obj % self.M]
+        self.free.setdefault(self.cls(e[2]), []).append(e[1])
+        return "ok", e[1]
+
+    def extents(self) -> list[tuple[int, int]]:
+        return sorted((b, b + self.ext(s)) for _o, b, s in self.slots.values())
+
+
+def pattern(o: int, l: int) -> int:
+    return (o << 32) | (l << 8) | 0x5A | (0xC3 << 480)
+
+
+try:
+    import cocotb
+except ImportError:          # collected by pytest without cocotb: only the runner below matters
+    cocotb = None
+
+if cocotb is not None:
+    async def start(dut, ram_size: int):
+        from ms_bfm import Ms
+        ms = Ms(dut, VARIANT, ram_size=ram_size)
+        await ms.start()
+        return ms
+
+    def status(dut) -> tuple:
+        return int(dut.io_status_commitSeq.value), int(dut.io_status_pending.value), int(dut.io_status_fenced.value)
+
+    @cocotb.test()
+    async def each_refusal_is_defined_and_changes_nothing(dut):
+        ms = await start(dut, 1 << 14)
+        P, L, M = ms.P, ms.P["linesPerObject"], ms.P["mapEntries"]
+        r = await ms.map_upd(5, 3)
+        assert r["code"] == "ok" and r["base"] == P["allocBase"], r
+        b5 = r["base"]
+        before = (bytes(ms.ram.read(P["mapBase"], 16 * M)), status(dut))
+        for obj, size, valid, want in ((6, 0, 1, "badSize"), (6, L + 1, 1, "badSize"), (6, 0xFFFF, 1, "badSize"),
+                                       (5, 3, 1, "exists"), (5, 1, 1, "exists"), (5 + M, 2, 1, "collision"),
+                                       (7, 0, 0, "unknownObj"), (5 + M, 0, 0, "unknownObj")):
+            r = await ms.map_upd(obj, size, valid)
+            assert (r["code"], r["base"]) == (want, 0), (obj, size, valid, r)
+            assert (bytes(ms.ram.read(P["mapBase"], 16 * M)), status(dut)) == before, f"{want} changed the map"
+        # the registered object works: its data at the allocated base comes back from a get
+        ms.write_obj(b5, [pattern(5, l) for l in range(3)])
+        ms.send(1, "ObjGet", epoch=0, obj=5)
+        await ms.settle()
+        assert [f["data"] for f in ms.rsp_of("ObjData", server=1, obj=5)] == [pattern(5, l) for l in range(3)]
+        # server 1 now caches object 5: its removal is refused until a fence drops the copy
+        r = await ms.map_upd(5, 0, 0)
+        assert r["code"] == "busy", r
+        assert bytes(ms.ram.read(P["mapBase"], 16 * M)) == before[0], "busy changed the map"
+        ms.ctrl("Fence", 1, 0)
+        await ms.settle()
+        r = await ms.map_upd(5, 0, 0)
+        assert (r["code"], r["base"]) == ("ok", b5), r
+        ms.send(0, "ObjGet", epoch=0, obj=5)       # removed: unknown to gets
+        await ms.settle()
+        assert ms.rsp_of("ObjErr", server=0, obj=5, code=4), ms.rsp
+        # a put in flight: an open staging slot of object 7 (no line yet, so no directory entry) makes
+        # its removal busy; once committed, the writer is a sharer: still busy until its fence
+        r7 = await ms.map_upd(7, 2)
+        assert r7["code"] == "ok", r7
+        ms.send(2, "PutPrepare", epoch=0, obj=7, txn=3)
+        await ms.settle()
+        r = await ms.map_upd(7, 0, 0)
+        assert r["code"] == "busy", r
+        for l in range(2):
+            ms.send(2, "PutLine", epoch=0, obj=7, txn=3, line=l, data=pattern(7, l))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=2, obj=7, txn=3), ms.rsp
+        assert (await ms.map_upd(7, 0, 0))["code"] == "busy"
+        ms.ctrl("Fence", 2, 0)
+        await ms.settle()
+        r = await ms.map_upd(7, 0, 0)
+        assert (r["code"], r["base"]) == ("ok", r7["base"]), r
+        # an entry written around the allocator (outside the arena) is not the allocator's to free
+        ms.put_map(9, 0x40, 1)
+        r = await ms.map_upd(9, 0, 0)
+        assert r["code"] == "badEntry", r
+
+    @cocotb.test()
+    async def exhaustion_then_free_and_reuse(dut):
+        ram = 1 << 15
+        ms = await start(dut, ram)
+        P, L = ms.P, ms.P["linesPerObject"]
+        ext = LINE * L
+        fit = (ram - P["allocBase"]) // ext
+        bases = []
+        for k in range(fit + 2):
+            r = await ms.map_upd(10 + k, L)
+            if r["code"] != "ok":
+                break
+            bases.append(r["base"])
+        assert len(bases) == fit and r["code"] == "noSpace", (len(bases), fit, r)
+        assert bases == [P["allocBase"] + ext * k for k in range(fit)], bases
+        r = await ms.map_upd(5, 1)             # a smaller class: no room to carve either
+        assert r["code"] == "noSpace", r
+        # freeing two extents: the next registrations of that class get them back, last freed first
+        assert (await ms.map_upd(12, 0, 0))["base"] == bases[2]
+        assert (await ms.map_upd(11, 0, 0))["base"] == bases[1]
+        r1, r2 = await ms.map_upd(2, L // 2 + 1), await ms.map_upd(3, L)
+        assert (r1["code"], r1["base"], r2["code"], r2["base"]) == ("ok", bases[1], "ok", bases[2]), (r1, r2)
+        r = await ms.map_upd(4, L)
+        assert r["code"] == "noSpace", r
+
+    @cocotb.test()
+    async def random_sequence_matches_the_model(dut):
+        ram = 1 << 13                           # a small arena: exhaustion and reuse come often
+        ms = await start(dut, ram)
+        P = ms.P
+        model = AllocModel(P, ram)
+        rng = random.Random(int(os.environ.get("APTA_SEED", "7")))
+        ids = list(range(1, 3 * P["mapEntries"] // 2))
+        seen = {}
+        for i in range(int(os.environ.get("APTA_ALLOC_OPS", "400"))):
+            live = [e[0] for e in model.slots.values()]
+            if live and rng.random() < 0.4:
+                obj = rng.choice(live) if rng.random() < 0.9 else rng.choice(ids)
+                want, got = model.remove(obj), await ms.map_upd(obj, 0, 0)
+            else:
+                obj = rng.choice(ids)
+                size = rng.choice([1, 2, 3, 4, 5, 8, P["linesPerObject"]] + ([0, P["linesPerObject"] + 1] if i % 17 == 0 else []))
+                want, got = model.register(obj, size), await ms.map_upd(obj, size)
+                if got["code"] == "ok":
+                    ms.write_obj(got["base"], [pattern(obj, l) for l in range(size)])
+            assert (got["code"], got["base"]) == want, f"op {i} obj {obj}: RTL {got}, model {want}"
+            seen[want[0]] = seen.get(want[0], 0) + 1
+            ext = model.extents()
+            assert all(a[1] <= b[0] for a, b in zip(ext, ext[1:])), f"op {i}: overlapping extents {ext}"
+            assert not ext or (ext[0][0] >= P["allocBase"] and ext[-1][1] <= ram), ext
+        for code in ("ok", "noSpace", "exists", "collision", "unknownObj", "badSize"):
+            assert seen.get(code), f"the sequence never produced {code}: {seen}"
+        # every live object's data is intact (no other registration was given its storage); server 2
+        # acks the BISnps of directory evictions (more live objects than directory entries)
+        from cocotb.triggers import RisingEdge
+        acked = 0
+        for obj, _base, size in model.slots.values():
+            ms.send(2, "ObjGet", epoch=0, obj=obj)
+            for _ in range(5000):
+                await RisingEdge(dut.clock)
+                sn = [f for n, f in ms.snp if n == "ObjBISnp" and f["server"] == 2]
+                for f in sn[acked:]:
+                    ms.ack(2, f["epoch"], f["obj"])
+                acked = len(sn)
+                if len(ms.rsp_of("ObjData", server=2, obj=obj)) >= size:
+                    break
+            got = sorted(ms.rsp_of("ObjData", server=2, obj=obj), key=lambda f: f["line"])
+            assert [f["data"] for f in got] == [pattern(obj, l) for l in range(size)], f"object {obj} damaged"
+        dut._log.info(f"allocator: {seen} over {sum(seen.values())} operations, {len(model.slots)} live at the end")
+
+
+@pytest.mark.parametrize("variant", [os.environ.get("APTA_MS_VARIANT", "ms3")])
+def test_ms_alloc_runner(variant):
+    from ms_bfm import run_ms
+    from core_bfm import declared_variants, rtl_dir_lacks, variant_dir
+    lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
+    if lack and lack[0] == "skip":
+        pytest.skip(lack[1])
+    if not (variant_dir(variant) / "MemoryServer.sv").exists():
+        if os.environ.get("APTA_RTL"):
+            raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
+        pytest.skip("run `make rtl` first")
+    tests, fails = run_ms(variant, "test_ms_alloc", {"APTA_MS_VARIANT": variant})
+    assert tests == 3 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
