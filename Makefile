@@ -78,7 +78,7 @@ deps-rtl:
 
 deps-rtl-sim: venv $(VENV)/.stamp-rtl
 $(VENV)/.stamp-rtl: requirements-rtl.txt $(VENV)/.stamp
-	@$(APT) g++ make nlohmann-json3-dev
+	@$(APT) g++ make nlohmann-json3-dev libssl-dev openssl
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-rtl.txt
 	touch $@
 
@@ -213,7 +213,7 @@ qemu-image:
 	nice -n 10 python3 qemu-cxl/image.py
 
 daemon: rtl deps-rtl-sim
-	@$(APT) g++ make nlohmann-json3-dev
+	@$(APT) g++ make nlohmann-json3-dev libssl-dev openssl
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
 # The tracing daemon (apta-memd-trace --trace-log): the same RTL with the core's result queue
@@ -241,18 +241,20 @@ runner: daemon workloads
 	nice -n 10 $(MAKE) -s -C qemu-cxl/guest -j2
 
 test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
-	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_daemon_http.py \
+	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_daemon_http.py tests/test_daemon_tls.py \
 	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py tests/test_qemu_trace.py
-	echo "test-qemu: guests, daemon, guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow; a QEMU run's trace validated"
+	echo "test-qemu: guests, daemon (TLS, tokens), guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow; a QEMU run's trace validated"
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
 # with 4 API clients that never read + 100 idle connections vs unloaded -> build/bench/daemon-stall.json;
-# a status answer's time and directory queries with 10 vs 100,000 registered objects -> build/bench/daemon-status.json.
+# a status answer's time and directory queries with 10 vs 100,000 registered objects -> build/bench/daemon-status.json;
+# the stall run over TLS with tokens, plus 4 clients stalling in the handshake -> daemon-stall-tls.json.
 # What tracing costs the daemon (qemu-cxl/trace_cost.py) -> build/bench/daemon-trace.json.
 bench-qemu: venv daemon daemon-trace
 	nice -n 10 $(PY) qemu-cxl/bench.py --out build/bench/qemu-cxl.json
 	nice -n 10 $(PY) qemu-cxl/stall.py --out build/bench/daemon-stall.json
+	nice -n 10 $(PY) qemu-cxl/stall.py --tls --out build/bench/daemon-stall-tls.json
 	nice -n 10 $(PY) qemu-cxl/statusbench.py --out build/bench/daemon-status.json
 	nice -n 10 $(PY) qemu-cxl/trace_cost.py --rounds 5 --out build/bench/daemon-trace.json
 
@@ -298,7 +300,7 @@ rtl-mutation: rtl deps-rtl-sim vectors
 bench: rtl deps-rtl-sim
 	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py tests/rtl/test_ms_bench.py
 	$(MAKE) --no-print-directory bench-sim bench-scheduler bench-qemu
-	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl,daemon-stall}.json"
+	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl,daemon-stall,daemon-stall-tls}.json"
 
 # The store contract end to end (issue 5): python/apta/history.py (P1-P4 history checker), the workflow
 # scripts (workloads/patterns/, tests/workflows/), the compute-server models and runner on a plumbing
@@ -381,7 +383,7 @@ fuzz-scheduler: go-check
 # libFuzzer and the sanitizers' runtimes are libclang-rt-14-dev). The generated headers carry the
 # RTL variant's flit width, hence rtl.
 deps-fuzz:
-	@$(APT) clang libclang-rt-14-dev nlohmann-json3-dev make
+	@$(APT) clang libclang-rt-14-dev nlohmann-json3-dev libssl-dev make
 
 fuzz-daemon: rtl deps-fuzz
 	nice -n 10 $(MAKE) --no-print-directory -C qemu-cxl/daemon fuzz FUZZTIME=$(FUZZTIME)

@@ -79,15 +79,21 @@ def pow2_lines(nbytes: int) -> int:
 
 # ---- the daemon's control-plane API ------------------------------------------------------------
 class Api:
-    def __init__(self, port: int, host: str = "127.0.0.1"):
-        self.base = f"http://{host}:{port}"
+    """The daemon's API; with `auth` (qemu-cxl/apiauth.py) over TLS trusting only its CA, each call
+    with the token of the role it needs (object-manager registers, reader reads)."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", auth=None):
+        self.auth = auth
+        self.ctx = auth.context() if auth else None
+        self.base = f"{'https' if auth else 'http'}://{host}:{port}"
 
     def call(self, method: str, path: str, body: dict | None = None) -> dict:
         req = urllib.request.Request(self.base + path, method=method,
                                      data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              **(self.auth.header(method, path) if self.auth else {})})
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=10, context=self.ctx) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:
             raise ExecutorError(f"{method} {path}: HTTP {e.code}: {e.read()[:300]!r}") from None
@@ -133,9 +139,9 @@ class Run:
 
 class Executor:
     def __init__(self, rack_path, api_port: int, guests: int = 3, out_dir: Path | None = None,
-                 dead_after_s: float = 1.0, first_obj: int = 1, log=print, placer=None):
+                 dead_after_s: float = 1.0, first_obj: int = 1, log=print, placer=None, auth=None):
         self.region = jobs.Rack(rack_path)    # the rack directory: server file + guest files (RINGS.md)
-        self.api = Api(api_port)
+        self.api = Api(api_port, auth=auth)
         self.dead_after_s = dead_after_s
         # placer(executor, k, instance, input ids) -> a usable Guest or None (not yet): the
         # executor's own choice, or the kube-scheduler's binding (qemu-cxl/kube.py)

@@ -38,6 +38,7 @@ from apta import messages
 from apta import workflow as wfmod
 from apta.paths import ROOT, SCHEMA
 
+import apiauth
 import jobs
 import kube as kubemod
 
@@ -291,8 +292,10 @@ class Rack:
     from one thread, each through its own file."""
 
     def __init__(self, exe: Path, s: messages.Schema, tmp: Path, lease_ms: int = LEASE_MS,
-                 extra: list[str] | None = None, data_bytes: int = DATA_BYTES, token: str | None = None):
+                 extra: list[str] | None = None, data_bytes: int = DATA_BYTES, token: str | None = None,
+                 auth: apiauth.ApiAuth | None = None):
         self.token = token                                 # bearer token of api() (daemon run with --token-file)
+        self.auth = auth                                   # TLS + a token per role (qemu-cxl/apiauth.py)
         self.path = tmp / "rack"                           # the rack directory
         self.data_bytes = data_bytes
         make_rack(self.path, s.params["servers"], data_bytes)
@@ -305,25 +308,34 @@ class Rack:
         heartbeating from one thread, and waits until it serves and answers the API."""
         self.port = free_port()
         self.log = log
+        auth = getattr(self, "auth", None)
+        self.ctx = auth.context() if auth else None        # TLS client context (None: plain HTTP)
         self.proc = subprocess.Popen(
             ["nice", "-n", "10", str(exe), "--file", str(LAY.server_path(path)), "--init", "--port", str(self.port),
-             "--lease-ms", str(lease_ms), "--stats", *extra],
-            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+             "--lease-ms", str(lease_ms), "--stats", *(auth.daemon_args() if auth else []), *extra],
+            # its own session, as a service: on a shared host (Linux autogroups) it then gets its
+            # own CPU share instead of sharing the test process's with the test's clients
+            stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
         self.r = Region(path, s)
         self.guests = [Guest(self.r, g) for g in range(guests)]
         self.stop = threading.Event()
         self.hb = threading.Thread(target=self._heartbeat, daemon=True)
         self.hb.start()
         deadline = time.time() + 20
-        while True:                                        # serving and answering the API
-            assert self.proc.poll() is None, log.read_text()
-            try:
-                if self.r.m[0:8] == LAY.raw["magic"].encode() and self.api("GET", "/v1/status")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert time.time() < deadline, "daemon did not come up: " + log.read_text()
-            time.sleep(0.05)
+        try:
+            while True:                                    # serving and answering the API
+                assert self.proc.poll() is None, log.read_text()
+                try:
+                    if self.r.m[0:8] == LAY.raw["magic"].encode() and self.api("GET", "/v1/status")[0] == 200:
+                        break
+                except OSError:
+                    pass
+                assert time.time() < deadline, "daemon did not come up: " + log.read_text()
+                time.sleep(0.05)
+        except BaseException:
+            self.stop.set()                                # not left running (its own session: no ^C reaches it)
+            kill_proc(self.proc)
+            raise
 
     def _heartbeat(self):
         while not self.stop.is_set():
@@ -332,13 +344,19 @@ class Rack:
                     g.set_u64(LAY.ctl("heartbeat"), time.monotonic_ns())
             time.sleep(0.01)
 
+    @property
+    def endpoint(self) -> str:
+        return f"{'https' if self.ctx else 'http'}://127.0.0.1:{self.port}"
+
     def api(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
+        auth = getattr(self, "auth", None)
+        h = {"Authorization": f"Bearer {self.token}"} if getattr(self, "token", None) else \
+            auth.header(method, path) if auth else {}
+        req = urllib.request.Request(self.endpoint + path, method=method,
                                      data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json",
-                                              **({"Authorization": f"Bearer {self.token}"} if getattr(self, "token", None) else {})})
+                                     headers={"Content-Type": "application/json", **h})
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=10, context=self.ctx) as r:
                 code, ans = r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
             code, ans = e.code, json.loads(e.read())
@@ -397,8 +415,8 @@ class Serving(Rack):
     guests are the QEMU guests."""
 
     def __init__(self, exe: Path, s: messages.Schema, path: Path, log: Path, lease_ms: int, extra=(),
-                 data_bytes: int = SERVING_DATA_BYTES):
-        self.path = path
+                 auth: apiauth.ApiAuth | None = None, data_bytes: int = SERVING_DATA_BYTES):
+        self.path, self.auth = path, auth
         make_rack(path, s.params["servers"], data_bytes)
         self._start(exe, s, path, log, lease_ms, list(extra), guests=0)
 
@@ -595,15 +613,19 @@ class E2E:
     """The scheduler plugin's e2e binary in its daemon mode; stopped (and its process group
     killed) at close, even when the test fails."""
 
-    def __init__(self, port: int, out: Path, plugin: bool, tmp: Path):
+    def __init__(self, port: int, out: Path, plugin: bool, tmp: Path, auth: apiauth.ApiAuth | None = None):
+        """`auth`: the daemon serves TLS with tokens (apiauth.ApiAuth): the e2e's agent and plugin
+        get its CA and the reader's token, and first check that wrong ones fail closed."""
         self.kube_path, self.result_path = tmp / f"kube-{plugin}.json", out / f"e2e-result-{'plugin' if plugin else 'no-plugin'}.json"
         self.log_path = out / f"e2e-{'plugin' if plugin else 'no-plugin'}.log"
         (out / ("plugin" if plugin else "no-plugin")).mkdir(parents=True, exist_ok=True)
         for p in (self.kube_path, self.result_path):
             p.unlink(missing_ok=True)
-        env = {**os.environ, "APTA_E2E_ENDPOINT": f"http://127.0.0.1:{port}", "APTA_E2E_KUBE": str(self.kube_path),
+        env = {**os.environ, "APTA_E2E_ENDPOINT": f"{'https' if auth else 'http'}://127.0.0.1:{port}", "APTA_E2E_KUBE": str(self.kube_path),
                "APTA_E2E_RESULT": str(self.result_path), "APTA_E2E_PLUGIN": "1" if plugin else "0", "APTA_E2E_WAIT": "15m",
                "APTA_E2E_DIR": str(out / ("plugin" if plugin else "no-plugin"))}
+        if auth:
+            env.update(APTA_E2E_CA_FILE=str(auth.pki.ca), APTA_E2E_TOKEN_FILE=str(auth.token_path("reader")))
         self.log = open(self.log_path, "w")
         # run from the package directory: the e2e reads ../../manifests/apta
         self.p = subprocess.Popen(["nice", "-n", "5", str(E2E_BIN), "-test.run", "^TestDaemonControlPlane$", "-test.v"],

@@ -50,11 +50,15 @@ def runner_exe(exe):
 @pytest.fixture
 def world(runner_exe, exe, schema, tmp_path, request):
     """A daemon on a fresh region and three runner processes as guests 0..2 (boot 0, epoch 1).
-    A module may set WORLD_LEASE_MS (test_sched_daemon.py: a pending ack must outlive a
-    scheduling); indirect parametrization may add daemon arguments ({"extra": [...]}: a mutant)."""
+    The API as deployed: TLS with the test CA and a bearer token per role (rack.auth,
+    qemu-cxl/apiauth.py). A module may set WORLD_LEASE_MS (test_sched_daemon.py: a pending ack
+    must outlive a scheduling); indirect parametrization may add daemon arguments ({"extra":
+    [...]}: a mutant)."""
+    import apiauth
     import harness
     rack = harness.Rack(exe, schema, tmp_path, lease_ms=getattr(request.module, "WORLD_LEASE_MS", harness.LEASE_MS),
-                        extra=getattr(request, "param", {}).get("extra"), data_bytes=harness.WORLD_DATA_BYTES)
+                        extra=getattr(request, "param", {}).get("extra"), data_bytes=harness.WORLD_DATA_BYTES,
+                        auth=apiauth.ApiAuth(tmp_path / "auth"))
     w = harness.World(rack, runner_exe, tmp_path)
     try:
         for g in rack.guests:

@@ -6,7 +6,9 @@ object, every put and every external output equals the host run's (apta.hostrun)
 history passes apta.history. Then a runner is SIGKILLed as a function is placed on it, while it
 holds copies: the workflow completes with the right outputs, the function is re-executed
 elsewhere, the guest is fenced, a new runner process rejoins in the next epoch and gets work again.
-Negative controls: a wrong reference output and a history with a stale read are reported."""
+Negative controls: a wrong reference output and a history with a stale read are reported.
+The daemon's API is served as deployed (the `world` fixture: TLS, a token per role); an executor
+with wrong credentials fails closed and changes nothing."""
 from __future__ import annotations
 
 import json
@@ -26,7 +28,7 @@ OUT = ROOT / "build" / "qemu-cxl" / "executor"
 
 
 def make(world, out: Path) -> exmod.Executor:
-    return exmod.Executor(world.rack.path, world.rack.port, guests=3, out_dir=out, first_obj=100)
+    return exmod.Executor(world.rack.path, world.rack.port, guests=3, out_dir=out, first_obj=100, auth=world.rack.auth)
 
 
 def test_six_workflows_on_three_runners(world, tmp_path):
@@ -127,3 +129,31 @@ def test_negative_controls(world, tmp_path):
     assert not history.check_lines(lines).violations
     rep = history.check_lines([json.dumps(e) for e in evs])
     assert rep.violations and any("P1" in str(v) for v in rep.violations), rep.violations
+
+
+def test_wrong_credentials_fail_closed(world, tmp_path):
+    """The executor against the daemon's TLS + token API (issue 16): a wrong token (401), a CA
+    other than the daemon's (certificate refused), plain HTTP (400) stop it before it does
+    anything; a reader's token where the object manager's is needed registers nothing (403); the
+    right credentials then work (the positive side of the same calls)."""
+    import apiauth
+    auth = world.rack.auth
+    seq0 = world.rack.api("GET", "/v1/status")[1]["seq"]
+    for _, bad, want in apiauth.wrong_credentials(auth):
+        with pytest.raises(exmod.ExecutorError, match=want):
+            exmod.Executor(world.rack.path, world.rack.port, guests=3, first_obj=100, auth=bad).close()
+    ex = exmod.Executor(world.rack.path, world.rack.port, guests=3, first_obj=100,
+                        auth=auth.variant(tokens={"object-manager": auth.tokens["reader"]}))
+    try:
+        with pytest.raises(exmod.ExecutorError, match="HTTP 403.*role object-manager required"):
+            ex.reserve(2, b"x")
+    finally:
+        ex.close()
+    assert world.rack.api("GET", "/v1/status")[1]["seq"] == seq0          # nothing changed
+    assert apiauth.role_for("POST", "/v1/objects") == "object-manager"
+    ex = make(world, tmp_path / "ok")
+    try:
+        ex.reserve(2, b"x")
+    finally:
+        ex.close()
+    assert world.rack.api("GET", "/v1/status")[1]["seq"] > seq0

@@ -17,6 +17,9 @@ with the same functions run on the host.
   and this test fails);
 - a guest writes 20 malformed slots into its request ring (`garbage 20`, JOBS.md) while another
   workflow runs on the others: every slot is answered and the workflow is unaffected.
+The daemon's API runs as deployed: TLS with the test CA and a bearer token per role
+(qemu-cxl/apiauth.py; the executor registers objects as object-manager, reads as reader); an
+executor with a wrong token, a wrong CA or plain HTTP fails at its first call (negative control).
 APTA_QEMU_PLACER=kube (make test-long): every instance is placed by kube-scheduler with the Apta plugin,
 the daemon as its control plane (tests/test_sched_daemon.py's e2e cluster, harness.E2E; qemu-cxl/kube.py); no
 start may be a violation. Needs APTA_QEMU=1 (as make test and make test-qemu set it). Results: build/qemu-cxl/runs/pytest-workflows/."""
@@ -34,6 +37,7 @@ import pytest
 from apta import history
 from apta import workflow as wfmod
 
+import apiauth
 import executor as exmod
 import kube as kubemod
 import launch
@@ -61,7 +65,9 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
                        files=[(RUNNER, "aptarun")], hold=True)
     # APTA_QEMU_DAEMON_MUTANT=commit-waits-for-acks: the negative control of the probe below (it must fail)
     mutant = os.environ.get("APTA_QEMU_DAEMON_MUTANT")
-    d = Serving(exe, schema, c.rack, c.dir / "daemon.log", LEASE_MS, extra=["--mutant", mutant] if mutant else [])
+    # the API as deployed (issue 16): TLS with the test CA, a token per role (qemu-cxl/apiauth.py)
+    d = Serving(exe, schema, c.rack, c.dir / "daemon.log", LEASE_MS, extra=["--mutant", mutant] if mutant else [],
+                auth=apiauth.ApiAuth(c.dir / "auth"))
     ex = None
 
     def finalize():
@@ -79,10 +85,15 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
     placer = None
     if KUBE:
         build_e2e()
-        e2e = E2E(d.port, c.dir / "e2e", True, c.dir)
+        e2e = E2E(d.port, c.dir / "e2e", True, c.dir, auth=d.auth)
         request.addfinalizer(e2e.close)
         placer = kubemod.KubePlacer(e2e.kube)
-    ex = exmod.Executor(c.rack, d.port, guests=N, out_dir=c.dir, dead_after_s=LEASE_MS / 1000,
+    # negative control: an executor with wrong credentials stops at its first call (401, the
+    # certificate refused, 400 for plain HTTP); test_executor.py checks it changes nothing
+    for case, bad, want in apiauth.wrong_credentials(d.auth):
+        with pytest.raises(exmod.ExecutorError, match=want):
+            exmod.Executor(c.rack, d.port, guests=N, auth=bad).close()
+    ex = exmod.Executor(c.rack, d.port, guests=N, out_dir=c.dir, dead_after_s=LEASE_MS / 1000, auth=d.auth,
                         log=lambda m: print(m, flush=True), placer=placer)
     deadline = time.time() + 120
     while not all(gs.jb.idle() and gs.jb.life[1] >= 1 for gs in ex.G):

@@ -20,6 +20,11 @@ through the guests' ring traffic and the heartbeat lease: no emulation endpoint 
 - negative control, the scheduler without the plugin (a second cluster): the same preferences put
   pods on the fenced guest (the executor refuses those starts as violations) and the probe pod on
   the guest owing the ack.
+The daemon's API runs as deployed (issue 16): TLS with the test CA (qemu-cxl/apiauth.py) and a
+bearer token per role: the executor registers as object-manager and reads as reader, the agent
+and the plugin read with the CA and a reader's token. Negative control: before the real
+scheduler starts, one with a wrong token and one trusting another CA each leave a pod unbound
+with the refusal in its FailedScheduling event (the e2e's "credentials").
 Needs APTA_SCHED_DAEMON=1 (make test-sched-daemon, part of make test)."""
 from __future__ import annotations
 
@@ -85,7 +90,7 @@ def pending_probe(w, e2e, placer, tmp_path) -> dict:
     w.runners[1].p.send_signal(signal.SIGSTOP)
     try:
         identify(2)
-        ans = exmod.Api(w.rack.port).schedulable([tagged[0]])
+        ans = exmod.Api(w.rack.port, auth=w.rack.auth).schedulable([tagged[0]])
         before = next(s for s in ans["servers"] if s["name"] == "cs1")
         assert before["live"] and not before["fenced"] and not before["schedulableFor"] \
             and before.get("pendingFor", {}).get(str(tagged[0])), before
@@ -105,12 +110,12 @@ def pending_probe(w, e2e, placer, tmp_path) -> dict:
 def scheduled(w, plugin: bool, tmp_path):
     """The e2e cluster (with or without the plugin) against the world's daemon, and an executor
     placing through it; both stopped at the end, even on failure."""
-    e2e = E2E(w.rack.port, OUT, plugin, tmp_path)
+    e2e = E2E(w.rack.port, OUT, plugin, tmp_path, auth=w.rack.auth)
     ex = None
     try:
         placer = kubemod.KubePlacer(e2e.kube)
         ex = exmod.Executor(w.rack.path, w.rack.port, guests=3, out_dir=OUT / ("plugin" if plugin else "no-plugin"),
-                            first_obj=100, placer=placer)
+                            first_obj=100, placer=placer, auth=w.rack.auth)
         yield e2e, placer, ex
     finally:
         if ex:
@@ -162,6 +167,11 @@ def test_workflows_placed_by_the_scheduler(world, e2e_bin, tmp_path):
         assert probe["node"] != "node-cs1", probe
         print(f"sched-daemon: pod reading an object cs1 owes an ack for, preferring cs1: bound to {probe['node']}")
         result = e2e.finish()
+        # the daemon served TLS with tokens to the agent and the plugin; the negative control ran
+        # first: a wrong token (401) and a wrong CA each left its pod unbound (fail closed)
+        creds = {x["case"]: x for x in result.get("credentials") or []}
+        assert result["tls"] and set(creds) == {"wrong-token", "wrong-ca"} and not any(x["bound"] for x in creds.values()) \
+            and "401" in creds["wrong-token"]["message"] and "unknown authority" in creds["wrong-ca"]["message"], result
         fenced = [x for x in result["nodes"] if x["node"] == "node-" + victim.name]
         assert any(x["fenced"] == "true" for x in fenced) and fenced[-1]["epoch"] == "2" \
             and fenced[-1]["fenced"] == "false", fenced

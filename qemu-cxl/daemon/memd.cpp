@@ -157,6 +157,7 @@ struct Options {
   uint32_t slots = APTA_DEFAULT_SLOTS;
   int port = 0;                        // HTTP port on 127.0.0.1; 0 = no API
   std::string token_file;              // --token-file: bearer tokens with roles (else no authentication)
+  apta_http::TlsFiles tls;             // --tls-cert-file, --tls-private-key-file, --client-ca-file
   uint64_t lease_ms = APTA_LEASE_MS;
   std::vector<std::string> names;      // compute-server names of the API
   std::string pidfile;                 // printf pattern of guest g's QEMU pidfile (%u = g); "" = none
@@ -174,7 +175,8 @@ struct Options {
 struct Caller { std::string name, role, server; };
 struct Tokens {
   std::vector<std::pair<std::string, Caller>> byToken;
-  bool on() const { return !byToken.empty(); }
+  bool certs = false;              // --client-ca-file: a verified client certificate names a caller too
+  bool on() const { return !byToken.empty() || certs; }
   // Constant time in the token's content: every entry is compared in full.
   const Caller* find(const std::string& tok) const {
     const Caller* hit = nullptr;
@@ -1134,9 +1136,23 @@ bool enqueue(Daemon& d, uint64_t id, apta_http::Request& q, Reply& rep) {
   if (d.tokens.on()) {            // 401 before anything else: an unauthenticated caller learns nothing
     const std::string& h = q.authorization;
     const Caller* who = nullptr;
+    Caller by_cert;
     if (h.size() > 7 && strncasecmp(h.c_str(), "Bearer ", 7) == 0) who = d.tokens.find(h.substr(7));
+    else if (h.empty() && d.tokens.certs && !q.cert_name.empty()) {
+      // a verified client certificate (http.h): CN = caller, O = role, no server binding (the
+      // roles bound to a server only read here)
+      by_cert = {q.cert_name, q.cert_role, ""};
+      who = &by_cert;
+      static const char* const kRoles[] = {"reader", "failure-detector", "object-manager", "compute-server", "kubelet"};
+      if (std::find(std::begin(kRoles), std::end(kRoles), by_cert.role) == std::end(kRoles)) {
+        rep = error_reply(403, "client certificate of " + by_cert.name + ": organization (O) \"" + by_cert.role +
+                                   "\" is no role (want reader, failure-detector, object-manager, compute-server or kubelet)");
+        return true;
+      }
+    }
     if (!who) {
-      rep = error_reply(401, "missing or invalid bearer token");
+      rep = error_reply(401, d.tokens.certs ? "missing or invalid bearer token or client certificate"
+                                            : "missing or invalid bearer token");
       rep.headers = "WWW-Authenticate: Bearer realm=\"apta-memd\"\r\n";
       return true;
     }
@@ -1263,6 +1279,8 @@ void usage() {
           "  --slots S      ring slots for --init (power of two, default %u, max %u)\n"
           "  --port P       control-plane API on 127.0.0.1:P (schema/controlplane.yaml)\n"
           "  --token-file F bearer tokens, token,name,role[,server] per line: 401 without one, 403 for a wrong role\n"
+          "  --tls-cert-file F, --tls-private-key-file K  serve the API over TLS (1.2+) with this PEM certificate and key\n"
+          "  --client-ca-file F  with TLS: a client certificate chaining to this CA names a caller (CN) and its role (O)\n"
           "  --lease-ms MS  heartbeat lease before a guest is fenced (default %u)\n"
           "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
           "  --stats        print cycles/s and requests/s at exit\n"
@@ -1313,6 +1331,9 @@ int main(int argc, char** argv) {
     else if (a == "--slots") o.slots = uint32_t(strtoul(val("a count"), nullptr, 0));
     else if (a == "--port") o.port = atoi(val("a port"));
     else if (a == "--token-file") o.token_file = val("a path");
+    else if (a == "--tls-cert-file") o.tls.cert = val("a path");
+    else if (a == "--tls-private-key-file") o.tls.key = val("a path");
+    else if (a == "--client-ca-file") o.tls.client_ca = val("a path");
     else if (a == "--lease-ms") o.lease_ms = strtoull(val("milliseconds"), nullptr, 0);
     else if (a == "--names") {
       std::string l = val("a list");
@@ -1342,6 +1363,15 @@ int main(int argc, char** argv) {
     if (!load_tokens(o.token_file, o.names, d.tokens, err)) { fprintf(stderr, "apta-memd: --token-file %s\n", err.c_str()); return 2; }
     say("API authentication on: %zu tokens", d.tokens.byToken.size());
   }
+  std::shared_ptr<apta_http::Tls> tls;
+  if (!o.tls.cert.empty() || !o.tls.key.empty() || !o.tls.client_ca.empty()) {
+    std::string err;
+    if (o.port <= 0) { fprintf(stderr, "apta-memd: TLS options need --port\n"); return 2; }
+    if (o.tls.cert.empty() && !o.tls.client_ca.empty()) { fprintf(stderr, "apta-memd: --client-ca-file needs --tls-cert-file\n"); return 2; }
+    if (!(tls = apta_http::Tls::load(o.tls, err))) { fprintf(stderr, "apta-memd: %s\n", err.c_str()); return 2; }
+    d.tokens.certs = tls->client_certs();
+    say("API over TLS: %s%s", o.tls.cert.c_str(), tls->client_certs() ? ", client certificates of the CA in --client-ca-file" : "");
+  }
   if (d.open_region() < 0) return 1;
   if (!o.trace_log.empty()) {
 #ifndef APTA_MEMD_TRACE_PROBE
@@ -1359,7 +1389,7 @@ int main(int argc, char** argv) {
   if (d.listen_fd >= 0) {
     d.api_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     http = std::make_unique<apta_http::Server>(d.listen_fd, apta_http::Limits{},
-                                               [&d](uint64_t id, apta_http::Request& q, Reply& r) { return enqueue(d, id, q, r); });
+                                               [&d](uint64_t id, apta_http::Request& q, Reply& r) { return enqueue(d, id, q, r); }, tls);
     d.http = http.get();
     http->start();
   }

@@ -18,6 +18,11 @@ package e2e
 // its observations to APTA_E2E_RESULT.
 //
 // APTA_E2E_PLUGIN=0 runs the scheduler without the plugin (the driver's negative control).
+//
+// The daemon's API as deployed (issue 16): with APTA_E2E_CA_FILE (the PEM CA of the daemon's TLS
+// certificate; the endpoint is https://) and APTA_E2E_TOKEN_FILE (a reader's bearer token), the
+// agent and the plugin use both, and before the real scheduler starts, one with a wrong token and
+// one with another CA must fail closed (wrongCredentialsFailClosed; the result's "credentials").
 
 import (
 	"bufio"
@@ -83,6 +88,23 @@ func TestDaemonControlPlane(t *testing.T) {
 		wait = d
 	}
 	cpc := controlplane.NewClient(endpoint, 2*time.Second)
+	caFile, tokenFile := os.Getenv("APTA_E2E_CA_FILE"), os.Getenv("APTA_E2E_TOKEN_FILE")
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cpc.UseCA(pem); err != nil {
+			t.Fatalf("APTA_E2E_CA_FILE %s: %v", caFile, err)
+		}
+	}
+	if tokenFile != "" {
+		tok, err := config.ReadToken(tokenFile)
+		if err != nil {
+			t.Fatalf("APTA_E2E_TOKEN_FILE: %v", err)
+		}
+		cpc.Token = tok
+	}
 	ctx := context.Background()
 	st, err := cpc.Status(ctx)
 	if err != nil {
@@ -140,7 +162,11 @@ func TestDaemonControlPlane(t *testing.T) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); ag.Run(bg) }()
-	c.startScheduler(t, c.schedulerConfig(t, c.kubeconfig(t, "apta-scheduler"), endpoint, "", "", plugin))
+	var creds []credsCheck
+	if plugin && caFile != "" && tokenFile != "" {
+		creds = c.wrongCredentialsFailClosed(t, daemonNS, endpoint, tokenFile, caFile)
+	}
+	c.startScheduler(t, c.schedulerConfig(t, c.kubeconfig(t, "apta-scheduler"), endpoint, tokenFile, caFile, plugin))
 
 	// what the agent mirrors, as it changes
 	var seenMu sync.Mutex
@@ -215,7 +241,8 @@ func TestDaemonControlPlane(t *testing.T) {
 	seenMu.Unlock()
 	sort.SliceStable(obs, func(i, j int) bool { return obs[i].T < obs[j].T })
 	t.Logf("%d pods, %d bound (per node %v); %d changes of the mirrored node state", len(pods.Items), bound, perNode, len(obs))
-	writeJSON(t, os.Getenv("APTA_E2E_RESULT"), map[string]any{"pods": len(pods.Items), "bound": bound, "perNode": perNode, "nodes": obs})
+	writeJSON(t, os.Getenv("APTA_E2E_RESULT"), map[string]any{"pods": len(pods.Items), "bound": bound, "perNode": perNode, "nodes": obs,
+		"tls": caFile != "", "credentials": creds})
 }
 
 func writeJSON(t *testing.T, path string, v any) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -257,7 +258,6 @@ func (c *cluster) schedulerConfig(t *testing.T, kubeconfig, endpoint, tokenFile,
 		args := pc["args"].(map[string]any)
 		args["endpoint"] = endpoint
 		// the manifests' token path (a mounted Secret) becomes this run's file; "": no token
-		// (the memory-server daemon authenticates no one yet)
 		if _, ok := args["tokenFile"]; !ok {
 			t.Fatal("the manifests' plugin args set no tokenFile")
 		}
@@ -283,8 +283,9 @@ func (c *cluster) schedulerConfig(t *testing.T, kubeconfig, endpoint, tokenFile,
 	return path
 }
 
-// startScheduler runs this test binary as kube-scheduler; it is stopped at cleanup, even on failure.
-func (c *cluster) startScheduler(t *testing.T, configPath string) {
+// startScheduler runs this test binary as kube-scheduler; it is stopped at cleanup, even on
+// failure, or earlier by the function returned.
+func (c *cluster) startScheduler(t *testing.T, configPath string) (stop func()) {
 	t.Helper()
 	port := freePort(t)
 	args := []string{"--config=" + configPath, "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--v=2"}
@@ -302,23 +303,27 @@ func (c *cluster) startScheduler(t *testing.T, configPath string) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 6000 {
-				b = b[len(b)-6000:]
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
 			}
-			t.Logf("scheduler log tail (%s):\n%s", logPath, b)
-		}
-	})
+			logf.Close()
+			if t.Failed() {
+				b, _ := os.ReadFile(logPath)
+				if len(b) > 6000 {
+					b = b[len(b)-6000:]
+				}
+				t.Logf("scheduler log tail (%s):\n%s", logPath, b)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -332,7 +337,7 @@ func (c *cluster) startScheduler(t *testing.T, configPath string) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return stop
 			}
 		}
 		if time.Now().After(deadline) {

@@ -138,6 +138,9 @@ func (c *cluster) newRunNS(t *testing.T, plugin bool, ns string, kubelet bool) *
 		go func() { defer wg.Done(); k.Run(bg, r.bgErr) }()
 		go func() { defer wg.Done(); r.acker(bg) }()
 	}
+	if plugin && kubelet { // the run with the plugin (not the benchmark's): wrong credentials first
+		c.wrongCredentialsFailClosed(t, ns, endpoint, tokenFile, caFile)
+	}
 	c.startScheduler(t, c.schedulerConfig(t, c.kubeconfig(t, "apta-scheduler"), endpoint, tokenFile, caFile, plugin))
 	return r
 }
