@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     sizes = [n for n in SIZES if n <= params["linesPerObject"]]
     data_bytes = 3 * max(sizes) * 64 * 2 * 2 + harness.DATA_BYTES   # the map, then power-of-two extents
     drv = build_driver()
-    res = {"note": "functional emulation: the Verilated RTL memory server behind rings in a shared file, host "
+    res = {"note": "functional emulation: the Verilated RTL memory server behind rings in per-guest files, host "
                    "processes as guests; not a hardware prediction",
            "machine": {"cpus": os.cpu_count(), "load_before": open("/proc/loadavg").read().split()[:3],
                        "python": platform.python_version()},
