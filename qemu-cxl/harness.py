@@ -549,6 +549,10 @@ class World:
         """A new CXL object holding `data` (object format), registered with the daemon."""
         lines = lines or jobs.obj_lines(len(data))
         raw = raw if raw is not None else jobs.encode_object(data, lines)
+        # a fresh id: an executor on the same rack may have registered some (the allocating daemon
+        # answers 409 exists to a second registration)
+        while self.rack.api("GET", f"/v1/objects/{self.next_obj}")[0] != 404:
+            self.next_obj += 1
         obj = self.next_obj
         self.next_obj += 1
         base = self.rack.register(obj, lines)
