@@ -35,7 +35,7 @@ help:
 	@echo "make workloads    build the six FaaS workflow applications (workloads/) into build/workloads/"
 	@echo "make traces      SynchroTrace traces of every workflow -> build/traces/paper/ (TRACE_SIZE=tiny)"
 	@echo "make sim         build the trace-replay simulator (sim/) into build/simulator/"
-	@echo "make test-qemu   3 QEMU CXL guests sharing one region (kill, reboot, rejoin) + the memory-server daemon on rings"
+	@echo "make test-qemu   3 QEMU CXL guests, each on its own memory (kill, reboot, rejoin, isolation) + the memory-server daemon on rings"
 	@echo "make eval         the paper's evaluation on the simulator -> build/eval/REPORT.md (+ results.json, plots)"
 	@echo "make scheduler    build the Apta kube-scheduler, control plane and agent (scheduler-plugin/) into build/scheduler/"
 	@echo "make test-scheduler  unit tests + e2e on a real etcd + kube-apiserver (part of make test)"
@@ -207,7 +207,7 @@ bench-gem5: gem5-check traces sim venv
 # --- CXL emulation (qemu-cxl/README.md) ---------------------------------------------------------
 # The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/
 # image/ (cached); the memory-server daemon (the Verilated msemu top behind the rings of
-# qemu-cxl/RINGS.md) -> build/qemu-cxl/daemon/. test-qemu boots 3 TCG guests on one shared region.
+# qemu-cxl/RINGS.md) -> build/qemu-cxl/daemon/. test-qemu boots TCG guests, each on its own backing file.
 .PHONY: qemu-image daemon daemon-trace runner test-qemu bench-qemu trace-qemu
 qemu-image:
 	nice -n 10 python3 qemu-cxl/image.py

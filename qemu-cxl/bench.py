@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Functional-emulation figures of the CXL emulation (make bench-qemu -> build/bench/qemu-cxl.json).
 
-The memory-server daemon (the Verilated msemu top) serves a region file; host processes running
+The memory-server daemon (the Verilated msemu top) serves a rack directory (a file per guest); host processes running
 the guest library's driver (qemu-cxl/guest/aptadrv.c `bench`) are the guests. Per object size
 (lines of 64 B): uncached get and put, one guest alone, then three guests at once (each on its own
 object), a fixed time each. Reported: mean and max latency per op, ops/s, and the daemon's request
 rate and RTL cycle rate from its --stats. These are figures of a functional emulation on this
-machine (a software RTL model, ring slots in a shared file), not predictions of hardware; the
+machine (a software RTL model, ring slots in mmapped files), not predictions of hardware; the
 workflow runs in TCG guests (tests/test_qemu_workflows.py) record in-guest put latencies."""
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def in_guests(n_guests: int, sizes: list, secs: float, schema_) -> dict:
                          for i, n in enumerate(sizes) for op in ("get", "put")]
     script = 'printf "' + "\\n".join(cmds) + '\\n" | /apta/aptadrv $APTA_GUEST cmd'
     c = launch.Cluster(run=f"bench-{n_guests}", n=n_guests, script=script, files=[(drv, "aptadrv")], hold=True)
-    d = harness.Serving(harness.EXE, schema_, c.shared, c.dir / "daemon.log", 2000)
+    d = harness.Serving(harness.EXE, schema_, c.rack, c.dir / "daemon.log", 2000)
     try:
         for i, n in enumerate(sizes):
             for g in range(n_guests):
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     sizes = [n for n in SIZES if n <= params["linesPerObject"]]
     data_bytes = 3 * max(sizes) * 64 * 2 * 2 + harness.DATA_BYTES   # the map, then power-of-two extents
     drv = build_driver()
-    res = {"note": "functional emulation: the Verilated RTL memory server behind rings in a shared file, host "
+    res = {"note": "functional emulation: the Verilated RTL memory server behind rings in per-guest files, host "
                    "processes as guests; not a hardware prediction",
            "machine": {"cpus": os.cpu_count(), "load_before": open("/proc/loadavg").read().split()[:3],
                        "python": platform.python_version()},

@@ -4,7 +4,7 @@ the guests' runners (qemu-cxl/JOBS.md) against the memory-server daemon, and rec
 that apta.history checks. Stdlib and the apta package only; used by tests/test_executor.py (runner
 processes on the host) and tests/test_qemu_workflows.py (runners in QEMU guests).
 
-    ex = Executor(region_path, api_port, guests=3, out_dir=...)
+    ex = Executor(rack_dir, api_port, guests=3, out_dir=...)
     ref = host_reference(wf, "tiny", tmp)          # the same functions on the host: the oracle
     res = ex.run(wf, ref)                          # outputs compared, history checked
 
@@ -138,9 +138,9 @@ class Run:
 
 
 class Executor:
-    def __init__(self, region_path, api_port: int, guests: int = 3, out_dir: Path | None = None,
+    def __init__(self, rack_path, api_port: int, guests: int = 3, out_dir: Path | None = None,
                  dead_after_s: float = 1.0, first_obj: int = 1, log=print, placer=None, auth=None):
-        self.region = jobs.Region(region_path)
+        self.region = jobs.Rack(rack_path)    # the rack directory: server file + guest files (RINGS.md)
         self.api = Api(api_port, auth=auth)
         self.dead_after_s = dead_after_s
         # placer(executor, k, instance, input ids) -> a usable Guest or None (not yet): the

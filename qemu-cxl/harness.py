@@ -2,9 +2,10 @@
 test_guestlib.py, test_runner.py, test_executor.py, test_sched_daemon.py, test_qemu_cxl.py,
 test_qemu_workflows.py) and the benchmark (qemu-cxl/bench.py): no pytest in here.
 
-    Rack         the memory-server daemon on a fresh region file; Python plays its guests (Guest)
-                 by reading and writing their rings, heartbeating from one thread
-    Serving      the daemon on an existing file (the QEMU guests' cxl.mem): Rack's API, no guests
+    Rack         the memory-server daemon on a fresh rack directory (RINGS.md: the daemon's server
+                 file, one file per guest); Python plays its guests (Guest), each through its own
+                 file only, by reading and writing their rings, heartbeating from one thread
+    Serving      the daemon on the QEMU guests' rack directory (launch.py): Rack's API, no guests
     Driver       one guest-library driver process (guest/aptadrv.c) playing guest g
     World        three function-runner processes (guest/aptarun.c) playing guests 0..2 on a Rack
     E2E          the scheduler plugin's e2e cluster with the daemon as its control plane
@@ -46,8 +47,9 @@ PARAMS_PATH = ROOT / "build" / "rtl" / VARIANT / "params.json"
 EXE = ROOT / "build" / "qemu-cxl" / "daemon" / "apta-memd"
 LAY = gen_layout.load()
 LINE = 64
-DATA_BYTES = 8 << 20       # the data area of a Rack's region unless told otherwise (sparse file): the
-                           # msemu object map (2 MiB) and the allocator's arena above it
+DATA_BYTES = 8 << 20       # the data area of a Rack's server file unless told otherwise (sparse file):
+                           # the msemu object map (2 MiB) and the allocator's arena above it
+SERVING_DATA_BYTES = 192 << 20   # the QEMU runs' data area (sparse)
 REFUSED = LAY.raw["refusals"]
 SPEC = SCHEMA / "controlplane.yaml"
 # Longer than the daemon's default (500 ms): the heartbeat thread runs in this (niced) Python
@@ -150,13 +152,22 @@ def kill_proc(p: subprocess.Popen):
 
 # ---- the daemon and Python guests on its rings ------------------------------------------------
 class Region:
-    """The mmap'ed region file, seen as the guests see it."""
+    """The rack's files as the tests see them: `m` is the server file (header + the data area, the
+    daemon's alone), guest(g) guest g's own file. A Python Guest touches only its own."""
 
-    def __init__(self, path: Path, s: messages.Schema):
-        self.f = open(path, "r+b")
+    def __init__(self, rack: Path, s: messages.Schema):
+        self.rack = Path(rack)
+        self.f = open(LAY.server_path(rack), "r+b")
         self.m = mmap.mmap(self.f.fileno(), 0)
         self.s = s
         self.nbytes = (s.flit_bits + 7) // 8
+        self._g: dict[int, tuple] = {}
+
+    def guest(self, g: int) -> mmap.mmap:
+        if g not in self._g:
+            f = open(LAY.guest_path(self.rack, g), "r+b")
+            self._g[g] = (f, mmap.mmap(f.fileno(), 0))
+        return self._g[g][1]
 
     def u64(self, off: int) -> int:
         return struct.unpack_from("<Q", self.m, off)[0]
@@ -173,6 +184,9 @@ class Region:
     def close(self):
         self.m.close()
         self.f.close()
+        for f, m in self._g.values():
+            m.close()
+            f.close()
 
 
 class Guest:
@@ -181,26 +195,33 @@ class Guest:
 
     def __init__(self, r: Region, g: int):
         self.r, self.g, self.s = r, g, r.s
-        self.req, self.rsp, self.inv = (LAY.ring(g, w) for w in ("request", "response", "invalidation"))
+        self.m = r.guest(g)                            # its own file: the only memory it writes
+        self.req, self.rsp, self.inv = (LAY.ring(w) for w in ("request", "response", "invalidation"))
         self.seq = 0
         self.epoch = 0
         self.alive = True
 
+    def u64(self, off: int) -> int:
+        return struct.unpack_from("<Q", self.m, off)[0]
+
+    def set_u64(self, off: int, v: int):
+        struct.pack_into("<Q", self.m, off, v)
+
     def put_slot(self, flit: int, flit_bits: int | None = None, nbytes: int | None = None):
-        m = self.r.m
-        head, tail = self.r.u64(self.req), self.r.u64(self.req + LAY.raw["ring"]["tail_offset"])
+        m = self.m
+        head, tail = self.u64(self.req), self.u64(self.req + LAY.raw["ring"]["tail_offset"])
         deadline = time.time() + 5
         while head - tail >= LAY.slots:
             assert time.time() < deadline, "request ring full"
             time.sleep(0.001)
-            tail = self.r.u64(self.req + LAY.raw["ring"]["tail_offset"])
+            tail = self.u64(self.req + LAY.raw["ring"]["tail_offset"])
         o = LAY.slot(self.req, head)
         m[o:o + LAY.slot_bytes] = bytes(LAY.slot_bytes)
         struct.pack_into("<HHI", m, o, self.s.flit_bits if flit_bits is None else flit_bits, 0, self.seq)
         n = nbytes or self.r.nbytes
         m[o + SLOT["flit_offset"]: o + SLOT["flit_offset"] + n] = flit.to_bytes(n, "little")
         self.seq += 1
-        self.r.set_u64(self.req, head + 1)         # after the slot (x86 stores are ordered)
+        self.set_u64(self.req, head + 1)           # after the slot (x86 stores are ordered)
 
     def send(self, name: str, **f):
         f.setdefault("server", self.g)
@@ -208,15 +229,15 @@ class Guest:
         self.put_slot(self.s.encode(name, **f))
 
     def _take(self, ring: int):
-        head = self.r.u64(ring)
+        head = self.u64(ring)
         tail_off = ring + LAY.raw["ring"]["tail_offset"]
-        tail = self.r.u64(tail_off)
+        tail = self.u64(tail_off)
         if tail >= head:
             return None
         o = LAY.slot(ring, tail)
-        fb, refused, seq = struct.unpack_from("<HHI", self.r.m, o)
-        flit = int.from_bytes(self.r.m[o + SLOT["flit_offset"]: o + SLOT["flit_offset"] + self.r.nbytes], "little")
-        self.r.set_u64(tail_off, tail + 1)
+        fb, refused, seq = struct.unpack_from("<HHI", self.m, o)
+        flit = int.from_bytes(self.m[o + SLOT["flit_offset"]: o + SLOT["flit_offset"] + self.r.nbytes], "little")
+        self.set_u64(tail_off, tail + 1)
         assert fb == self.s.flit_bits
         if refused:
             return ("refused", {"code": refused, "seq": seq, "flit": flit})
@@ -253,32 +274,44 @@ class Guest:
         assert (n, f["obj"], f["txn"]) == ("PutCommit", obj, txn), (n, f)
 
 
+def make_rack(rack: Path, guests: int, data_bytes: int, guest_bytes: int | None = None):
+    """A rack directory (RINGS.md): the server file with a data area of `data_bytes`, and one file
+    per guest (sparse; existing guest files are kept: the QEMU runs made them)."""
+    rack.mkdir(parents=True, exist_ok=True)
+    with open(LAY.server_path(rack), "wb") as f:
+        f.truncate(LAY.data_offset + data_bytes)
+    for g in range(guests):
+        p = LAY.guest_path(rack, g)
+        if not p.exists():
+            with open(p, "wb") as f:
+                f.truncate(guest_bytes or LAY.guest_bytes)
+
+
 class Rack:
-    """A daemon on a fresh region file (a data area of `data_bytes`), three guests heartbeating
-    from one thread."""
+    """A daemon on a fresh rack directory (a data area of `data_bytes`), three guests heartbeating
+    from one thread, each through its own file."""
 
     def __init__(self, exe: Path, s: messages.Schema, tmp: Path, lease_ms: int = LEASE_MS,
                  extra: list[str] | None = None, data_bytes: int = DATA_BYTES, token: str | None = None,
                  auth: apiauth.ApiAuth | None = None):
         self.token = token                                 # bearer token of api() (daemon run with --token-file)
         self.auth = auth                                   # TLS + a token per role (qemu-cxl/apiauth.py)
-        self.path = tmp / "region"
+        self.path = tmp / "rack"                           # the rack directory
         self.data_bytes = data_bytes
-        with open(self.path, "wb") as f:
-            f.truncate(LAY.data_offset + data_bytes)
+        make_rack(self.path, s.params["servers"], data_bytes)
         extra = (extra or []) + (["--trace"] if os.environ.get("APTA_DAEMON_TRACE") else [])
         self._start(exe, s, self.path, tmp / "daemon.log", lease_ms, extra, guests=s.params["servers"])
 
     def _start(self, exe: Path, s: messages.Schema, path: Path, log: Path, lease_ms: int, extra,
                guests: int):
-        """Starts the daemon on `path` (--init), Python guests 0..guests-1 heartbeating from one
-        thread, and waits until it serves the region and answers the API."""
+        """Starts the daemon on the rack directory `path` (--init), Python guests 0..guests-1
+        heartbeating from one thread, and waits until it serves and answers the API."""
         self.port = free_port()
         self.log = log
         auth = getattr(self, "auth", None)
         self.ctx = auth.context() if auth else None        # TLS client context (None: plain HTTP)
         self.proc = subprocess.Popen(
-            ["nice", "-n", "10", str(exe), "--file", str(path), "--init", "--port", str(self.port),
+            ["nice", "-n", "10", str(exe), "--file", str(LAY.server_path(path)), "--init", "--port", str(self.port),
              "--lease-ms", str(lease_ms), "--stats", *(auth.daemon_args() if auth else []), *extra],
             # its own session, as a service: on a shared host (Linux autogroups) it then gets its
             # own CPU share instead of sharing the test process's with the test's clients
@@ -308,7 +341,7 @@ class Rack:
         while not self.stop.is_set():
             for g in self.guests:
                 if g.alive:
-                    self.r.set_u64(LAY.ctl(g.g, "heartbeat"), time.monotonic_ns())
+                    g.set_u64(LAY.ctl("heartbeat"), time.monotonic_ns())
             time.sleep(0.01)
 
     @property
@@ -377,12 +410,14 @@ class Rack:
 
 
 class Serving(Rack):
-    """The daemon on the QEMU guests' cxl.mem (Rack's API helpers, no heartbeats from Python: the
-    guests are the QEMU guests)."""
+    """The daemon on the QEMU guests' rack directory (launch.py's run directory: it made the guest
+    files; the server file is made here). Rack's API helpers, no heartbeats from Python: the
+    guests are the QEMU guests."""
 
     def __init__(self, exe: Path, s: messages.Schema, path: Path, log: Path, lease_ms: int, extra=(),
-                 auth: apiauth.ApiAuth | None = None):
+                 auth: apiauth.ApiAuth | None = None, data_bytes: int = SERVING_DATA_BYTES):
         self.path, self.auth = path, auth
+        make_rack(path, s.params["servers"], data_bytes)
         self._start(exe, s, path, log, lease_ms, list(extra), guests=0)
 
 
@@ -416,11 +451,12 @@ def content(obj: int, ver: int, n: int) -> bytes:
 
 
 class Driver:
-    """One aptadrv process playing guest g: one command line in, one answer line out."""
+    """One aptadrv process playing guest g, mapping only guest g's file of the rack directory: one
+    command line in, one answer line out."""
 
-    def __init__(self, drv: Path, region: Path, g: int):
+    def __init__(self, drv: Path, rack: Path, g: int):
         self.g = g
-        self.p = subprocess.Popen(["nice", "-n", "10", str(drv), "--region", str(region), str(g), "cmd"],
+        self.p = subprocess.Popen(["nice", "-n", "10", str(drv), "--region", str(LAY.guest_path(rack, g)), str(g), "cmd"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
 
     def cmd(self, line: str, timeout: float = 15.0) -> dict:
@@ -455,7 +491,7 @@ class Driver:
 # ---- the function runner as guests (qemu-cxl/JOBS.md) -----------------------------------------
 RUNNER = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-host"
 RUNNER_STATIC = ROOT / "build" / "qemu-cxl" / "runner" / "aptarun-static"
-WORLD_DATA_BYTES = 32 << 20     # a World's region: the six workflows' tiny objects
+WORLD_DATA_BYTES = 32 << 20     # a World's data area: the six workflows' tiny objects
 SIZE = "tiny"
 
 
@@ -469,12 +505,12 @@ def build_runner(target: Path = RUNNER) -> Path:
 
 
 class Runner:
-    """One aptarun process playing guest g in life `boot`."""
+    """One aptarun process playing guest g in life `boot`, mapping only guest g's file."""
 
-    def __init__(self, exe: Path, region: Path, g: int, boot: int, log: Path):
+    def __init__(self, exe: Path, rack: Path, g: int, boot: int, log: Path):
         self.g, self.boot = g, boot
         self.log = log
-        self.p = subprocess.Popen(["nice", "-n", "10", str(exe), "--region", str(region), str(g), str(boot)],
+        self.p = subprocess.Popen(["nice", "-n", "10", str(exe), "--region", str(LAY.guest_path(rack, g)), str(g), str(boot)],
                                   stdout=subprocess.DEVNULL, stderr=open(log, "a"))
 
     def kill(self):
@@ -490,11 +526,11 @@ class Runner:
 
 
 class World:
-    """Runner processes on a Rack's region, and the executor's side of their job blocks."""
+    """Runner processes on a Rack's guest files, and the executor's side of their job blocks."""
 
     def __init__(self, rack: Rack, exe: Path, tmp: Path):
         self.rack, self.exe, self.tmp = rack, exe, tmp
-        self.r = jobs.Region(rack.path)
+        self.r = jobs.Rack(rack.path)
         self.jb = [jobs.JobBlock(self.r, g) for g in range(3)]
         self.next_obj = 100            # the memory server allocates each object's storage
         self.runners: list[Runner] = []
@@ -513,6 +549,10 @@ class World:
         """A new CXL object holding `data` (object format), registered with the daemon."""
         lines = lines or jobs.obj_lines(len(data))
         raw = raw if raw is not None else jobs.encode_object(data, lines)
+        # a fresh id: an executor on the same rack may have registered some (the allocating daemon
+        # answers 409 exists to a second registration)
+        while self.rack.api("GET", f"/v1/objects/{self.next_obj}")[0] != 404:
+            self.next_obj += 1
         obj = self.next_obj
         self.next_obj += 1
         base = self.rack.register(obj, lines)

@@ -6,8 +6,8 @@ Numbers come from schema/layout.json through apta.layout; nothing here is a seco
 an offset. Object format (JOBS.md): line 0 = magic `APTAOBJ1`, u64 length, u64 FNV-1a 64 of the
 data, rest 0; the data from line 1, zero-padded to the map entry's lines.
 
-    r = Region("build/qemu-cxl/runs/x/cxl.mem")
-    r.data_write(0x1000, encode_object(b"hello", 2))       # before any guest can reach it
+    r = Rack("build/qemu-cxl/runs/x")                     # the rack directory (RINGS.md)
+    r.data_write(0x1000, encode_object(b"hello", 2))       # the server file: no guest can reach it
     jb = JobBlock(r, 0)
     job = jb.post(["run demo#0@0", "fn video validate", "get in 7 2"], {"cfg": b"{}"})
     rc = jb.wait(job, 30.0)
@@ -87,17 +87,14 @@ def decode_object(raw: bytes, what: str = "object") -> bytes:
     return data
 
 
-class Region:
-    """The shared region file (RINGS.md), mmapped read/write. Addresses of data_* are byte
-    addresses in the data area (the memory server's AXI address = region offset − data_offset)."""
+class File:
+    """One mmapped file of the rack (RINGS.md), read/write, little-endian access at its offsets."""
 
-    def __init__(self, path, layout=None):
+    def __init__(self, path):
         self.path = Path(path)
-        self.lay = layout or _LAY
         self.f = open(self.path, "r+b")
         self.m = mmap.mmap(self.f.fileno(), 0)
         self.size = len(self.m)
-        self.data_bytes = max(0, self.size - self.lay.data_offset)
 
     def close(self):
         if self.m is not None:
@@ -105,13 +102,6 @@ class Region:
             self.f.close()
             self.m = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    # raw little-endian access at region offsets
     def u32(self, off: int) -> int:
         return struct.unpack_from("<I", self.m, off)[0]
 
@@ -130,28 +120,56 @@ class Region:
     def write(self, off: int, b: bytes):
         self.m[off:off + len(b)] = b
 
+
+class Rack:
+    """The rack directory (RINGS.md) as the host's trusted side sees it: the server file's data area
+    (the Object Manager loads and reads the memory server's DRAM there; addresses of data_* are byte
+    addresses in the data area, the memory server's AXI address) and each guest's own file (the
+    executor's job blocks). The host may open every file; a guest has only its own."""
+
+    def __init__(self, path, layout=None):
+        self.path = Path(path)
+        self.lay = layout or _LAY
+        self.server = File(self.lay.server_path(self.path))
+        self.data_bytes = max(0, self.server.size - self.lay.data_offset)
+        self._guests: dict[int, File] = {}
+
+    def guest(self, g: int) -> File:
+        if g not in self._guests:
+            self._guests[g] = File(self.lay.guest_path(self.path, g))
+        return self._guests[g]
+
+    def close(self):
+        self.server.close()
+        for f in self._guests.values():
+            f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
     def _data_range(self, addr: int, n: int):
         if addr < 0 or n < 0 or addr + n > self.data_bytes:
             raise ValueError(f"data area [{addr:#x}, {addr + n:#x}) outside its {self.data_bytes:#x} bytes")
 
     def data_write(self, addr: int, raw: bytes):
         self._data_range(addr, len(raw))
-        o = self.lay.data_offset + addr
-        self.m[o:o + len(raw)] = raw
+        self.server.write(self.lay.data_offset + addr, raw)
 
     def data_read(self, addr: int, n: int) -> bytes:
         self._data_range(addr, n)
-        o = self.lay.data_offset + addr
-        return bytes(self.m[o:o + n])
+        return self.server.read(self.lay.data_offset + addr, n)
 
 
 class JobBlock:
-    """Guest g's job block (JOBS.md), seen from the executor."""
+    """Guest g's job block (JOBS.md) in guest g's file, seen from the executor."""
 
-    def __init__(self, region: Region, g: int):
-        self.r, self.g, self.lay = region, g, region.lay
-        self._f = {f["name"]: (self.lay.job_field(g, f["name"]), f["type"]) for f in self.lay.raw["jobs"]["fields"]}
-        self.areas = {k: self.lay.job_area(g, k) for k in self.lay.raw["jobs"]["areas"]}
+    def __init__(self, rack: Rack, g: int):
+        self.r, self.g, self.lay = rack.guest(g), g, rack.lay
+        self._f = {f["name"]: (self.lay.job_field(f["name"]), f["type"]) for f in self.lay.raw["jobs"]["fields"]}
+        self.areas = {k: self.lay.job_area(k) for k in self.lay.raw["jobs"]["areas"]}
 
     def field(self, name: str) -> int:
         off, t = self._f[name]

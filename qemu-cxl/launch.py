@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Start N QEMU guests (TCG) that share one CXL type-3 memory region backed by one host file.
+"""Start N QEMU guests (TCG), each with its own CXL type-3 memory backed by its own host file.
 
-Stdlib only. Each guest: q35 with CXL, a pxb-cxl host bridge with TWO cxl-rp root ports (with one,
-QEMU 7.2 silently drops the data), a cxl-type3 device whose persistent memdev is the run's shared
-file build/qemu-cxl/runs/<run>/cxl.mem (memory-backend-file share=on) and whose label area is a
-per-guest file lsa<g>.mem, one CXL fixed memory window of 4 GiB. No network (-nic none), no
+Stdlib + apta.layout. Each guest: q35 with CXL, a pxb-cxl host bridge with TWO cxl-rp root ports
+(with one, QEMU 7.2 silently drops the data), a cxl-type3 device whose persistent memdev is guest
+g's own file in the run directory (the rack directory, RINGS.md: build/qemu-cxl/runs/<run>/guest<g>.mem,
+memory-backend-file share=on, shared only with the host daemon) and whose label area is a per-guest
+file lsa<g>.mem, one CXL fixed memory window of 4 GiB. The memory server's data area
+(server.mem, next to them) is never given to a guest. `shared_with={g: h}` backs guest g's device
+with guest h's file instead: the old shared region, kept only as the isolation test's negative
+control. No network (-nic none), no
 monitor, no display: nothing listens on any port. The serial console is appended to
 runs/<run>/guest<g>.log. The kernel command line carries apta.guest=<g> and apta.boot=<k>.
 
@@ -37,11 +41,15 @@ import image  # qemu-cxl/image.py
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO / "python"))  # apta.layout without the venv (the CLI)
+from apta import layout as gen_layout  # noqa: E402
+
+LAY = gen_layout.load()
 BUILD = REPO / "build" / "qemu-cxl"
 RUNS = BUILD / "runs"
 
 QEMU = "qemu-system-x86_64"
-REGION_BYTES = 256 << 20  # RINGS.md: header + guest areas below 64 MiB, object data above
+REGION_BYTES = 256 << 20  # a guest's device (CXL capacity comes in 256 MiB); RINGS.md uses its first 4 MiB
 LSA_BYTES = 1 << 20
 READY_RE = re.compile(rb"APTA READY region=(0x[0-9a-fA-F]+) size=(0x[0-9a-fA-F]+|\d+) guest=(\d+) uptime=([\d.]+)")
 FAIL_RE = re.compile(rb"APTA FAIL[^\n]*|Kernel panic[^\n]*")
@@ -108,10 +116,13 @@ def install_signal_handlers():
 # --- guest programs ---------------------------------------------------------------------------
 def build_probe():
     """gcc -static the guest probe into build/qemu-cxl/probe (only when the source is newer)."""
-    src, dst = HERE / "guest" / "probe.c", BUILD / "probe"
-    if not dst.exists() or dst.stat().st_mtime < src.stat().st_mtime:
-        BUILD.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["nice", "-n", "10", "gcc", "-static", "-O2", "-Wall", "-Werror", "-o", str(dst),
+    src, dst, hdr = HERE / "guest" / "probe.c", BUILD / "probe", BUILD / "apta_layout.h"
+    BUILD.mkdir(parents=True, exist_ok=True)
+    text = gen_layout.gen_c(LAY.raw, "schema/layout.json")  # the daemon's Makefile writes the same
+    if not hdr.exists() or hdr.read_text() != text:
+        hdr.write_text(text)
+    if not dst.exists() or dst.stat().st_mtime < max(src.stat().st_mtime, hdr.stat().st_mtime):
+        subprocess.run(["nice", "-n", "10", "gcc", "-static", "-O2", "-Wall", "-Werror", f"-I{BUILD}", "-o", str(dst),
                         str(src)], check=True)
     return dst
 
@@ -163,7 +174,7 @@ class Guest:
 
 class Cluster:
     def __init__(self, run=None, n=3, script="/apta/probe run $APTA_GUEST {n}", files=None,
-                 region_bytes=REGION_BYTES, hold=True, mem="256M", fresh=True):
+                 region_bytes=REGION_BYTES, hold=True, mem="256M", fresh=True, shared_with=None):
         self.manifest = image.ensure_image()
         self.run = run or time.strftime("run-%Y%m%d-%H%M%S")
         self.dir = RUNS / self.run
@@ -171,14 +182,21 @@ class Cluster:
             shutil.rmtree(self.dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.n, self.hold, self.mem, self.region_bytes = n, hold, mem, region_bytes
-        self.shared = self.dir / "cxl.mem"
-        if not self.shared.exists():
-            with open(self.shared, "wb") as f:
-                f.truncate(region_bytes)
+        self.rack = self.dir                  # the rack directory: guest<g>.mem, server.mem (RINGS.md)
+        self.shared_with = dict(shared_with or {})
+        for g in range(n):
+            p = LAY.guest_path(self.rack, g)
+            if not p.exists():
+                with open(p, "wb") as f:
+                    f.truncate(region_bytes)  # sparse
         if files is None:
             files = [(build_probe(), "probe")]
         self.initrd = make_initrd(self.manifest["initrd"], self.dir / "initrd.img", script.replace("{n}", str(n)), files)
         self.guests = [Guest(g) for g in range(n)]
+
+    def backing(self, g):
+        """The file guest g's cxl-type3 device is backed by: its own, unless shared_with says otherwise."""
+        return LAY.guest_path(self.rack, self.shared_with.get(g, g))
 
     def log_path(self, g):
         return self.dir / f"guest{g}.log"
@@ -198,7 +216,7 @@ class Cluster:
                 "-chardev", f"file,id=con0,path={self.log_path(g)},append=on", "-serial", "chardev:con0",
                 "-kernel", self.manifest["vmlinuz"], "-initrd", str(self.initrd),
                 "-append", self.cmdline(g, boot),
-                "-object", f"memory-backend-file,id=cxl-mem0,share=on,mem-path={self.shared},size={self.region_bytes}",
+                "-object", f"memory-backend-file,id=cxl-mem0,share=on,mem-path={self.backing(g)},size={self.region_bytes}",
                 "-object", f"memory-backend-file,id=cxl-lsa0,share=on,mem-path={lsa},size={LSA_BYTES}",
                 "-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1",
                 "-device", "cxl-rp,port=0,bus=cxl.1,id=root_port13,chassis=0,slot=2",

@@ -29,15 +29,14 @@ LINES = 8
 
 def one(exe: Path, extra: list[str], op: str, seconds: float, tmp: Path) -> dict:
     s = harness.load_schema()
-    region = tmp / "region"
-    with open(region, "wb") as f:
-        f.truncate(harness.LAY.data_offset + (16 << 20))
+    rack = tmp / "rack"                        # the rack directory (qemu-cxl/RINGS.md)
+    harness.make_rack(rack, s.params["servers"], 16 << 20)
     port = harness.free_port()
     log = tmp / "daemon.log"
-    p = subprocess.Popen([str(exe), "--file", str(region), "--init", "--port", str(port), "--lease-ms", "600000",
+    p = subprocess.Popen([str(exe), "--file", str(harness.LAY.server_path(rack)), "--init", "--port", str(port), "--lease-ms", "600000",
                           "--stats", *extra], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     try:
-        r = harness.Region(region, s)
+        r = harness.Region(rack, s)
         deadline = time.time() + 20
         while r.m[0:8] != harness.LAY.raw["magic"].encode():
             assert p.poll() is None and time.time() < deadline, log.read_text()
@@ -53,7 +52,7 @@ def one(exe: Path, extra: list[str], op: str, seconds: float, tmp: Path) -> dict
                 time.sleep(0.05)
         for g in range(s.params["servers"]):
             api.register(1 + g, LINES)   # the memory server allocates the storage
-        out = subprocess.run([str(D / "apta-ringbench"), str(region), op, "1", str(LINES), str(seconds), "8"],
+        out = subprocess.run([str(D / "apta-ringbench"), str(rack), op, "1", str(LINES), str(seconds), "8"],
                              capture_output=True, text=True, check=True).stdout
         bench = json.loads(out.strip().splitlines()[-1])
     finally:

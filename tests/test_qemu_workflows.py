@@ -66,7 +66,7 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
     # APTA_QEMU_DAEMON_MUTANT=commit-waits-for-acks: the negative control of the probe below (it must fail)
     mutant = os.environ.get("APTA_QEMU_DAEMON_MUTANT")
     # the API as deployed (issue 16): TLS with the test CA, a token per role (qemu-cxl/apiauth.py)
-    d = Serving(exe, schema, c.shared, c.dir / "daemon.log", LEASE_MS, extra=["--mutant", mutant] if mutant else [],
+    d = Serving(exe, schema, c.rack, c.dir / "daemon.log", LEASE_MS, extra=["--mutant", mutant] if mutant else [],
                 auth=apiauth.ApiAuth(c.dir / "auth"))
     ex = None
 
@@ -92,8 +92,8 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
     # certificate refused, 400 for plain HTTP); test_executor.py checks it changes nothing
     for case, bad, want in apiauth.wrong_credentials(d.auth):
         with pytest.raises(exmod.ExecutorError, match=want):
-            exmod.Executor(c.shared, d.port, guests=N, auth=bad).close()
-    ex = exmod.Executor(c.shared, d.port, guests=N, out_dir=c.dir, dead_after_s=LEASE_MS / 1000, auth=d.auth,
+            exmod.Executor(c.rack, d.port, guests=N, auth=bad).close()
+    ex = exmod.Executor(c.rack, d.port, guests=N, out_dir=c.dir, dead_after_s=LEASE_MS / 1000, auth=d.auth,
                         log=lambda m: print(m, flush=True), placer=placer)
     deadline = time.time() + 120
     while not all(gs.jb.idle() and gs.jb.life[1] >= 1 for gs in ex.G):
@@ -200,8 +200,8 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
             if time.time() > deadline:
                 jb, lay = ex.G[k["g"]].jb, ex.region.lay
                 diag = {f: jb.field(f) for f in ("post_seq", "start_seq", "done_seq", "runner_state", "runner_life", "runner_heartbeat")}
-                diag["ctl_heartbeat"] = ex.region.u64(lay.ctl(k["g"], "heartbeat"))
-                diag["req_ring"] = [ex.region.u64(lay.ring(k["g"], "request") + o) for o in (0, 32)]
+                diag["ctl_heartbeat"] = ex.region.guest(k["g"]).u64(lay.ctl("heartbeat"))
+                diag["req_ring"] = [ex.region.guest(k["g"]).u64(lay.ring("request") + o) for o in (0, 32)]
                 raise AssertionError((k, diag, d.server(k["g"]), c.console(k["g"])[-2000:]))
             ex._watch()
             time.sleep(0.2)

@@ -1,5 +1,5 @@
 """The guest-side function runner (qemu-cxl/guest/aptarun.c, contract qemu-cxl/JOBS.md) against the
-memory-server daemon, on the host (no QEMU): the daemon serves a region file (qemu-cxl/harness.py's
+memory-server daemon, on the host (no QEMU): the daemon serves a rack directory (qemu-cxl/harness.py's
 Rack), three `aptarun-host` processes play guests 0..2 on the mmap'ed file (harness.World, the `world`
 fixture of tests/conftest.py), and the test plays the executor through qemu-cxl/jobs.py.
 

@@ -1,6 +1,6 @@
 """The scheduler plugin's e2e with the memory-server daemon as its control plane (issue 8).
 
-The daemon (qemu-cxl/daemon, the Verilated msemu top) serves a region file; three `aptarun-host`
+The daemon (qemu-cxl/daemon, the Verilated msemu top) serves a rack directory; three `aptarun-host`
 processes are guests g0..g2 (qemu-cxl/harness.py's World, the `world` fixture of
 tests/conftest.py; in QEMU guests with a guest killed in every workflow:
 tests/test_qemu_workflows.py with APTA_QEMU_PLACER=kube, make test-long); the scheduler plugin's

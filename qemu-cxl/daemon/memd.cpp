@@ -1,12 +1,13 @@
 // apta-memd: the host memory-server daemon of the CXL emulation (qemu-cxl/daemon/README.md).
 //
 // Runs the Verilated memory-server top (build/rtl/<variant>/MemoryServer.sv, rtl/MEMSERVER.md)
-// one clock cycle per loop iteration and connects its ports to the shared region file that backs
-// every guest's CXL device (qemu-cxl/RINGS.md):
+// one clock cycle per loop iteration and connects its ports to the rack's files (qemu-cxl/RINGS.md):
+// guest g's own file (the only backing of its CXL device: control block, rings) and the daemon's
+// private server file (the data area: object map and object data; no guest maps it):
 //   guest g's request ring  -> io_req_<g> (ObjGet, PutPrepare, PutLine, Rejoin), io_birsp (ObjBIRsp)
 //   io_rsp                  -> the response ring of the flit's server
 //   io_snp                  -> the invalidation ring of the flit's server
-//   AXI4 master             -> the region's data area (single-beat reads and writes)
+//   AXI4 master             -> the server file's data area (single-beat reads and writes)
 //   io_ctrl                 <- the failure detector (heartbeat lease) and the HTTP API
 //   io_status_*, io_query   -> the control-plane API (schema/controlplane.yaml)
 //   io_mapUpd/io_mapUpdDone <- POST /v1/objects ({obj, size}: the RTL allocates the storage and answers)
@@ -104,16 +105,21 @@ void from_wide(uint8_t* bytes, const W& w, size_t n) {
 }
 
 
-// ---- the shared region --------------------------------------------------------------------------
+// ---- the rack's files (RINGS.md) ---------------------------------------------------------------
+// base: the server file (header + data area, private to the daemon); guest[g]: the first
+// APTA_GUEST_FILE_BYTES of guest g's file, the only memory guest g can write.
 struct Region {
   uint8_t* base = nullptr;
   uint64_t bytes = 0;
+  uint8_t* guest[N] = {};
   uint32_t slots = APTA_DEFAULT_SLOTS;
   uint64_t data_bytes() const { return bytes - APTA_DATA_OFFSET; }
-  uint64_t ld64(uint64_t off) const {
-    return __atomic_load_n(reinterpret_cast<const uint64_t*>(base + off), __ATOMIC_ACQUIRE);
+  uint64_t ld64(unsigned g, uint64_t off) const {
+    return __atomic_load_n(reinterpret_cast<const uint64_t*>(guest[g] + off), __ATOMIC_ACQUIRE);
   }
-  void st64(uint64_t off, uint64_t v) { __atomic_store_n(reinterpret_cast<uint64_t*>(base + off), v, __ATOMIC_RELEASE); }
+  void st64(unsigned g, uint64_t off, uint64_t v) {
+    __atomic_store_n(reinterpret_cast<uint64_t*>(guest[g] + off), v, __ATOMIC_RELEASE);
+  }
 };
 
 // A ring the daemon produces into (response, invalidation): the daemon keeps its own head, and a
@@ -121,6 +127,7 @@ struct Region {
 // shared rsp/snp ports, P4; what overflows the backlog is dropped, as the link drops messages to
 // a crashed server).
 struct OutRing {
+  unsigned g = 0;                      // whose file it is in
   uint64_t off = 0, head = 0;
   uint32_t seq = 0;
   struct Slot { Flit flit; uint16_t refused; uint32_t seq; };
@@ -166,7 +173,8 @@ constexpr size_t REQ_Q_MAX = 8;        // read-ahead of a guest's requests (acks
 constexpr size_t ACK_Q_MAX = 1024;
 
 struct Options {
-  std::string file;
+  std::string file;                    // the server file
+  std::string guest_file;              // printf pattern of guest g's file (%u = g); default: next to file
   bool init = false, stats = false, trace = false;
   uint32_t slots = APTA_DEFAULT_SLOTS;
   int port = 0;                        // HTTP port on 127.0.0.1; 0 = no API
@@ -249,6 +257,10 @@ class Daemon {
     instance_ = "apta-memd-" + std::to_string(getpid()) + "-" + std::to_string(now_ns());
   }
   int open_region();
+  void set_state(uint32_t v) {  // the server's header and every guest's copy
+    apta_st32(R_.base, APTA_HDR_DAEMON_STATE, v);
+    for (unsigned g = 0; g < N; g++) apta_st32(R_.guest[g], APTA_HDR_DAEMON_STATE, v);
+  }
   bool open_trace(const std::string& path) { return tlog_.open(path); }
   void close_trace() { tlog_.close(); }
   void reset();
@@ -372,63 +384,101 @@ class Daemon {
   uint64_t cycles = 0, req_fires = 0, ack_fires = 0, rsp_out = 0, snp_out = 0, axi_rd = 0, axi_wr = 0;
 };
 
-// ---- the region ---------------------------------------------------------------------------------
-int Daemon::open_region() {
-  int fd = open(opt_.file.c_str(), O_RDWR);
-  if (fd < 0) { perror(opt_.file.c_str()); return -1; }
+// ---- the rack's files ---------------------------------------------------------------------------
+// Maps `bytes` of `path` (the whole file if bytes is 0); nullptr after saying why. `ino` gets the
+// file's identity (device, inode).
+uint8_t* map_file(const std::string& path, uint64_t need, uint64_t bytes, uint64_t& size,
+                  std::pair<uint64_t, uint64_t>& ino) {
+  int fd = open(path.c_str(), O_RDWR);
+  if (fd < 0) { say("%s: %s", path.c_str(), strerror(errno)); return nullptr; }
   struct stat st;
-  if (fstat(fd, &st) < 0) { perror("fstat"); return -1; }
-  R_.bytes = uint64_t(st.st_size);
-  if (R_.bytes < APTA_DATA_OFFSET + 4096) {
-    say("%s: %" PRIu64 " bytes, needs more than the data offset %llu", opt_.file.c_str(), R_.bytes,
-         APTA_DATA_OFFSET);
-    return -1;
+  if (fstat(fd, &st) < 0) { say("%s: fstat: %s", path.c_str(), strerror(errno)); close(fd); return nullptr; }
+  size = uint64_t(st.st_size);
+  ino = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
+  if (size < need) {
+    say("%s: %" PRIu64 " bytes, needs at least %" PRIu64, path.c_str(), size, need);
+    close(fd);
+    return nullptr;
   }
-  void* p = mmap(nullptr, R_.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, bytes ? bytes : size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
-  if (p == MAP_FAILED) { perror("mmap"); return -1; }
-  R_.base = static_cast<uint8_t*>(p);
+  if (p == MAP_FAILED) { say("%s: mmap: %s", path.c_str(), strerror(errno)); return nullptr; }
+  return static_cast<uint8_t*>(p);
+}
+
+void write_header(uint8_t* b, uint32_t slots, uint64_t data_bytes, uint32_t guest) {
+  memset(b, 0, APTA_HEADER_BYTES);
+  memcpy(b + APTA_HDR_MAGIC, APTA_MAGIC, APTA_MAGIC_BYTES);
+  apta_st32(b, APTA_HDR_VERSION, APTA_LAYOUT_VERSION);
+  apta_st32(b, APTA_HDR_GUESTS, N);
+  apta_st32(b, APTA_HDR_RING_SLOTS, slots);
+  apta_st32(b, APTA_HDR_SLOT_BYTES, APTA_SLOT_BYTES);
+  apta_st64(b, APTA_HDR_DATA_OFFSET, APTA_DATA_OFFSET);
+  apta_st64(b, APTA_HDR_DATA_BYTES, data_bytes);
+  apta_st32(b, APTA_HDR_GUEST, guest);
+}
+
+int Daemon::open_region() {
+  uint64_t size = 0;
+  std::pair<uint64_t, uint64_t> ino;
+  std::map<std::pair<uint64_t, uint64_t>, std::string> seen;  // one file per party: no two the same
+  R_.base = map_file(opt_.file, APTA_DATA_OFFSET + 4096, 0, size, ino);
+  if (!R_.base) return -1;
+  seen[ino] = opt_.file;
+  R_.bytes = size;
+  std::string pat = opt_.guest_file;
+  if (pat.empty()) {  // the rack directory: the server file's
+    size_t slash = opt_.file.rfind('/');
+    pat = (slash == std::string::npos ? std::string() : opt_.file.substr(0, slash + 1)) + APTA_GUEST_FILE_FMT;
+  }
+  for (unsigned g = 0; g < N; g++) {
+    char path[4096];
+    snprintf(path, sizeof path, pat.c_str(), g);
+    R_.guest[g] = map_file(path, APTA_GUEST_FILE_BYTES, APTA_GUEST_FILE_BYTES, size, ino);
+    if (!R_.guest[g]) return -1;
+    if (!seen.emplace(ino, path).second) {  // shared with the server or another guest: no isolation
+      say("%s (guest %u) is the same file as %s: every guest needs its own file (RINGS.md)", path, g,
+          seen[ino].c_str());
+      return -1;
+    }
+  }
   uint8_t* b = R_.base;
   if (opt_.init) {
     if (opt_.slots == 0 || (opt_.slots & (opt_.slots - 1)) || opt_.slots > APTA_MAX_SLOTS) {
       say("--slots %u: a power of two <= %u", opt_.slots, APTA_MAX_SLOTS);
       return -1;
     }
-    memset(b, 0, APTA_HEADER_BYTES);
-    for (unsigned g = 0; g < N; g++) memset(b + apta_guest_off(g), 0, APTA_GUEST_STRIDE);
-    memcpy(b + APTA_HDR_MAGIC, APTA_MAGIC, APTA_MAGIC_BYTES);
-    apta_st32(b, APTA_HDR_VERSION, APTA_LAYOUT_VERSION);
-    apta_st32(b, APTA_HDR_GUESTS, N);
-    apta_st32(b, APTA_HDR_RING_SLOTS, opt_.slots);
-    apta_st32(b, APTA_HDR_SLOT_BYTES, APTA_SLOT_BYTES);
-    apta_st64(b, APTA_HDR_DATA_OFFSET, APTA_DATA_OFFSET);
-    apta_st64(b, APTA_HDR_DATA_BYTES, R_.data_bytes());
-    say("initialized %s: %u guests, %u slots, %" PRIu64 " data bytes", opt_.file.c_str(), N, opt_.slots,
-         R_.data_bytes());
+    write_header(b, opt_.slots, R_.data_bytes(), APTA_SERVER_GUEST);
+    for (unsigned g = 0; g < N; g++) memset(R_.guest[g] + APTA_GUEST_AREA, 0, APTA_GUEST_AREA_BYTES);
+    say("initialized %s and %u guest files (%s): %u slots, %" PRIu64 " data bytes", opt_.file.c_str(), N,
+        pat.c_str(), opt_.slots, R_.data_bytes());
   } else if (memcmp(b + APTA_HDR_MAGIC, APTA_MAGIC, APTA_MAGIC_BYTES) != 0 ||
              apta_ld32(b, APTA_HDR_VERSION) != APTA_LAYOUT_VERSION || apta_ld32(b, APTA_HDR_GUESTS) != N ||
              apta_ld32(b, APTA_HDR_SLOT_BYTES) != APTA_SLOT_BYTES ||
-             apta_ld64(b, APTA_HDR_DATA_OFFSET) != APTA_DATA_OFFSET) {
-    say("%s: no layout v%u header for %u guests (use --init)", opt_.file.c_str(), APTA_LAYOUT_VERSION, N);
+             apta_ld64(b, APTA_HDR_DATA_OFFSET) != APTA_DATA_OFFSET || apta_ld32(b, APTA_HDR_GUEST) != APTA_SERVER_GUEST) {
+    say("%s: no layout v%u server header for %u guests (use --init)", opt_.file.c_str(), APTA_LAYOUT_VERSION, N);
     return -1;
   }
-  R_.slots = apta_ld32(b, APTA_HDR_RING_SLOTS);
+  R_.slots = apta_ld32(b, APTA_HDR_RING_SLOTS);  // the server's copy: a guest's copy is never read back
   if (R_.slots == 0 || (R_.slots & (R_.slots - 1)) || R_.slots > APTA_MAX_SLOTS) {
     say("header: ring slots %u not a power of two <= %u", R_.slots, APTA_MAX_SLOTS);
     return -1;
   }
-  apta_st32(b, APTA_HDR_DAEMON_STATE, APTA_DAEMON_STARTING);
+  // each guest's header copy is rewritten from the server's (a guest may have scribbled on its own)
+  for (unsigned g = 0; g < N; g++) memcpy(R_.guest[g], b, APTA_HEADER_BYTES), apta_st32(R_.guest[g], APTA_HDR_GUEST, g);
+  set_state(APTA_DAEMON_STARTING);
   uint64_t t = now_ns();
   for (unsigned g = 0; g < N; g++) {
     Guest& G = guests_[g];
-    G.req_off = apta_ring_off(g, APTA_RING_REQUEST);
-    G.rsp.off = apta_ring_off(g, APTA_RING_RESPONSE);
-    G.inv.off = apta_ring_off(g, APTA_RING_INVALIDATION);
+    G.req_off = apta_ring_off(APTA_RING_REQUEST);
+    G.rsp.off = apta_ring_off(APTA_RING_RESPONSE);
+    G.inv.off = apta_ring_off(APTA_RING_INVALIDATION);
+    G.rsp.g = G.inv.g = g;
     // Resume where the previous daemon stopped: the daemon is the only writer of these words.
-    G.req_tail = R_.ld64(G.req_off + APTA_RING_TAIL);
-    G.rsp.head = R_.ld64(G.rsp.off + APTA_RING_HEAD);
-    G.inv.head = R_.ld64(G.inv.off + APTA_RING_HEAD);
-    G.hb_last = R_.ld64(apta_guest_off(g) + APTA_CTL_HEARTBEAT);
+    G.req_tail = R_.ld64(g, G.req_off + APTA_RING_TAIL);
+    G.rsp.head = R_.ld64(g, G.rsp.off + APTA_RING_HEAD);
+    G.inv.head = R_.ld64(g, G.inv.off + APTA_RING_HEAD);
+    G.hb_last = R_.ld64(g, APTA_GUEST_AREA + APTA_CTL_HEARTBEAT);
     G.hb_change_ns = t;  // every guest gets one lease from the daemon's start
   }
   return 0;
@@ -474,7 +524,7 @@ void Daemon::refuse(unsigned g, const apta_slot::Decoded& d) {
 // the slot's checks are apta_slot::decode, slot.cpp).
 void Daemon::pull_ring(unsigned g) {
   Guest& G = guests_[g];
-  uint64_t head = R_.ld64(G.req_off + APTA_RING_HEAD);
+  uint64_t head = R_.ld64(g, G.req_off + APTA_RING_HEAD);
   if (!apta_slot::ring_sane(head, G.req_tail, R_.slots)) {
     if (!G.broken) {
       G.broken = true;
@@ -492,7 +542,7 @@ void Daemon::pull_ring(unsigned g) {
   uint64_t tail0 = G.req_tail;
   for (int n = 0; n < 4 && G.req_tail < head; n++) {
     apta_slot::Decoded d;
-    apta_slot::decode(R_.base + apta_slot_off(G.req_off, G.req_tail, R_.slots), g, d);
+    apta_slot::decode(R_.guest[g] + apta_slot_off(G.req_off, G.req_tail, R_.slots), g, d);
     bool is_ack = d.op == APTA_OP_ObjBIRsp;
     if (!is_ack && G.req_q.size() >= REQ_Q_MAX) break;  // the RTL port is behind: leave it in the ring
     if (is_ack && G.ack_q.size() >= ACK_Q_MAX) break;
@@ -520,22 +570,22 @@ void Daemon::pull_ring(unsigned g) {
     G.req_tail++;
   }
   // stored only when it moved: the guest polls this line, a store per cycle would bounce it
-  if (G.req_tail != tail0) R_.st64(G.req_off + APTA_RING_TAIL, G.req_tail);
+  if (G.req_tail != tail0) R_.st64(g, G.req_off + APTA_RING_TAIL, G.req_tail);
 }
 
 void Daemon::flush(OutRing& r) {
   while (!r.backlog.empty()) {
-    uint64_t tail = R_.ld64(r.off + APTA_RING_TAIL);
+    uint64_t tail = R_.ld64(r.g, r.off + APTA_RING_TAIL);
     if (r.head - tail >= R_.slots) return;  // full (or a garbage tail: treated as full)
     const OutRing::Slot& s = r.backlog.front();
-    uint8_t* slot = R_.base + apta_slot_off(r.off, r.head, R_.slots);
+    uint8_t* slot = R_.guest[r.g] + apta_slot_off(r.off, r.head, R_.slots);
     memset(slot, 0, APTA_SLOT_BYTES);
     apta_st16(slot, APTA_SLOT_FLIT_BITS, APTA_FLIT_BITS);
     apta_st16(slot, APTA_SLOT_REFUSED, s.refused);
     apta_st32(slot, APTA_SLOT_SEQ, s.seq);
     memcpy(slot + APTA_SLOT_FLIT, s.flit.data(), APTA_FLIT_BYTES);
     r.head++;
-    R_.st64(r.off + APTA_RING_HEAD, r.head);  // release: the slot is visible before head
+    R_.st64(r.g, r.off + APTA_RING_HEAD, r.head);  // release: the slot is visible before head
     r.backlog.pop_front();
   }
 }
@@ -842,7 +892,8 @@ void Daemon::housekeeping(uint64_t t) {
   apta_st64(R_.base, APTA_HDR_DAEMON_HEARTBEAT, t);
   for (unsigned g = 0; g < N; g++) {
     Guest& G = guests_[g];
-    uint64_t hb = R_.ld64(apta_guest_off(g) + APTA_CTL_HEARTBEAT);
+    apta_st64(R_.guest[g], APTA_HDR_DAEMON_HEARTBEAT, t);
+    uint64_t hb = R_.ld64(g, APTA_GUEST_AREA + APTA_CTL_HEARTBEAT);
     if (hb != G.hb_last) { G.hb_last = hb; G.hb_change_ns = t; }
     if (!live(g, t)) fence(g, "heartbeat lease expired");
     if (!opt_.pidfile.empty() && t - G.pid_checked_ns > 50000000ull) {
@@ -1233,7 +1284,7 @@ void Daemon::serve_api(uint64_t wait_ns) {
 
 // ---- the main loop -----------------------------------------------------------------------------
 void Daemon::run() {
-  apta_st32(R_.base, APTA_HDR_DAEMON_STATE, APTA_DAEMON_SERVING);
+  set_state(APTA_DAEMON_SERVING);
   say("serving %s: %u guests, %u ring slots, flit %u bits, lease %" PRIu64 " ms%s", opt_.file.c_str(), N,
        R_.slots, APTA_FLIT_BITS, opt_.lease_ms, listen_fd >= 0 ? "" : ", no API");
   if (opt_.mutant_commit_waits) say("MUTANT commit-waits-for-acks: PutCommit held while another server owes an ack");
@@ -1265,14 +1316,15 @@ void Daemon::run() {
       }
     }
   }
-  apta_st32(R_.base, APTA_HDR_DAEMON_STATE, APTA_DAEMON_STOPPED);
+  set_state(APTA_DAEMON_STOPPED);
 }
 
 void usage() {
   fprintf(stderr,
-          "usage: apta-memd --file REGION [--init [--slots S]] [--port P] [--lease-ms MS] [--names a,b,c] [--stats]\n"
-          "  --file REGION  the shared region file (qemu-cxl/RINGS.md)\n"
-          "  --init         write a fresh header and zero the guest areas (else the header must be valid)\n"
+          "usage: apta-memd --file SERVER [--guest-file PATTERN] [--init [--slots S]] [--port P] [--lease-ms MS] [--names a,b,c] [--stats]\n"
+          "  --file SERVER  the daemon's private server file: header + data area (qemu-cxl/RINGS.md)\n"
+          "  --guest-file PATTERN  guest g's file (PATTERN with %%u = g; default: %s next to SERVER)\n"
+          "  --init         write fresh headers and zero the guest areas (else the server's header must be valid)\n"
           "  --slots S      ring slots for --init (power of two, default %u, max %u)\n"
           "  --port P       control-plane API on 127.0.0.1:P (schema/controlplane.yaml)\n"
           "  --token-file F bearer tokens, token,name,role[,server] per line: 401 without one, 403 for a wrong role\n"
@@ -1287,7 +1339,7 @@ void usage() {
           "  --trace-log F  the event log of trace validation (apta-memd-trace only: spec/tla/README.md)\n"
           "  --qemu-pidfile PATTERN  guest g's QEMU -pidfile (PATTERN with %%u = g): fence at once when it exits\n"
           "  --mutant commit-waits-for-acks  a deliberate bug for negative controls: PutCommit held while others owe acks\n",
-          APTA_DEFAULT_SLOTS, APTA_MAX_SLOTS, APTA_LEASE_MS);
+          APTA_GUEST_FILE_FMT, APTA_DEFAULT_SLOTS, APTA_MAX_SLOTS, APTA_LEASE_MS);
 }
 
 }  // namespace
@@ -1301,6 +1353,14 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--file") o.file = val("a path");
+    else if (a == "--guest-file") {
+      o.guest_file = val("a pattern with %u");
+      size_t p = o.guest_file.find('%');
+      if (p == std::string::npos || o.guest_file.compare(p, 2, "%u") != 0 || o.guest_file.find('%', p + 1) != std::string::npos) {
+        fprintf(stderr, "--guest-file: the pattern needs exactly one %%u (the guest index)\n");
+        return 2;
+      }
+    }
     else if (a == "--init") o.init = true;
     else if (a == "--stats") o.stats = true;
     else if (a == "--trace") o.trace = true;

@@ -133,7 +133,7 @@ static apta_bytes cxl_get(const char *name) {
   /* rhead: this guest's request-ring head now, i.e. after every slot it produced before the get
    * returned and before any it produces after; trace validation orders a hit, which no daemon sees,
    * among the daemon's events by it (spec/tla/README.md "The QEMU emulation") */
-  uint64_t rhead = apta_ld64(J->c->base, apta_ring_off(J->c->g, APTA_RING_REQUEST) + APTA_RING_HEAD);
+  uint64_t rhead = apta_ld64(J->c->base, apta_ring_off(APTA_RING_REQUEST) + APTA_RING_HEAD);
   logline("{\"ev\": \"get_ret\", \"id\": \"%s\", \"digest\": \"%016llx\", \"len\": %llu, \"hit\": %s, \"rhead\": %llu}",
           q((char[512]){0}, 512, id), (unsigned long long)got, (unsigned long long)len, hit ? "true" : "false",
           (unsigned long long)rhead);

@@ -24,8 +24,9 @@ static uint64_t ld(acx *c, uint64_t off) {
 static void st(acx *c, uint64_t off, uint64_t v) {
   __atomic_store_n((volatile uint64_t *)(c->base + off), v, __ATOMIC_RELEASE);
 }
-static uint64_t ring(acx *c, unsigned which) { return apta_ring_off(c->g, which); }
-static uint64_t ctl(acx *c) { return apta_guest_off(c->g); }
+/* offsets in this guest's own file (RINGS.md): the same for every guest */
+static uint64_t ring(acx *c, unsigned which) { (void)c; return apta_ring_off(which); }
+static uint64_t ctl(acx *c) { (void)c; return APTA_GUEST_AREA; }
 
 void acx_heartbeat(acx *c) { st(c, ctl(c) + APTA_CTL_HEARTBEAT, acx_now_ns()); }
 
@@ -176,6 +177,30 @@ static int objerr_for(acx *c, const uint8_t *f, uint32_t obj) {
 
 static uint64_t deadline_of(acx *c) { return acx_now_ns() + (uint64_t)c->timeout_ms * 1000000ull; }
 
+/* ---- raw slots (tests: forged flits) ----------------------------------------------------------- */
+int acx_send_flit(acx *c, const uint8_t *flit, uint32_t *seq) {
+  if (wait_room(c, 1, deadline_of(c))) return c->st.timeouts++, ACX_ETIMEOUT;
+  *seq = produce(c, flit);
+  return ACX_OK;
+}
+
+int acx_wait_refusal(acx *c, uint32_t seq, unsigned *code) {
+  uint64_t deadline = deadline_of(c);
+  unsigned refused, spins = 0;
+  uint32_t s;
+  uint8_t f[APTA_FLIT_BYTES];
+  for (;;) {
+    acx_poll(c);
+    if (consume(c, APTA_RING_RESPONSE, &refused, &s, f)) {
+      if (refused && s == seq) { c->st.refusals++; *code = refused; return ACX_OK; }
+      c->st.stale_rsp++;
+      continue;
+    }
+    if (acx_now_ns() > deadline) return c->st.timeouts++, ACX_ETIMEOUT;
+    relax(c, &spins);
+  }
+}
+
 /* ---- init / rejoin ---------------------------------------------------------------------------- */
 int acx_init(acx *c, volatile void *base, unsigned guest, int heartbeat_thread) {
   memset(c, 0, sizeof *c);
@@ -185,7 +210,8 @@ int acx_init(acx *c, volatile void *base, unsigned guest, int heartbeat_thread) 
   c->use_cache = 1;
   if (memcmp((const void *)c->base, APTA_MAGIC, APTA_MAGIC_BYTES) ||
       apta_ld32(c->base, APTA_HDR_VERSION) != APTA_LAYOUT_VERSION ||
-      guest >= apta_ld32(c->base, APTA_HDR_GUESTS) || apta_ld32(c->base, APTA_HDR_SLOT_BYTES) != APTA_SLOT_BYTES)
+      guest >= apta_ld32(c->base, APTA_HDR_GUESTS) || apta_ld32(c->base, APTA_HDR_SLOT_BYTES) != APTA_SLOT_BYTES ||
+      apta_ld32(c->base, APTA_HDR_GUEST) != guest) /* another guest's file, or the server's */
     return ACX_EREGION;
   c->slots = apta_ld32(c->base, APTA_HDR_RING_SLOTS);
   if (!c->slots || (c->slots & (c->slots - 1)) || c->slots > APTA_MAX_SLOTS) return ACX_EREGION;

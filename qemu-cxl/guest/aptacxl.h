@@ -1,7 +1,8 @@
-/* aptacxl: the compute server's side of the shared CXL region (qemu-cxl/RINGS.md), in C.
+/* aptacxl: the compute server's side of the CXL emulation (qemu-cxl/RINGS.md), in C.
  *
- * A guest (or a host process that mmap'ed the region file: the library only needs a pointer to
- * the mapped region) gets objects through its request/response rings, keeps a copy of each in a
+ * A guest maps only its own CXL memory (in QEMU its cxl-type3 device, backed by its own file; a
+ * host process playing guest g mmaps guest g's file: the library only needs a pointer to it). It
+ * gets objects through its request/response rings, keeps a copy of each in a
  * small object cache, drops a copy on ObjBISnp of its current epoch and acks it (ObjBIRsp), and
  * puts objects with PutPrepare + PutLine * size, retrying the same txn on PutRetry.
  * Offsets and encodings come only from the generated headers build/qemu-cxl/apta_layout.h and
@@ -42,7 +43,7 @@ typedef struct {
 } acx_stats;
 
 typedef struct acx {
-  volatile uint8_t *base; /* the mapped region (offset 0 = its header) */
+  volatile uint8_t *base; /* this guest's own mapped file (offset 0 = its header copy) */
   unsigned g;             /* guest index = compute-server id = ring index */
   uint32_t slots;         /* S, from the region's header */
   uint32_t epoch;         /* from the last RejoinAck */
@@ -62,17 +63,22 @@ typedef struct acx {
   unsigned long hb_thread; /* pthread_t */
 } acx;
 
-/* Map nothing: `base` points at the mapped region. Checks the header (magic, version, slots,
- * flit width), skips responses/snoops left in the rings by an earlier life of this guest, repairs
+/* Map nothing: `base` points at the guest's mapped file. Checks the header copy (magic, version,
+ * slots, flit width, and that the file is guest `guest`'s), skips responses/snoops left in the rings by an earlier life of this guest, repairs
  * a broken request-ring head, writes the heartbeat and state "booting". heartbeat_thread = 1
  * starts a helper thread that writes the heartbeat every 2 ms (the library also beats inside every
  * wait loop). Call acx_rejoin next. */
 int acx_init(acx *c, volatile void *base, unsigned guest, int heartbeat_thread);
 void acx_close(acx *c); /* stops the heartbeat thread; state "down" */
-/* Maps the region: the file `file` (a host process playing a guest), or, with file NULL, /dev/mem
+/* Maps this guest's memory: the file `file` (a host process playing a guest: guest g's own file), or, with file NULL, /dev/mem
    at $APTA_REGION_ADDR for $APTA_REGION_SIZE bytes (in a QEMU guest). Exits with a message on
    failure; *size_out (optional) gets the size. */
 volatile uint8_t *acx_map_region(const char *file, uint64_t *size_out);
+/* One raw request slot with `flit` (APTA_FLIT_BYTES, not checked: tests forge flits with it) into
+ * this guest's own request ring; *seq = its seq. acx_wait_refusal waits for the daemon's refusal
+ * of slot `seq` (*code = 1 badFlit, 2 wrongPort); ACX_ETIMEOUT if none came. */
+int acx_send_flit(acx *c, const uint8_t *flit, uint32_t *seq);
+int acx_wait_refusal(acx *c, uint32_t seq, unsigned *code);
 void acx_heartbeat(acx *c);
 uint64_t acx_now_ns(void);
 

@@ -4,6 +4,20 @@
  *   aptadrv [--region FILE] G loop OBJBASE NOBJ NLINES SECONDS
  *                                       guest G puts object OBJBASE+G (versions 1, 2, ...) and gets the
  *                                       NOBJ objects OBJBASE.. in turn, checking every reply (QEMU guests)
+ *   aptadrv [--region FILE] G hold OBJ NLINES SECONDS
+ *                                       gets OBJ (a copy), then heartbeats without reading its invalidation
+ *                                       ring (it owes the ack of a put meanwhile) until the go signal (or
+ *                                       SECONDS), then acks and gets OBJ again (tests/test_qemu_cxl.py)
+ *   aptadrv [--region FILE] G attack VICTIM OBJ NLINES SECONDS
+ *                                       gets OBJ, waits for its snoop and acks it, waits for the go signal,
+ *                                       forges ObjBIRsp(OBJ) and Rejoin with VICTIM's server id in its own
+ *                                       request ring (each must be refused, wrongPort), then sweeps (below)
+ *                                       and idles SECONDS
+ *   The go signal: the host changes post_seq of the guest's own job block (JOBS.md: the executor's
+ *   mailbox into the guest), so the test can take its snapshots first.
+ *   aptadrv [--region FILE] G sweep SECONDS
+ *                                       writes the marker APTAEVIL at every 64-byte line of everything it
+ *                                       mapped (its whole CXL memory), then idles SECONDS; needs no daemon
  *
  * The region: --region FILE mmaps a file (a host process playing a guest); without it /dev/mem at
  * APTA_REGION_ADDR, APTA_REGION_SIZE (set by the guest image's /init, qemu-cxl/README.md).
@@ -20,6 +34,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "aptacxl.h"
@@ -38,6 +53,20 @@ static long check(const uint8_t *buf, uint32_t o, unsigned n) {
   uint8_t want[ACX_MAX_LINES * ACX_LINE];
   fill(want, o, v, n);
   return memcmp(want, buf, (size_t)n * ACX_LINE) ? -1 : (long)v;
+}
+
+/* Every 64-byte line of the mapping gets the marker: the guest's whole reach (RINGS.md, trust
+ * model). The test looks for the marker in every other file. */
+#define SWEEP_MARKER 0x4c49564541545041ull /* "APTAEVIL" little-endian */
+static int sweep(volatile uint8_t *base, uint64_t size, double idle_s) {
+  uint64_t t0 = acx_now_ns(), lines = 0;
+  printf("DRV SWEEP START bytes=%llu\n", (unsigned long long)size);
+  for (uint64_t off = 0; off + 8 <= size; off += 64, lines++) *(volatile uint64_t *)(base + off) = SWEEP_MARKER;
+  printf("DRV SWEEP DONE lines=%llu bytes=%llu ms=%.0f\n", (unsigned long long)lines, (unsigned long long)size,
+         (double)(acx_now_ns() - t0) / 1e6);
+  struct timespec t = {(time_t)idle_s, 0};
+  nanosleep(&t, 0);
+  return 0;
 }
 
 static double us_since(uint64_t t0) { return (double)(acx_now_ns() - t0) / 1e3; }
@@ -120,13 +149,79 @@ static int cmd_loop(acx *c, uint32_t base, unsigned nobj, unsigned n, double sec
   return bad ? 1 : 0;
 }
 
+/* waits until the host changes post_seq of our job block, or secs (heartbeating: the library's
+ * thread beats) */
+static void wait_go(acx *c, double secs) {
+  volatile uint64_t *post = (volatile uint64_t *)(c->base + APTA_JOBS + APTA_JOBF_POST_SEQ);
+  uint64_t p0 = *post, end = acx_now_ns() + (uint64_t)(secs * 1e9);
+  while (*post == p0 && acx_now_ns() < end) {
+    struct timespec t = {0, 10000000};
+    nanosleep(&t, 0);
+  }
+}
+
+/* isolation test, the victim: a copy of obj, then no acks until the go signal */
+static int cmd_hold(acx *c, uint32_t obj, unsigned n, double secs) {
+  uint8_t buf[ACX_MAX_LINES * ACX_LINE];
+  int hit, rc = acx_get(c, obj, buf, n, &hit);
+  if (rc) { printf("DRV ERR g=%u hold get obj=%u rc=%d code=%d\n", c->g, obj, rc, c->last_code); return 1; }
+  printf("DRV HOLD READY g=%u epoch=%u obj=%u ver=%ld\n", c->g, c->epoch, obj, check(buf, obj, n));
+  wait_go(c, secs); /* the invalidation ring is not read meanwhile */
+  int acks = acx_poll(c);
+  rc = acx_get(c, obj, buf, n, &hit);
+  printf("DRV HOLD DONE g=%u epoch=%u acks=%d rc=%d ver=%ld cached=%d\n", c->g, c->epoch, acks, rc,
+         rc ? -1 : check(buf, obj, n), hit);
+  return rc ? 1 : 0;
+}
+
+/* isolation test, the attacker: forged acks and rejoins of the victim through its own ring, then
+ * the sweep of everything it can write */
+static int cmd_attack(acx *c, volatile uint8_t *base, uint64_t size, unsigned victim, uint32_t obj, unsigned n,
+                      double secs) {
+  uint8_t buf[ACX_MAX_LINES * ACX_LINE], f[APTA_FLIT_BYTES];
+  int hit, rc = acx_get(c, obj, buf, n, &hit);
+  if (rc) { printf("DRV ERR g=%u attack get obj=%u rc=%d code=%d\n", c->g, obj, rc, c->last_code); return 1; }
+  printf("DRV ATTACK READY g=%u epoch=%u obj=%u\n", c->g, c->epoch, obj);
+  /* a put of obj by someone else snoops us (and the victim): ack ours, as a correct guest does */
+  uint64_t end = acx_now_ns() + 600ull * 1000000000ull;
+  int acks = 0;
+  while (!(acks = acx_poll(c)) && acx_now_ns() < end) {
+    struct timespec t = {0, 1000000};
+    nanosleep(&t, 0);
+  }
+  printf("DRV ACKED g=%u obj=%u acks=%d\n", c->g, obj, acks);
+  wait_go(c, 600);
+  /* the forgeries: the victim's id in the flit, our own ring (the only one we can reach); the
+     victim's epoch is not readable from here, every epoch up to ours + 1 is tried */
+  unsigned refused = 0, sent = 0;
+  for (uint32_t e = 0; e <= c->epoch + 1; e++) {
+    for (int k = 0; k < 2; k++) {
+      uint32_t seq;
+      unsigned code = 0;
+      memset(f, 0, sizeof f);
+      if (k == 0) { apta_ObjBIRsp a = {victim, e, obj}; apta_pack_ObjBIRsp(f, &a); }
+      else { apta_Rejoin j = {victim, e}; apta_pack_Rejoin(f, &j); }
+      if (acx_send_flit(c, f, &seq)) { printf("DRV ERR g=%u forge: request ring full\n", c->g); return 1; }
+      sent++;
+      rc = acx_wait_refusal(c, seq, &code);
+      printf("DRV FORGED g=%u kind=%s victim=%u epoch=%u rc=%d code=%u\n", c->g, k ? "Rejoin" : "ObjBIRsp", victim, e,
+             rc, code);
+      if (!rc && code == APTA_REFUSED_WRONGPORT) refused++;
+    }
+  }
+  printf("DRV FORGED ALL g=%u sent=%u refused=%u\n", c->g, sent, refused);
+  return sweep(base, size, secs);
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, 0, _IOLBF, 0);
   const char *file = 0;
   if (argc > 2 && !strcmp(argv[1], "--region")) file = argv[2], argv += 2, argc -= 2;
   if (argc < 3) { fprintf(stderr, "usage: aptadrv [--region FILE] G cmd|loop ...\n"); return 2; }
   unsigned g = (unsigned)atoi(argv[1]);
-  volatile uint8_t *base = acx_map_region(file, 0);
+  uint64_t size;
+  volatile uint8_t *base = acx_map_region(file, &size);
+  if (!strcmp(argv[2], "sweep") && argc >= 4) return sweep(base, size, atof(argv[3]));
   static acx c;
   int rc = acx_init(&c, base, g, 1);
   if (rc) { printf("DRV FAIL init rc=%d\n", rc); return 1; }
@@ -140,6 +235,17 @@ int main(int argc, char **argv) {
     rc = cmd_loop(&c, (uint32_t)strtoul(argv[3], 0, 0), (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]), atof(argv[6]));
     acx_close(&c);
     return rc;
+  }
+  if ((!strcmp(argv[2], "hold") && argc >= 6) || (!strcmp(argv[2], "attack") && argc >= 7)) {
+    for (int k = 0; (rc = acx_rejoin(&c)) != 0; k++) {
+      printf("DRV ERR g=%u rejoin rc=%d\n", g, rc);
+      if (k > 20) return 1;
+    }
+    printf("DRV JOINED g=%u epoch=%u\n", g, c.epoch);
+    if (argv[2][0] == 'h')
+      return cmd_hold(&c, (uint32_t)strtoul(argv[3], 0, 0), (unsigned)atoi(argv[4]), atof(argv[5]));
+    return cmd_attack(&c, base, size, (unsigned)atoi(argv[3]), (uint32_t)strtoul(argv[4], 0, 0), (unsigned)atoi(argv[5]),
+                      atof(argv[6]));
   }
   char line[256], w[16], m[16];
   uint8_t buf[ACX_MAX_LINES * ACX_LINE];

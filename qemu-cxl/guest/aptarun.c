@@ -1,6 +1,6 @@
 /* aptarun: the guest-side function runner of qemu-cxl/JOBS.md. One process per guest life:
  *
- *   aptarun --region FILE G BOOT      a host process playing guest G (mmaps the region file)
+ *   aptarun --region FILE G BOOT      a host process playing guest G (mmaps guest G's own file)
  *   aptarun G BOOT                    in a QEMU guest: /dev/mem at APTA_REGION_ADDR, APTA_REGION_SIZE
  *   options (before G): --poll-us N (idle poll of the job block, default 200), --timeout-ms N (per
  *   get/put, default the library's 5000), --quiet
@@ -37,7 +37,7 @@
 #define LOG_RESERVE 8192u /* kept free for the job's final error line */
 #define MAXFIELDS 8
 
-static volatile uint8_t *R; /* the region */
+static volatile uint8_t *R; /* this guest's own CXL memory (its file) */
 static volatile uint8_t *B; /* this guest's job block */
 static acx C;
 static unsigned G, BOOT, POLL_US = 200;
@@ -301,7 +301,7 @@ static int run_function(void) {
 /* ---- garbage ---------------------------------------------------------------------------------- */
 /* one raw slot into our own request ring (as aptacxl's produce, with any flit_bits); its seq */
 static int raw_slot(const uint8_t *flit, uint16_t flit_bits, uint32_t *seq, uint64_t deadline) {
-  uint64_t r = apta_ring_off(G, APTA_RING_REQUEST);
+  uint64_t r = apta_ring_off(APTA_RING_REQUEST);
   volatile uint64_t *hp = (volatile uint64_t *)(R + r + APTA_RING_HEAD), *tp = (volatile uint64_t *)(R + r + APTA_RING_TAIL);
   uint64_t head = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
   while (head - __atomic_load_n(tp, __ATOMIC_ACQUIRE) >= C.slots) {
@@ -336,7 +336,7 @@ static int garbage(long count) {
   uint32_t unknown = 0xFFFFFF00u + G; /* never registered (the executor's ids stay below) */
   unsigned kinds_sent[GKINDS] = {0};
   long sent = 0, refused = 0, objerr = 0, timeouts = 0, other = 0;
-  uint64_t rsp = apta_ring_off(G, APTA_RING_RESPONSE);
+  uint64_t rsp = apta_ring_off(APTA_RING_RESPONSE);
   volatile uint64_t *rh = (volatile uint64_t *)(R + rsp + APTA_RING_HEAD), *rt = (volatile uint64_t *)(R + rsp + APTA_RING_TAIL);
   /* drop leftovers of earlier requests */
   __atomic_store_n(rt, __atomic_load_n(rh, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
@@ -458,8 +458,8 @@ static void run_job(uint64_t post) {
 static volatile uint8_t *map_region(const char *file) {
   uint64_t size;
   volatile uint8_t *p = acx_map_region(file, &size);
-  if (size < APTA_JOBS + (uint64_t)APTA_MAX_GUESTS * APTA_JOB_STRIDE) {
-    fprintf(stderr, "aptarun: region of %llu bytes has no room for the job blocks\n", (unsigned long long)size);
+  if (size < APTA_JOBS + APTA_JOB_BYTES) {
+    fprintf(stderr, "aptarun: guest file of %llu bytes has no room for the job block\n", (unsigned long long)size);
     exit(2);
   }
   return p;
@@ -492,7 +492,7 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, 0);
 
   R = map_region(file);
-  B = R + apta_job_off(G);
+  B = R + APTA_JOBS;
   for (int i = 0; i < APTA_NFNS; i++) { /* each function's initial .data, restored before every call */
     apta_fn_entry *e = &APTA_FNS[i];
     size_t n = e->dstop > e->dstart ? (size_t)(e->dstop - e->dstart) : 0;

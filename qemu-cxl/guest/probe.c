@@ -1,17 +1,20 @@
-/* apta guest probe: maps the CXL region through /dev/mem and checks that guests see each other.
+/* apta guest probe: maps the guest's CXL memory through /dev/mem, writes its pattern into its own
+ * control block and checks nobody else writes there.
  *
- * Built static on the host (gcc -static -O2) by qemu-cxl/launch.py into build/qemu-cxl/probe and
- * put into the per-run cpio that launch.py appends to the initramfs.
+ * Built static on the host (gcc -static -O2 -Ibuild/qemu-cxl) by qemu-cxl/launch.py into
+ * build/qemu-cxl/probe and put into the per-run cpio that launch.py appends to the initramfs.
  *
- *   probe run   <guest g> <guests n> [seconds]   write g's pattern, then watch the others
- *   probe bench <bytes>                         write/read speed of the region's object-data area
+ *   probe run   <guest g> <guests n> [seconds]   write g's pattern and beat; report another guest's
+ *   probe bench <bytes>                         write/read speed of the guest's memory past the layout
  *
- * The region address and size come from APTA_REGION_ADDR / APTA_REGION_SIZE (set by /init).
- * Layout (qemu-cxl/RINGS.md): guest g's area at 4 KiB + g * 1 MiB; its 64-byte control block at
- * +0: u64 heartbeat (monotonic ns), u32 epoch, u32 state (0 down, 1 booting, 2 joined).
+ * The region address and size come from APTA_REGION_ADDR / APTA_REGION_SIZE (set by /init): the
+ * guest's own device, backed by its own file (RINGS.md). The control block is at APTA_GUEST_AREA
+ * (apta_layout.h): u64 heartbeat (monotonic ns), u32 epoch, u32 state (0 down, 1 booting, 2 joined).
  * The probe's pattern lives in the control block's bytes 16..47, which RINGS.md leaves unused:
  *   +16 u64 magic "APTAPRB1", +24 u64 guest index, +32 u64 boot number, +40 u64 beat counter.
- * It is a plumbing test only and must not run while the memory-server daemon serves the region.
+ * Every beat reads the pattern back: an index or boot that is not its own means another guest
+ * writes the same memory (`PROBE OTHER`), which only a shared backing (launch.py shared_with) allows.
+ * It is a plumbing test only and must not run while the memory-server daemon serves the guests.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,11 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define AREA0 4096ull
-#define AREA_BYTES (1ull << 20)
-#define DATA_OFF (64ull << 20)
+#include "apta_layout.h"
+
 #define MAGIC 0x3142525041545041ull /* "APTAPRB1" little-endian */
-#define MAXG 16
 
 struct ctl {
     volatile uint64_t heartbeat;
@@ -66,17 +67,14 @@ static volatile uint8_t *map_region(uint64_t *size_out) {
     return p;
 }
 
-static struct ctl *ctl_of(volatile uint8_t *r, unsigned g) {
-    return (struct ctl *)(r + AREA0 + (uint64_t)g * AREA_BYTES);
-}
 
 static int cmd_run(unsigned g, unsigned n, unsigned seconds) {
     uint64_t size;
     volatile uint8_t *r = map_region(&size);
-    if (n > MAXG || g >= n || AREA0 + n * AREA_BYTES > size) { fprintf(stderr, "PROBE FAIL bad g/n\n"); return 2; }
+    if (g >= n || APTA_GUEST_FILE_BYTES > size) { fprintf(stderr, "PROBE FAIL bad g/n or size\n"); return 2; }
     const char *b = getenv("APTA_BOOT");
     uint64_t boot = b ? strtoull(b, 0, 0) : 0;
-    struct ctl *me = ctl_of(r, g);
+    struct ctl *me = (struct ctl *)(r + APTA_GUEST_AREA);
     me->state = 1;
     me->magic = MAGIC;
     me->index = g;
@@ -87,43 +85,25 @@ static int cmd_run(unsigned g, unsigned n, unsigned seconds) {
     me->state = 2;
     printf("PROBE WROTE g=%u boot=%llu\n", g, (unsigned long long)boot);
     fflush(stdout);
-    uint64_t seen_boot[MAXG], last_ctr[MAXG], last_change[MAXG];
-    int seen[MAXG] = {0}, stale[MAXG] = {0}, all_reported = 0;
-    uint64_t t_end = seconds ? now_ns() + (uint64_t)seconds * 1000000000ull : 0;
+    uint64_t t_end = seconds ? now_ns() + (uint64_t)seconds * 1000000000ull : 0, others = 0;
     for (uint64_t k = 1;; k++) {
+        uint64_t idx = me->index, ob = me->boot, ctr = me->counter;
+        if (me->magic != MAGIC || idx != g || ob != boot || ctr != k - 1) {
+            /* someone else wrote our control block: the memory is shared (printed the first times) */
+            if (others++ < 3)
+                printf("PROBE OTHER g=%u saw index=%llu boot=%llu counter=%llu\n", g, (unsigned long long)idx,
+                       (unsigned long long)ob, (unsigned long long)ctr);
+            me->magic = MAGIC, me->index = g, me->boot = boot;
+        }
         uint64_t t = now_ns();
         me->heartbeat = t;
         me->counter = k;
-        int all = 1;
-        for (unsigned h = 0; h < n; h++) {
-            if (h == g) continue;
-            struct ctl *o = ctl_of(r, h);
-            uint64_t magic = o->magic, idx = o->index, ob = o->boot, ctr = o->counter;
-            uint32_t st = o->state;
-            if (magic != MAGIC || idx != h || st != 2) { all = 0; continue; }
-            if (!seen[h] || seen_boot[h] != ob) {
-                printf("PROBE SEE g=%u other=%u boot=%llu counter=%llu\n", g, h, (unsigned long long)ob,
-                       (unsigned long long)ctr);
-                fflush(stdout);
-                seen[h] = 1; seen_boot[h] = ob; last_ctr[h] = ctr; last_change[h] = t; stale[h] = 0;
-            } else if (ctr != last_ctr[h]) {
-                if (stale[h]) { printf("PROBE ALIVE g=%u other=%u\n", g, h); fflush(stdout); }
-                last_ctr[h] = ctr; last_change[h] = t; stale[h] = 0;
-            } else if (!stale[h] && t - last_change[h] > 2000000000ull) {
-                printf("PROBE STALE g=%u other=%u counter=%llu\n", g, h, (unsigned long long)ctr);
-                fflush(stdout);
-                stale[h] = 1;
-            }
-        }
-        if (all && !all_reported) {
-            printf("PROBE ALL g=%u n=%u boot=%llu\n", g, n, (unsigned long long)boot);
-            fflush(stdout);
-            all_reported = 1;
-        }
+        if (k == 200) printf("PROBE ALONE g=%u n=%u boot=%llu others=%llu\n", g, n, (unsigned long long)boot,
+                             (unsigned long long)others);
         if (t_end && t > t_end) break;
         usleep(10000);
     }
-    printf("PROBE DONE g=%u\n", g);
+    printf("PROBE DONE g=%u others=%llu\n", g, (unsigned long long)others);
     return 0;
 }
 
@@ -132,8 +112,9 @@ static double secs(uint64_t a, uint64_t b) { return (double)(b - a) / 1e9; }
 static int cmd_bench(uint64_t bytes) {
     uint64_t size;
     volatile uint8_t *r = map_region(&size);
-    if (DATA_OFF + bytes > size) bytes = size - DATA_OFF;
-    volatile uint64_t *p = (volatile uint64_t *)(r + DATA_OFF);
+    /* past what RINGS.md uses of the guest's file: the guest's own, nobody reads it */
+    if (APTA_GUEST_FILE_BYTES + bytes > size) bytes = size - APTA_GUEST_FILE_BYTES;
+    volatile uint64_t *p = (volatile uint64_t *)(r + APTA_GUEST_FILE_BYTES);
     uint64_t words = bytes / 8, sum = 0;
     uint64_t t0 = now_ns();
     for (uint64_t i = 0; i < words; i++) p[i] = i * 0x9E3779B97F4A7C15ull;

@@ -10,7 +10,7 @@ queue, in cycle order, each stamped with CLOCK_MONOTONIC), the workflow (objects
 function instances with reads, writes and predecessors), the executor's events as the test's hook
 saw them (each stamped with the same clock when the executor emitted it: a placement before its
 job is posted, a completion after the runner finished), the kills, the time the workflow started
-(`start_ns`: the log is cut there), and the region file (for the final memory).
+(`start_ns`: the log is cut there), and the rack directory's server file (for the final memory).
 
 One order for all of it:
 * daemon events in the daemon's order (its cycles);
@@ -312,15 +312,15 @@ def convert(run: dict, run_path: Path = Path("run.json")) -> tuple[dict, list[di
     return meta, [e for e in out if not e.get("_drop")]
 
 
-def final_lines(region: Path, dlog: Path, objects: dict) -> dict:
-    """Every object's line hashes in DRAM (the region file) at its registered base."""
+def final_lines(rack: Path, dlog: Path, objects: dict) -> dict:
+    """Every object's line hashes in DRAM (the rack's server file, qemu-cxl/RINGS.md) at its registered base."""
     lay = layout.load()
     base = {}
     for e in load(dlog):
         if e["ev"] == "register" and e["valid"]:
             base[e["obj"]] = (e["base"], e["size"])
     out = {}
-    with open(region, "rb") as f:
+    with open(lay.server_path(rack), "rb") as f:
         for o, v in objects.items():
             b, n = base[v["id"]]
             f.seek(lay.data_offset + b)
