@@ -129,7 +129,18 @@ def traced(request, qemu_clusters):
     xlog, objs, kills = [], {}, []
     ex.hooks.append(lambda ex_, ev: xlog.append({**ev, "mono_ns": time.monotonic_ns()}))
     alloc = ex.allocate
-    ex.allocate = lambda wf, ref: objs.update(alloc(wf, ref)) or objs
+    initial = {}
+
+    def allocate(wf, ref):
+        """The executor's allocation, and each object's lines as loaded (version 0): the memory server
+        allocates the storage at registration, so the daemon's register event precedes the load."""
+        new = alloc(wf, ref)
+        for o, (oid, lines, base) in new.items():
+            raw = ex.region.data_read(base, 64 * lines)
+            initial[o] = [f"{qtrace.fnv(raw[64 * l:64 * l + 64]):016x}" for l in range(lines)]
+        objs.update(new)
+        return objs
+    ex.allocate = allocate
 
     def reboot(k):
         t = time.time()
@@ -190,7 +201,7 @@ def traced(request, qemu_clusters):
     fn = {i: qtrace.fname(f"x/{inst.function}#{inst.index}@") for i, inst in enumerate(instances)}
     params = json.loads(harness.PARAMS_PATH.read_text())
     run = {"workflow": wf.name, "servers": [gs.name for gs in ex.G], "daemon_log": str(dlog),
-           "objects": {o: {"id": oid, "lines": lines} for o, (oid, lines, base) in objs.items()},
+           "objects": {o: {"id": oid, "lines": lines, "initial": initial[o]} for o, (oid, lines, base) in objs.items()},
            "functions": {fn[i]: {"reads": list(inst.reads), "writes": list(inst.writes),
                                  "after": [qtrace.fname(f"x/{a}@") for a in after[i]]}
                          for i, inst in enumerate(instances)},

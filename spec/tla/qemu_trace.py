@@ -120,6 +120,11 @@ def convert(run: dict, run_path: Path = Path("run.json")) -> tuple[dict, list[di
     for k, t in RUN_FIELDS.items():
         if not isinstance(run.get(k), t):
             raise MapError(f"{run_path}: {k}: missing or not a {t.__name__}")
+    for o, v in run["objects"].items():
+        init = v.get("initial") if isinstance(v, dict) else None
+        if init is not None and not (isinstance(init, list) and len(init) == v.get("lines")
+                                     and all(isinstance(h, str) for h in init)):
+            raise MapError(f"{run_path}: objects.{o}.initial: want one line hash per line ({v.get('lines')})")
     for n, x in enumerate(run["executor"]):
         need = {"place": ("run", "server", "epoch", "mono_ns"), "done": ("run", "mono_ns"), "get": ("id", "run", "obj"),
                 "get_ret": ("id", "hit")}.get(x.get("ev"), ())
@@ -229,7 +234,11 @@ def convert(run: dict, run_path: Path = Path("run.json")) -> tuple[dict, list[di
         else:
             ev = e["ev"]
             if ev == "register" and e["valid"] and e["obj"] in oname and not versions[oname[e["obj"]]]:
-                versions[oname[e["obj"]]].append(e["h"])            # version 0: the initial object
+                # version 0: the initial object as the Object Manager loaded it (run's objects.initial),
+                # since the memory server allocates at registration and the load follows; else the
+                # extent's lines at registration (a log of a run that loaded before registering)
+                o = oname[e["obj"]]
+                versions[o].append(run["objects"][o].get("initial") or e["h"])
             elif ev == "req" and e["op"] in ("PutPrepare", "PutLine") and e["obj"] in oname:
                 g, o = e["g"], oname[e["obj"]]
                 if e["op"] == "PutPrepare":
