@@ -371,3 +371,67 @@ func TestRejoinsAreRateLimited(t *testing.T) {
 		t.Fatalf("rejoin with no limit: %v", err)
 	}
 }
+
+// The conforming control plane allocates object storage as the memory server does (alloc.go,
+// schema/core.json MapUpdCode): no two live objects overlap, and each bad registration or removal
+// gets its defined refusal and changes nothing (issue 16).
+func TestObjectAllocation(t *testing.T) {
+	s := NewServer(nil)
+	s.SetArena(ArenaConfig{LinesPerObject: 8, MapEntries: 16, Base: 4096, End: 4096 + 64*16})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c := NewClient(ts.URL, time.Second)
+	ctx := context.Background()
+	if _, err := c.AddServer(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	a1, err := c.RegisterObject(ctx, 1, 8, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := c.RegisterObject(ctx, 2, 8, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a1.Base < 4096 || a2.Base < 4096 || (a1.Base < a2.Base+8*64 && a2.Base < a1.Base+8*64) {
+		t.Fatalf("extents overlap or lie outside the arena: %d, %d", a1.Base, a2.Base)
+	}
+	before, _ := c.Status(ctx)
+	for _, tc := range []struct {
+		name      string
+		obj, size uint64
+		valid     bool
+		code      string
+	}{
+		{"size 0", 3, 0, true, CodeBadSize},
+		{"too long", 3, 9, true, CodeBadSize},
+		{"twice", 1, 8, true, CodeExists},
+		{"another's map slot", 17, 1, true, CodeCollision},
+		{"arena full", 3, 8, true, CodeNoSpace},
+		{"remove unknown", 5, 0, false, CodeUnknownObj},
+	} {
+		_, err := c.RegisterObject(ctx, tc.obj, tc.size, tc.valid)
+		want := fmt.Sprintf(": %d ", refusalStatus[tc.code]) // the client names the HTTP status
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want refusal %s (HTTP%s), got %v", tc.name, tc.code, want, err)
+		}
+	}
+	if _, err := c.Cache(ctx, "a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RegisterObject(ctx, 1, 0, false); err == nil || !strings.Contains(err.Error(), ": 409 ") || !strings.Contains(err.Error(), "holds a copy") {
+		t.Errorf("removing an object a server caches: want %s, got %v", CodeBusy, err)
+	}
+	after, _ := c.Status(ctx)
+	if before.Seq+1 != after.Seq { // only the cache report changed the state
+		t.Errorf("refused registrations changed the state: seq %d -> %d", before.Seq, after.Seq)
+	}
+	// a removal frees the extent: the next registration of that size gets it back
+	if _, err := c.RegisterObject(ctx, 2, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	a3, err := c.RegisterObject(ctx, 3, 8, true)
+	if err != nil || a3.Base != a2.Base {
+		t.Fatalf("a freed extent is not reused: %v, base %d want %d", err, a3.Base, a2.Base)
+	}
+}
