@@ -330,6 +330,21 @@ def pid_alive(pid):
         return False
 
 
+def frozen(pid: int, timeout: float = 2.0) -> bool:
+    """Every thread of the process is stopped (SIGSTOP takes effect asynchronously)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            states = [open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[0]
+                      for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            return False
+        if all(st in "tT" for st in states):
+            return True
+        time.sleep(0.001)
+    return False
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", default=None, help="run name (build/qemu-cxl/runs/<run>)")

@@ -55,21 +55,6 @@ def say(m: str):
     print(f"trace-qemu: {m}", flush=True)
 
 
-def frozen(pid: int, timeout: float = 2.0) -> bool:
-    """Every thread of the process is stopped (SIGSTOP takes effect asynchronously)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            states = [Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                      for t in os.listdir(f"/proc/{pid}/task")]
-        except OSError:
-            return False
-        if all(st in "tT" for st in states):
-            return True
-        time.sleep(0.001)
-    return False
-
-
 def balanced(ex, k, inst, ids):
     """The executor's placement with the order of its preferences swapped: the fewest runs first,
     then the guest caching most inputs, among the guests the daemon reports schedulable for the
@@ -165,7 +150,7 @@ def traced(request, qemu_clusters):
             return
         pid = c.guests[gs.g].proc.pid
         os.kill(pid, signal.SIGSTOP)
-        if not frozen(pid) or gs.jb.done(gs.job):
+        if not launch.frozen(pid) or gs.jb.done(gs.job):
             os.kill(pid, signal.SIGCONT)
             return
         c.kill(gs.g)

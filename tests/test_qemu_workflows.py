@@ -158,20 +158,6 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
             probe["log"] = probe["gs"].jb.read_log()[0]
             probe["rc"] = probe["gs"].jb.rc()
 
-    def frozen(pid: int, timeout: float = 2.0) -> bool:
-        """Every thread of the process is stopped (SIGSTOP takes effect asynchronously)."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                states = [Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                          for t in os.listdir(f"/proc/{pid}/task")]
-            except OSError:
-                return False
-            if all(st in "tT" for st in states):
-                return True
-            time.sleep(0.001)
-        return False
-
     def kill_hook(ex_, ev):
         # a get returned in a run (every guest holds the probe copies, and those of its earlier
         # runs): its function is now computing or putting. The guest is frozen first; if its run
@@ -183,7 +169,7 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
             return
         pid = c.guests[gs.g].proc.pid
         os.kill(pid, signal.SIGSTOP)
-        if not frozen(pid) or gs.jb.done(gs.job):
+        if not launch.frozen(pid) or gs.jb.done(gs.job):
             os.kill(pid, signal.SIGCONT)
             return
         c.kill(gs.g)

@@ -306,45 +306,44 @@ void Server::close_conn(Conn& c) {
   c.fd = -1;
 }
 
-// Plain: recv. TLS: SSL_read (which may need the socket writable: c.want says what to poll for).
-// OpenSSL writes to the socket with write(): the daemon ignores SIGPIPE.
-ssize_t Server::recv_some(Conn& c, char* buf, size_t n) {
-  if (!c.ssl) {
-    ssize_t r = recv(c.fd, buf, n, MSG_DONTWAIT);
-    if (r >= 0) return r;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
-  }
-  ERR_clear_error();
-  int r = SSL_read(c.ssl, buf, int(n));
-  if (r > 0) {
-    c.want = 0;
-    return r;
-  }
+// What a plain recv/send that returned r < 0 means: -1 not now (try again at the next poll), -2 broken.
+ssize_t Server::io_result() {
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+}
+
+// What an SSL_read / SSL_write that returned r <= 0 means: -1 not now (c.want says what to poll
+// for: a read may need the socket writable and a write readable), 0 the client's close_notify (a
+// read only), -2 broken (EOF without close_notify, a bad record).
+ssize_t Server::tls_result(Conn& c, int r, bool reading) {
   switch (SSL_get_error(c.ssl, r)) {
     case SSL_ERROR_WANT_READ: c.want = POLLIN; return -1;
     case SSL_ERROR_WANT_WRITE: c.want = POLLOUT; return -1;
-    case SSL_ERROR_ZERO_RETURN: return 0;           // the client's close_notify
-    default: return -2;                             // EOF without close_notify, a bad record
+    case SSL_ERROR_ZERO_RETURN: return reading ? 0 : -2;
+    default: return -2;
   }
+}
+
+// Plain: recv. TLS: SSL_read. OpenSSL writes to the socket with write(): the daemon ignores SIGPIPE.
+ssize_t Server::recv_some(Conn& c, char* buf, size_t n) {
+  if (!c.ssl) {
+    ssize_t r = recv(c.fd, buf, n, MSG_DONTWAIT);
+    return r >= 0 ? r : io_result();
+  }
+  ERR_clear_error();
+  int r = SSL_read(c.ssl, buf, int(n));
+  if (r > 0) c.want = 0;
+  return r > 0 ? r : tls_result(c, r, true);
 }
 
 ssize_t Server::send_some(Conn& c, const char* buf, size_t n) {
   if (!c.ssl) {
     ssize_t r = send(c.fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (r >= 0) return r;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+    return r >= 0 ? r : io_result();
   }
   ERR_clear_error();
   int r = SSL_write(c.ssl, buf, int(n));
-  if (r > 0) {
-    c.want = 0;
-    return r;
-  }
-  switch (SSL_get_error(c.ssl, r)) {
-    case SSL_ERROR_WANT_READ: c.want = POLLIN; return -1;
-    case SSL_ERROR_WANT_WRITE: c.want = POLLOUT; return -1;
-    default: return -2;
-  }
+  if (r > 0) c.want = 0;
+  return r > 0 ? r : tls_result(c, r, false);
 }
 
 // One non-blocking step of a TLS handshake. The first byte decides what the client speaks: a

@@ -111,6 +111,8 @@ class Server {
   void handshake(Conn& c, bool& drop, uint64_t now);
   ssize_t recv_some(Conn& c, char* buf, size_t n);        // > 0 bytes, 0 EOF, -1 not now, -2 broken
   ssize_t send_some(Conn& c, const char* buf, size_t n);  // > 0 bytes, -1 not now, -2 broken
+  static ssize_t io_result();                              // a plain recv/send's r < 0, by errno
+  static ssize_t tls_result(Conn& c, int r, bool reading);                      // SSL_read/SSL_write's
   void close_conn(Conn& c);
 
   int lfd_, efd_;
