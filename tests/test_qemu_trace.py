@@ -141,9 +141,10 @@ def traced(request, qemu_clusters):
         done.wait()                  # PR_SET_PDEATHSIG: the QEMU this thread forked dies with the thread
 
     def kill_hook(ex_, ev):
-        # a get returned in a run: its function is computing or putting; frozen first, and let go
-        # if the run finished meanwhile (a later get is taken), so the kill is mid-run
-        if kills or ev["ev"] != "get_ret":
+        # a get issued or returned in a run: its function is getting, computing or putting; frozen
+        # first, and let go if the run finished meanwhile (a later get is taken), so the kill is
+        # mid-run. Both events: finra's tiny runs often end within the executor's poll after get_ret
+        if kills or ev["ev"] not in ("get", "get_ret"):
             return
         gs = next((x for x in ex_.G if x.run is not None and ev["id"].startswith(x.run.rid + "/")), None)
         if gs is None:
