@@ -36,7 +36,10 @@ def test_schema_covers_the_model_and_fence():
     # which the model has no message for (its inputs are always well formed); RejoinRefused: the
     # answer to a Rejoin at the last epoch value, which the model's bound MAX_EPOCH never reaches
     # (rtl/CORE.md, guard `rejoin.exhausted`)
-    assert set(S.messages) == MODEL_TYPES | {"Fence", "ObjErr", "RejoinRefused"}
+    # GetRetry, GetCancelled: the versioned gets' answers (VERSIONED, issue 19), modelled but not yet in
+    # the message encoding (the RTL has no hold table yet): when they get their encoding, drop this
+    assert not {"GetRetry", "GetCancelled"} & set(S.messages)
+    assert set(S.messages) == MODEL_TYPES - {"GetRetry", "GetCancelled"} | {"Fence", "ObjErr", "RejoinRefused"}
     assert all(f.name in ("server", "epoch") for f in S.messages["Rejoin"].fields)
     for m in S.messages.values():                          # every message carries server and epoch
         assert [f.name for f in m.fields[:2]] == ["server", "epoch"], m.name
