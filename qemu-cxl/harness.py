@@ -426,6 +426,24 @@ GUESTLIB_OUT = ROOT / "build" / "qemu-cxl" / "guestlib"
 GUEST_SRC = ROOT / "qemu-cxl" / "guest"
 
 
+def reboot_after_fence(cluster, daemon: "Serving", k: dict, lease_ms: int, done: threading.Event):
+    """The QEMU tests' reboot of a killed guest k["g"] (run on a thread of its own): wait for the
+    daemon to fence it (k["error"] if not within the lease + 20 s), restart and boot it, record
+    k["fenced_after_s"] and k["rebooted_after_s"], then hold the thread until `done`
+    (PR_SET_PDEATHSIG: the QEMU this thread forked dies with the thread)."""
+    t0 = time.time()
+    while not daemon.server(k["g"])["fenced"]:
+        if time.time() - t0 > lease_ms / 1000 + 20:
+            k["error"] = "not fenced"
+            return
+        time.sleep(0.05)
+    k["fenced_after_s"] = round(time.time() - t0, 2)
+    cluster.restart(k["g"])
+    cluster.wait_ready(k["g"], timeout=240)
+    k["rebooted_after_s"] = round(time.time() - t0, 2)
+    done.wait()
+
+
 def build_driver(static: bool = False) -> Path:
     """cc the library + driver (host build, or -static for the QEMU guests) against the generated
     headers (made by the daemon's Makefile: build_daemon())."""

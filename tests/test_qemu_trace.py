@@ -127,19 +127,6 @@ def traced(request, qemu_clusters):
         return objs
     ex.allocate = allocate
 
-    def reboot(k):
-        t = time.time()
-        while not d.server(k["g"])["fenced"]:
-            if time.time() - t > LEASE_MS / 1000 + 20:
-                k["error"] = "not fenced"
-                return
-            time.sleep(0.05)
-        k["fenced_after_s"] = round(time.time() - t, 2)
-        c.restart(k["g"])
-        c.wait_ready(k["g"], timeout=240)
-        k["rebooted_after_s"] = round(time.time() - t, 2)
-        done.wait()                  # PR_SET_PDEATHSIG: the QEMU this thread forked dies with the thread
-
     def kill_hook(ex_, ev):
         # a get issued or returned in a run: its function is getting, computing or putting; frozen
         # first, and let go if the run finished meanwhile (a later get is taken), so the kill is
@@ -158,7 +145,7 @@ def traced(request, qemu_clusters):
         k = {"g": gs.g, "server": gs.name, "run": gs.run.rid, "t_ns": time.monotonic_ns()}
         kills.append(k)
         say(f"killed {gs.name} during {gs.run.rid}")
-        threading.Thread(target=reboot, args=(k,), daemon=True).start()
+        threading.Thread(target=harness.reboot_after_fence, args=(c, d, k, LEASE_MS, done), daemon=True).start()
     ex.hooks.append(kill_hook)
 
     wf = wfmod.load(str(Path(wfmod.WORKFLOW_DIR) / f"{WORKFLOW}.json"))

@@ -41,6 +41,7 @@ import apiauth
 import executor as exmod
 import kube as kubemod
 import launch
+import harness
 from harness import RUNNER_STATIC as RUNNER
 from harness import E2E, Serving, build_e2e, build_runner, identify_job
 
@@ -121,19 +122,6 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
     done = threading.Event()
     request.addfinalizer(done.set)
 
-    def reboot(k):
-        t0 = time.time()
-        while not d.server(k["g"])["fenced"]:
-            if time.time() - t0 > LEASE_MS / 1000 + 20:
-                k["error"] = "not fenced"
-                return
-            time.sleep(0.05)
-        k["fenced_after_s"] = round(time.time() - t0, 2)
-        c.restart(k["g"])
-        c.wait_ready(k["g"], timeout=240)
-        k["rebooted_after_s"] = round(time.time() - t0, 2)
-        done.wait()                  # PR_SET_PDEATHSIG: the QEMU this thread forked dies with the thread
-
     probe = {}                                  # the live put while the first victim owes its ack
 
     def watch_owed(victim: int, obj: int):
@@ -175,7 +163,7 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
         c.kill(gs.g)
         k = dict(workflow=ex_.wf.name, g=gs.g, server=gs.name, run=gs.run.rid, t=time.monotonic() - ex_.t_start)
         kills.append(k)
-        threading.Thread(target=reboot, args=(k,), daemon=True).start()
+        threading.Thread(target=harness.reboot_after_fence, args=(c, d, k, LEASE_MS, done), daemon=True).start()
     ex.hooks.append(kill_hook)
     ex.hooks.append(probe_hook)
 
