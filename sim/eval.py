@@ -25,6 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+import dataflow as dflow
 import plan as planlib
 from apta import bounds, schema
 
@@ -201,12 +202,23 @@ def eval_app(app, args, params):
     raw = os.path.join(args.out, "raw")
     plan_path = os.path.join(raw, f"{app}.plan.json")
     planlib.write_json_atomic(plan_path, plan)
-    sc = main_scenarios(params, args.jitter_runs) + sensitivity_scenarios(params, args.jitter_runs)
+    sc = main_scenarios(params, args.jitter_runs) + sensitivity_scenarios(params, args.jitter_runs) + dflow.scenarios(params)
     log(f"{app}: {len(plan['instances'])} instances, {len(sc)} scenarios")
     res = run_sim(args.sim, plan_path, sc, os.path.join(raw, f"{app}.results.json"), args.params)
+    dflow.check(app, res["results"])
     by = {}
     for r in res["results"]:
         by.setdefault(r["name"], {})[r["config"]] = r
+    dsc = dflow.failure_scenarios(plan, by, params)
+    dres = []
+    if dsc:
+        why = dsc[0].pop("why")
+        for d in dsc[1:]:
+            d.pop("why")
+        dres = run_sim(args.sim, plan_path, dsc, os.path.join(raw, f"{app}.dataflow-failure.json"), args.params)["results"]
+        dflow.check(app, dres)
+        for r in dres:
+            r["why"] = why
     fsc = failure_scenarios(plan, by["base"])
     fres = []
     if fsc:
@@ -219,7 +231,11 @@ def eval_app(app, args, params):
         r = by["base"][c]
         log(f"{app:9s} {c:13s} makespan {r['makespan_ns'] / 1e3:10.1f} us  get {r['get_ns'] / 1e3:9.1f} us  "
             f"put {r['put_ns'] / 1e3:9.1f} us  speedup {by['base'][BASE]['makespan_ns'] / r['makespan_ns']:.2f}")
-    return app, {"wf": wf, "plan": plan, "raw": res, "by": by, "failure": fres, "object_bytes": object_sizes(plan)}
+    for v in pval(params, "sweeps", "invoke_us"):
+        x, y = by[f"inv{v}"]["apta"], by[f"inv{v}"]["apta_dataflow"]
+        log(f"{app:9s} invocation {v / 1e3:6g} ms: Apta {x['makespan_ns'] / 1e3:10.1f} us  Apta + dataflow {y['makespan_ns'] / 1e3:10.1f} us  "
+            f"speedup {x['makespan_ns'] / y['makespan_ns']:.2f}  held gets {y['held_gets']}")
+    return app, {"wf": wf, "plan": plan, "raw": res, "by": by, "failure": fres, "dataflow_failure": dres, "object_bytes": object_sizes(plan)}
 
 
 def object_sizes(plan):
@@ -786,6 +802,8 @@ def plots(A, params, out):
         fig.suptitle("Sensitivity to the choices the paper leaves open (extra runs; the headline's parameters unchanged)")
         save_fig(fig, os.path.join(out, "sensitivity.png")); files.append("sensitivity.png")
         plt.close(fig)
+    if "dataflow" in A:
+        files.append(dflow.plot(A["dataflow"], out, save_fig, plt, app_colors))
     return files, used
 
 
@@ -1156,6 +1174,8 @@ def report(A, params, args, files, wall) -> str:
                      f"{r['normal_makespan_ns'] / 1e3:.1f} | {r['stall'] or ''} |")
     if not any(A["failure"][a] for a in names):
         L.append("| - | - | no workflow has a put with invalidation | | | | |")
+    if "dataflow" in A:
+        L += dflow.report_section(A["dataflow"])
     L += ["", "## Findings (deviations from the paper)", ""]
     dev = [r for r in A["comparison"] if not r["agrees"]]
     if not dev:
@@ -1215,6 +1235,7 @@ def main(argv=None):
     except RuntimeError as e:
         sys.exit(f"eval: error: {e} (nothing written to {os.path.relpath(args.out, ROOT)}/results.json)")
     A["sensitivity"] = sensitivity(res, params, A)
+    A["dataflow"] = dflow.analyse(res, params)
     A["errorbars"] = jitter_errorbars(res, A["apps"])
     files, colors = plots(A, params, args.out)
     A["figure_colors"] = colors

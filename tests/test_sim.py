@@ -95,7 +95,9 @@ def test_every_parameter_has_a_value_and_a_source():
             assert set(e) in ({"value", "source"}, {"schema", "source"}), f"{sec}.{key}"
             assert isinstance(e["source"], str) and len(e["source"]) > 10, f"{sec}.{key}: no source"
             assert "value" in PARAMS[sec][key], f"{sec}.{key}: unresolved"
-    assert set(PARAMS["configs"]) - {"about"} == {"rdma", "rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_uncached", "cxl_cached", "apta"}
+    # the paper's seven (§IV-A), and the dataflow configuration beyond it (issue 19)
+    assert set(PARAMS["configs"]) - {"about"} == {"rdma", "rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_uncached", "cxl_cached", "apta",
+                                                  "apta_dataflow"}
 
 
 # --- compute side: caches and fixed CPI --------------------------------------------------------------
@@ -258,6 +260,129 @@ def test_scheduler_rule_prevents_stale_reads(sim, tmp_path):
     assert r["rule/apta"]["instances"][2]["get_hit"] is False       # C waited for c1's ack, then missed
     assert r["norule/apta"]["stale_reads"] == 1                       # placed before the invalidation landed
     assert r["rule/apta"]["instances"][2]["start_ns"] > r["norule/apta"]["instances"][2]["start_ns"]
+
+
+# --- dataflow invocation over versioned gets (issue 19; sim/README.md "Dataflow") ------------------------
+INVOKE = {"software.invoke_us": 1000}  # 1 ms invocation path, far above these functions' run times
+
+
+def chain_plan(tmp_path, reader_first=False):
+    """A (c1) puts X; B (c2, after A) gets X, puts Y; C (c3, after B) gets Y. With `reader_first`,
+    Z (c2) gets X (the input) first and A comes after Z, so c2 holds an old copy of X."""
+    put = lambda n, o, a: [("put", o, a, 6400)]
+    a = trace(tmp_path / "A.0", ["& COMPUTE", "@ 3000000,0,0,0", "& PUT", "& END"], put(0, "X", 0x20000))
+    b = trace(tmp_path / "B.0", ["& GET", "& COMPUTE", "@ 1000,0,0,0", "& PUT", "& END"],
+              [("get", "X", 0x10000, 6400), ("put", "Y", 0x20000, 6400)])
+    c = trace(tmp_path / "C.0", ["& GET", "& COMPUTE", "@ 1000,0,0,0", "& END"], [("get", "Y", 0x10000, 6400)])
+    insts = [inst("A", 0, a, writes=["X"]), inst("B", 1, b, deps=[0], reads=["X"], writes=["Y"]),
+             inst("C", 2, c, deps=[1], reads=["Y"])]
+    if reader_first:
+        z = trace(tmp_path / "Z.0", ["& GET", "& COMPUTE", "& END"], [("get", "X", 0x10000, 6400)])
+        insts = [inst("Z", 1, z, reads=["X"])] + insts
+        for k, x in enumerate(insts[1:], 1):
+            x["deps"] = [k - 1]
+    return {"app": "t", "objects": ["X", "Y"], "instances": insts}
+
+
+def clean(r):
+    return r["completed"] and r["version_violations"] == 0 and r["dag_violations"] == 0 and r["stale_reads"] == 0
+
+
+def test_dataflow_overlaps_invocation_and_holds_the_get(sim, tmp_path):
+    sc = [{"name": "x", "config": c, "overrides": INVOKE} for c in ("apta", "apta_dataflow")]
+    r = run(sim, chain_plan(tmp_path), sc, tmp_path)
+    cf, df = r["x/apta"], r["x/apta_dataflow"]
+    assert clean(cf) and clean(df)
+    inv = 1e6
+    # control flow pays the invocation path once per level (3); dataflow invokes B with A, C when B's
+    # predecessor A finished, so it pays it twice
+    assert cf["makespan_ns"] > 3 * inv and df["makespan_ns"] < cf["makespan_ns"] - 0.9 * inv
+    a, b = df["instances"][0], df["instances"][1]
+    assert b["start_ns"] == pytest.approx(a["start_ns"])   # invoked together, placed on c2 at once
+    assert df["held_gets"] == 1 and df["hold_wait_ns"] > 0  # B's get of X waited at the OSC for A's commit
+    assert b["end_ns"] > a["end_ns"]
+    # without an invocation path nothing is gained or lost but the held get
+    r0 = run(sim, chain_plan(tmp_path), [{"name": "z", "config": c} for c in ("apta", "apta_dataflow")], tmp_path)
+    assert clean(r0["z/apta_dataflow"]) and r0["z/apta_dataflow"]["makespan_ns"] <= r0["z/apta"]["makespan_ns"] * 1.01
+
+
+@pytest.mark.parametrize("mutant,plan,counter", [
+    ("release_early", "chain", "version_violations"),        # served before its version committed
+    ("hit_ignores_version", "reader_first", "version_violations"),  # c2's old copy of X is a hit
+    ("no_put_gate", "war", "dag_violations"),                 # D's put overtakes A's read of X
+])
+def test_a_wrong_dataflow_is_caught(sim, tmp_path, mutant, plan, counter):
+    pl = war_plan(tmp_path) if plan == "war" else chain_plan(tmp_path, reader_first=plan == "reader_first")
+    # reader_first: with no invocation path B starts on c2 right after Z, before A's commit
+    # invalidates Z's copy there
+    o = {} if plan == "reader_first" else INVOKE
+    sc = [{"name": "ok", "config": "apta_dataflow", "overrides": o},
+          {"name": "mut", "config": "apta_dataflow", "overrides": o, "mutant": mutant}]
+    r = run(sim, pl, sc, tmp_path)
+    assert clean(r["ok/apta_dataflow"]), r["ok/apta_dataflow"]
+    assert r["mut/apta_dataflow"][counter] > 0, f"mutant {mutant} not caught"
+
+
+def war_plan(tmp_path):
+    """A (c1) gets Q (1 MB) then X; D (c2, after A) puts X without reading it: a write after read."""
+    a = trace(tmp_path / "A.0", ["& GET", "& COMPUTE", "@ 1000,0,0,0", "& END"],
+              [("get", "Q", 0x100000, 1 << 20), ("get", "X", 0x10000, 6400)])
+    d = trace(tmp_path / "D.0", ["& COMPUTE", "& PUT", "& END"], [("put", "X", 0x20000, 6400)])
+    return {"app": "t", "objects": ["Q", "X"],
+            "instances": [inst("A", 0, a, reads=["Q", "X"]), inst("D", 1, d, deps=[0], writes=["X"])]}
+
+
+def test_dataflow_puts_wait_for_predecessors(sim, tmp_path):
+    r = run(sim, war_plan(tmp_path), [{"name": "x", "config": "apta_dataflow", "overrides": INVOKE}], tmp_path)["x/apta_dataflow"]
+    a, d = r["instances"]
+    assert clean(r) and d["start_ns"] == pytest.approx(a["start_ns"]) and d["end_ns"] > a["end_ns"]
+
+
+def test_full_hold_table_answers_retry(sim, tmp_path):
+    """B1 (c2) and B2 (c3) both wait for A's X: with one hold entry one of them gets GetRetry."""
+    a = trace(tmp_path / "A.0", ["& COMPUTE", "@ 3000000,0,0,0", "& PUT", "& END"], [("put", "X", 0x20000, 6400)])
+    b = [trace(tmp_path / f"B{k}.0", ["& GET", "& COMPUTE", "& END"], [("get", "X", 0x10000, 6400)]) for k in (1, 2)]
+    pl = {"app": "t", "objects": ["X"], "instances": [inst("A", 0, a, writes=["X"]), inst("B1", 1, b[0], deps=[0], reads=["X"]),
+                                                      inst("B2", 2, b[1], deps=[0], reads=["X"])]}
+    sc = [{"name": f"h{n}", "config": "apta_dataflow", "overrides": INVOKE | {"memory_server.hold_slots": n}} for n in (1, 2)]
+    r = run(sim, pl, sc, tmp_path)
+    one, two = r["h1/apta_dataflow"], r["h2/apta_dataflow"]
+    assert clean(one) and clean(two)
+    assert two["held_gets"] == 2 and two["get_retries"] == 0
+    assert one["held_gets"] >= 1 and one["get_retries"] > 0
+    bad = run(sim, pl, [{"name": "z", "config": "apta_dataflow", "overrides": {"memory_server.hold_slots": 0}}], tmp_path, check=False)
+    assert bad.returncode != 0 and "memory_server.hold_slots" in bad.stderr
+
+
+def test_producer_crash_with_held_get(sim, tmp_path):
+    """A dies while B's get waits for X: the re-executed A commits, B is served that; with two
+    servers the waiting B is stopped so that A can run again (else both would wait for ever)."""
+    pl = chain_plan(tmp_path)
+    base = run(sim, pl, [{"name": "x", "config": "apta_dataflow", "overrides": INVOKE}], tmp_path)["x/apta_dataflow"]
+    a = base["instances"][0]
+    t = (a["start_ns"] + a["end_ns"]) / 2
+    sc = [{"name": "f", "config": "apta_dataflow", "scheduler": "locality", "overrides": INVOKE,
+           "failures": [{"server": 0, "at_ns": t}]}]
+    r = run(sim, pl, sc, tmp_path)["f/apta_dataflow"]
+    assert clean(r) and r["instances"][0]["restarts"] == 1 and r["instances"][0]["server"] != "c1"
+    assert r["makespan_ns"] > base["makespan_ns"]
+    two = [dict(sc[0], name="two", overrides=INVOKE | {"compute.servers": 2})]
+    pl2 = dict(pl, instances=pl["instances"][:2])
+    r2 = run(sim, pl2, two, tmp_path)["two/apta_dataflow"]
+    assert clean(r2) and r2["preemptions"] >= 1 and r2["instances"][0]["server"] == "c2"
+
+
+def test_dataflow_needs_apta_caching(sim, tmp_path):
+    raw = json.loads((SIMDIR / "params.json").read_text())
+    raw["configs"]["apta_dataflow"]["cache"] = "version"
+    (tmp_path / "p.json").write_text(json.dumps(raw))
+    planlib.write_json_atomic(str(tmp_path / "plan.json"), chain_plan(tmp_path))
+    planlib.write_json_atomic(str(tmp_path / "sc.json"), {"scenarios": [{"name": "x", "config": "apta_dataflow"}]})
+    r = subprocess.run([str(sim), "--params", str(tmp_path / "p.json"), "--plan", str(tmp_path / "plan.json"),
+                        "--scenarios", str(tmp_path / "sc.json"), "--out", str(tmp_path / "o.json")], capture_output=True, text=True)
+    assert r.returncode != 0 and "configs.apta_dataflow.invoke" in r.stderr
+    bad = run(sim, chain_plan(tmp_path), [{"name": "x", "config": "apta_dataflow", "mutant": "serve_all"}], tmp_path, check=False)
+    assert bad.returncode != 0 and "scenarios[0].mutant" in bad.stderr and "serve_all" in bad.stderr
 
 
 # --- the protocol engine against the model checker's vectors ---------------------------------------------
@@ -725,6 +850,17 @@ def test_small_end_to_end_eval(sim, tiny_traces, tmp_path):
     assert "## Physical limit" in report and "### Get: time in us and time / limit" in report and "### Put:" in report
     assert f"RTL at {p('memory_server', 'clock_ghz'):g} GHz" in report and "variant fake" in report
     assert "sentiment" in r.stdout and "apta" in r.stdout  # progress lines per workflow/config
+    # dataflow (issue 19): every invocation path of the sweep for both, faster with an invocation path
+    D = res["dataflow"]
+    inv = p("sweeps", "invoke_us")
+    assert [float(x) for x in D["sweep"]] == [float(x) for x in inv]
+    head = D["sweep"][str(p("sweeps", "dataflow_invoke_us"))]
+    assert set(head["per_app"]) == {"phi", "sentiment", "video"} and head["geomean"] > 1.1
+    assert head["per_app"]["sentiment"]["speedup"] == pytest.approx(1.0, abs=0.01)  # its readers read a two-writer object
+    assert D["early_functions"]["sentiment"] == ["readCSV"] and "splitVideo" in D["early_functions"]["video"]
+    assert D["failure"] and all(f["apta_dataflow"]["completed"] and f["apta_dataflow"]["restarts"] >= 1 for f in D["failure"].values())
+    assert "Beyond the paper: dataflow invocation" in report and (out / "dataflow.png").exists()
+    assert "invocation" in r.stderr + r.stdout
     # sensitivity: each open choice moves the rows that rest on it and no other
     S = res["sensitivity"]
     ours = {c["id"]: c["ours"] for c in res["comparison"]}

@@ -73,6 +73,7 @@ Params Params::load(const std::string& path, const json::Value& overrides) {
     p.dir_ways = int(pval(root, "memory_server", "dir_ways"));
     p.max_pend = int(pval(root, "memory_server", "max_pend_per_server"));
     p.stall_retry_ns = pval(root, "memory_server", "stall_retry_ns");
+    p.hold_slots = int(pval(root, "memory_server", "hold_slots"));
     p.dm_lat_ns = pval(root, "links", "dm_latency_ns");
     p.dm_gbps = pval(root, "links", "dm_bandwidth_gbps");
     p.rdma_lat_ns = pval(root, "links", "rdma_latency_ns");
@@ -83,6 +84,7 @@ Params Params::load(const std::string& path, const json::Value& overrides) {
     p.sw_factor = pval(root, "software", "rdma_sw_factor");
     p.sw_call_ns = pval(root, "software", "rdma_ft_call_us") * 1000;
     p.inv_handler_ns = pval(root, "software", "inv_handler_us") * 1000;
+    p.invoke_ns = pval(root, "software", "invoke_us") * 1000;
     for (auto& s : root.at("software").at("redo_log_stages", "software").at("value").arr("software.redo_log_stages")) {
       std::string k = s.str("software.redo_log_stages[]");
       if (k != "log" && k != "flag" && k != "apply" && k != "clear")
@@ -97,6 +99,8 @@ Params Params::load(const std::string& path, const json::Value& overrides) {
     throw std::runtime_error(path + ": " + e.what());
   }
   if (p.servers < 1 || p.servers > 64) throw std::runtime_error(path + ": compute.servers: must be 1..64");
+  if (p.hold_slots < 1) throw std::runtime_error(path + ": memory_server.hold_slots: must be at least 1");
+  if (p.invoke_ns < 0) throw std::runtime_error(path + ": software.invoke_us: must not be negative");
   return p;
 }
 
@@ -117,6 +121,11 @@ Config Config::from(const Params& p, const std::string& name) {
   const std::string& cache = c.at("cache", w).str();
   k.cache = cache == "none" ? Caching::None : cache == "version" ? Caching::Version : cache == "async" ? Caching::Async
           : cache == "sync" ? Caching::Sync : throw std::runtime_error(w + ".cache: unknown '" + cache + "'");
+  const std::string inv = c.has("invoke") ? c.at("invoke", w).str() : "after";
+  if (inv != "after" && inv != "early") throw std::runtime_error(w + ".invoke: unknown '" + inv + "' (after, early)");
+  k.early = inv == "early";
+  if (k.early && (k.cache != Caching::Async || k.line_gran))
+    throw std::runtime_error(w + ".invoke: early (dataflow) needs object-granular Apta caching (cache async, gran object)");
   return k;
 }
 
@@ -197,6 +206,11 @@ Scenario Scenario::from(const json::Value& v, const std::string& w) {
     s.locality = k == "locality";
   }
   if (v.has("rule")) s.rule = v.at("rule").boolean(w + ".rule");
+  if (v.has("mutant")) {
+    s.mutant = v.at("mutant").str(w + ".mutant");
+    if (s.mutant != "release_early" && s.mutant != "hit_ignores_version" && s.mutant != "no_put_gate")
+      throw std::runtime_error(w + ".mutant: 'release_early', 'hit_ignores_version' or 'no_put_gate', got '" + s.mutant + "'");
+  }
   if (v.has("horizon_ns")) s.horizon_ns = v.at("horizon_ns").num(w + ".horizon_ns");
   if (v.has("failures"))
     for (auto& f : v.at("failures").arr(w + ".failures"))
@@ -241,6 +255,13 @@ json::Value RunResult::to_json(const Plan& plan) const {
   o["sim_events"] = (long long)sim_events;
   o["stale_reads"] = (long long)stale_reads;
   o["inv_timeouts"] = (long long)inv_timeouts;
+  o["held_gets"] = (long long)held_gets;
+  o["hold_wait_ns"] = hold_wait_ns;
+  o["get_retries"] = (long long)get_retries;
+  o["preemptions"] = (long long)preemptions;
+  o["version_violations"] = (long long)version_violations;
+  o["dag_violations"] = (long long)dag_violations;
+  if (!sc.mutant.empty()) o["mutant"] = sc.mutant;
   if (sc.jitter) {
     json::Value j = json::Value::object();
     j["messages"] = (long long)jitter_messages;

@@ -25,10 +25,12 @@ struct Params {
   // memory server
   double ms_clock_ghz, otc_cycles, osc_cycles, stall_retry_ns;
   int dir_sets, dir_ways, max_pend;
+  int hold_slots;  // the OSC's hold table: versioned gets waiting for their version (issue 19)
   // links
   double dm_lat_ns, dm_gbps, rdma_lat_ns, rdma_gbps, flit_bytes, jitter_cv, jitter_corr_ns;
   // software
   double sw_factor, sw_call_ns, inv_handler_ns;
+  double invoke_ns;  // invocation path: from the trigger (placement decision) to the function's first instruction
   std::vector<std::string> log_stages;  // CXL atomic put: redo-log stages
   // faults
   double fd_timeout_ns, cxl_inv_timeout_ns;  // < 0: never
@@ -44,6 +46,10 @@ struct Config {
   std::string name, label;
   bool rdma_link, line_gran, sw;
   Caching cache;
+  // Dataflow invocation (issue 19): a function is triggered when its predecessors have started
+  // (not finished); its gets name the version they need and the memory server holds them until
+  // it commits. Only with object-granular Apta caching.
+  bool early = false;
   static Config from(const Params& p, const std::string& name);
 };
 
@@ -77,6 +83,10 @@ struct Scenario {
   bool rule = true;             // pending-invalidation rule (async configurations)
   std::vector<Failure> failures;
   double horizon_ns = 1e12;     // stop after this much simulated time (a stall is reported)
+  // a deliberately wrong dataflow, to show the checks have teeth (tests/test_sim.py): release_early
+  // (the OSC serves a get whose version has not committed), hit_ignores_version (any cached copy
+  // is a hit), no_put_gate (an early function puts before its predecessors finished)
+  std::string mutant;
   static Scenario from(const json::Value& v, const std::string& where);
 };
 
@@ -101,6 +111,12 @@ struct RunResult {
   uint64_t jitter_messages = 0, jitter_draws = 0;
   double jitter_mean = 0, jitter_cv = 0, jitter_lag1 = 0;
   uint64_t events = 0, line_accesses = 0, messages = 0, stale_reads = 0, sim_events = 0, inv_timeouts = 0;
+  // dataflow (Config::early): gets held at the memory server, their summed wait there, GetRetry
+  // answers (hold table full), early functions preempted for a re-execution, versioned gets that
+  // returned a version older than they named (must stay 0)
+  uint64_t held_gets = 0, get_retries = 0, preemptions = 0, version_violations = 0;
+  uint64_t dag_violations = 0;  // a function read a version written by a function not before it in the DAG
+  double hold_wait_ns = 0;
   double wall_s = 0, replay_s = 0;  // replay_s: CPU seconds in the L1/L2/DRAM replay loop
   std::vector<InstResult> inst;
   json::Value to_json(const Plan& plan) const;

@@ -23,6 +23,46 @@ System::System(const Plan& plan, Params p, Config c, Scenario s, Backend& b)
   version_.assign(no, 1);  // workflow inputs exist in version 1
   next_version_.assign(no, 2);
   sync_sharers_.assign(no, 0);
+  commits_.assign(no, 0);
+  rank_.assign(no, {{1u, 0u}});  // version 1, the input, is no commit
+  writer_.assign(no, {});
+  // Dataflow: a read names the commit its producer makes. That count is unambiguous when the
+  // object has one writer in the workflow: any attempt of it commits (a re-execution of one that
+  // had committed makes a second commit, with the same output). With two writers a re-executed
+  // first writer's second commit would look like the second writer's, so a function reading such
+  // an object is invoked after its predecessors finish and reads without a version, under the
+  // pending-invalidation rule (sim/README.md "Dataflow").
+  // An object whose one writer is not an ancestor (video's concat writes the input splitVideo
+  // read) is read at 0 commits: the writer is a descendant, whose put waits for its predecessors
+  // to finish (start_put), or the workflow races.
+  const size_t ni = plan_.instances.size();
+  std::vector<int> writers(no, 0);
+  for (const auto& pi : plan_.instances) for (int o : pi.writes) ++writers[size_t(o)];
+  anc_.assign(ni, std::vector<bool>(ni, false));
+  auto& anc = anc_;
+  std::function<void(size_t)> close = [&](size_t i) {
+    for (int d : plan_.instances[i].deps)
+      if (!anc[i][size_t(d)]) {
+        anc[i][size_t(d)] = true;
+        close(size_t(d));
+        for (size_t j = 0; j < ni; ++j) if (anc[size_t(d)][j]) anc[i][j] = true;
+      }
+  };
+  early_.assign(ni, false);
+  need_.assign(ni, {});
+  for (size_t i = 0; i < ni; ++i) {
+    close(i);
+    const auto& pi = plan_.instances[i];
+    bool ok = C.early;
+    for (int o : pi.reads) {
+      ok = ok && writers[size_t(o)] <= 1;
+      uint32_t n = 0;
+      for (size_t j = 0; j < ni; ++j)
+        if (anc[i][j] && std::count(plan_.instances[j].writes.begin(), plan_.instances[j].writes.end(), o)) ++n;
+      need_[i].push_back(n);
+    }
+    early_[i] = ok;
+  }
   runs_.resize(plan_.instances.size());
   R.inst.resize(plan_.instances.size());
   R.sc = S;
@@ -131,7 +171,7 @@ void System::set_slots(int i, int obj, const char* kind, uint32_t ver) {
 // ---- an instance: GET -> COMPUTE -> PUT -------------------------------------------------
 void System::begin(int i, int s) {
   auto& r = runs_[size_t(i)];
-  r.state = 1; r.server = s; ++r.gen; r.k = 0; r.any_hit = r.any_inv = false;
+  r.state = 1; r.server = s; ++r.gen; r.k = 0; r.any_hit = r.any_inv = false; r.put_wait = false; r.restarting = false;
   sv_[size_t(s)].running = i;
   auto& ir = R.inst[size_t(i)];
   if (ir.start >= 0) ++ir.restarts;
@@ -150,8 +190,13 @@ void System::get_next(int i, uint64_t gen) {
   int s = r.server;
   if (r.k < pi.reads.size()) {
     int obj = pi.reads[r.k];
-    do_get(i, gen, s, obj, [this, i, gen, obj](bool hit, uint32_t ver) {
+    uint32_t need = early_[size_t(i)] ? need_[size_t(i)][r.k] : 0;
+    do_get(i, gen, s, obj, need, [this, i, gen, obj, need](bool hit, uint32_t ver) {
       if (!live(i, gen)) return;
+      if (rank(obj, ver) < need) ++R.version_violations;  // V1: never older than named
+      // the store contract: a function reads what functions before it in the DAG wrote
+      auto w = writer_[size_t(obj)].find(ver);
+      if (w != writer_[size_t(obj)].end() && w->second != i && !anc_[size_t(i)][size_t(w->second)]) ++R.dag_violations;
       auto& rr = runs_[size_t(i)];
       rr.any_hit |= hit;
       ++(hit ? R.inst[size_t(i)].obj_get_hit : R.inst[size_t(i)].obj_get_miss);
@@ -169,15 +214,28 @@ void System::get_next(int i, uint64_t gen) {
     R.inst[size_t(i)].get_hit = rr.any_hit;
     B.compute(i, s, PH_COMPUTE, rr.slots, [this, i, gen, s](double c) {
       if (!live(i, gen)) return;
-      auto& r2 = runs_[size_t(i)];
       R.inst[size_t(i)].compute_ns = c;
-      r2.t0 = now();
-      r2.k = 0;
-      // the new versions' lines are written locally first, then put (flushed) to the store
-      for (int obj : plan_.instances[size_t(i)].writes) set_slots(i, obj, "put", next_version_[size_t(obj)]++);
-      B.compute(i, s, PH_PUT, r2.slots, [this, i, gen](double) { put_next(i, gen); });
+      start_put(i, gen);
     });
   });
+}
+
+void System::start_put(int i, uint64_t gen) {
+  if (!live(i, gen)) return;
+  auto& r = runs_[size_t(i)];
+  // Dataflow: puts commit in DAG order. A function invoked early puts only after its
+  // predecessors finished, so its put never overtakes a read of theirs (a write after read of
+  // the same object, as finra's marginBalance after trdate).
+  if (C.early && !deps_done(i) && S.mutant != "no_put_gate") { r.put_wait = true; return; }
+  r.put_wait = false;
+  r.t0 = now();
+  r.k = 0;
+  // the new versions' lines are written locally first, then put (flushed) to the store
+  for (int obj : plan_.instances[size_t(i)].writes) {
+    writer_[size_t(obj)][next_version_[size_t(obj)]] = i;
+    set_slots(i, obj, "put", next_version_[size_t(obj)]++);
+  }
+  B.compute(i, r.server, PH_PUT, r.slots, [this, i, gen](double) { put_next(i, gen); });
 }
 
 void System::put_next(int i, uint64_t gen) {
@@ -205,6 +263,8 @@ void System::put_next(int i, uint64_t gen) {
   ir.end = now();
   r.state = 2;
   sv_[size_t(r.server)].running = -1;
+  for (size_t j = 0; j < runs_.size(); ++j)
+    if (runs_[j].put_wait && runs_[j].state == 1 && deps_done(int(j))) start_put(int(j), runs_[j].gen);
   if (!finished_ && std::all_of(runs_.begin(), runs_.end(), [](const Run& x) { return x.state == 2; })) {
     finished_ = true;
     B.finished();
@@ -213,15 +273,17 @@ void System::put_next(int i, uint64_t gen) {
 }
 
 // ---- get ----------------------------------------------------------------------------------
-void System::do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool, uint32_t)> cb) {
+void System::do_get(int i, uint64_t gen, int s, int obj, uint32_t need, std::function<void(bool, uint32_t)> cb) {
   Server& x = sv_[size_t(s)];
   auto h = x.held.find(obj);
   bool held = h != x.held.end();
   switch (C.cache) {
     case Caching::Async:
     case Caching::Sync:
-      if (held) {  // a hit: served from the compute server's caches, no remote access
-        if (h->second != version_[size_t(obj)]) ++R.stale_reads;  // the scheduler rule prevents this
+      // a versioned get hits only a copy at least as new as the version it names (issue 19)
+      if (held && (rank(obj, h->second) >= need || S.mutant == "hit_ignores_version")) {  // a hit: served from the compute server's caches
+        // the scheduler rule prevents a stale hit of an unversioned get
+        if (need == 0 && h->second != version_[size_t(obj)]) ++R.stale_reads;
         cb(true, h->second);
         return;
       }
@@ -233,7 +295,7 @@ void System::do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool
         auto back = sw_done(t0, [this, i, gen, s, obj, mine, cb] {
           if (!live(i, gen)) return;
           if (mine == version_[size_t(obj)]) { cb(true, mine); return; }
-          fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
+          fetch(i, gen, s, obj, 0, [cb](uint32_t v) { cb(false, v); });
         });
         msg(s, true, P.flit_bytes, [this, s, back, z] {
           msg(s, false, P.flit_bytes, back, now() + ms_ns(P.otc_cycles), 0, z);
@@ -244,11 +306,11 @@ void System::do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool
     case Caching::None:
       break;
   }
-  fetch(i, gen, s, obj, [cb](uint32_t v) { cb(false, v); });
+  fetch(i, gen, s, obj, need, [cb](uint32_t v) { cb(false, v); });
 }
 
 // bring object `obj` from the memory server to server s
-void System::fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint32_t)> cb) {
+void System::fetch(int i, uint64_t gen, int s, int obj, uint32_t need, std::function<void(uint32_t)> cb) {
   uint64_t n = lines_of(obj);
   if (C.line_gran) {  // CXL: one cache-line request per line, MSHR-limited
     bool dir = C.cache == Caching::Sync;
@@ -265,18 +327,35 @@ void System::fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint3
   auto vp = std::make_shared<uint32_t>(0);
   auto done = sw_done(t0, [this, i, gen, vp, cb] { if (live(i, gen)) cb(*vp); });
   double z = op_z();
-  msg(s, true, P.flit_bytes, [this, s, obj, n, vp, done, z] {
-    at(now() + ms_ns(P.otc_cycles + P.osc_cycles), [this, s, obj, n, vp, done, z] { serve(s, obj, n, vp, done, z); });
+  msg(s, true, P.flit_bytes, [this, s, obj, n, vp, done, z, need] {
+    at(now() + ms_ns(P.otc_cycles + P.osc_cycles), [this, s, obj, n, vp, done, z, need] { serve(s, obj, n, vp, done, z, need); });
   }, 0, 0, z);
 }
 
-void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done, double z) {
+void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done, double z, uint32_t need) {
+  if (need > commits_[size_t(obj)] && S.mutant != "release_early") {  // not committed: hold it, with no directory entry
+    if (holds_.size() < size_t(P.hold_slots)) {
+      holds_.push_back(Hold{s, obj, need, n, vp, done, z, now()});
+      ++R.held_gets;
+      return;
+    }
+    // the hold table is full: GetRetry at once (the request channel never blocks); the compute
+    // server sends the get again
+    ++R.get_retries;
+    msg(s, false, P.flit_bytes, [this, s, obj, n, vp, done, z, need] {
+      if (!sv_[size_t(s)].alive) return;
+      msg(s, true, P.flit_bytes, [this, s, obj, n, vp, done, z, need] {
+        at(now() + ms_ns(P.otc_cycles + P.osc_cycles), [this, s, obj, n, vp, done, z, need] { serve(s, obj, n, vp, done, z, need); });
+      }, 0, 0, z);
+    }, 0, 0, z);
+    return;
+  }
   if (C.cache == Caching::Async) {
     ReqOutcome o = dir_->get(s, sv_[size_t(s)].epoch, uint32_t(obj), 0, uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
     if (o.result == Result::Drop) return;  // a fenced (zombie) server: nothing is served
     if (o.result == Result::Stall) {
       for (auto& sn : o.snps) send_inval(sn);
-      at(now() + P.stall_retry_ns, [this, s, obj, n, vp, done, z] { serve(s, obj, n, vp, done, z); });
+      at(now() + P.stall_retry_ns, [this, s, obj, n, vp, done, z, need] { serve(s, obj, n, vp, done, z, need); });
       return;
     }
   }
@@ -362,6 +441,8 @@ void System::commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bo
     }
   }
   version_[size_t(obj)] = ver;
+  rank_[size_t(obj)][ver] = ++commits_[size_t(obj)];
+  release(obj);
   B.ms_dram(now(), uint32_t(obj), 0, n, true, nullptr);  // the OPC drains its staging to DRAM after the commit
   msg(s, false, P.flit_bytes, [this, s, obj, ver, done] {
     if (!sv_[size_t(s)].alive) return;
@@ -461,40 +542,105 @@ bool System::deps_done(int i) const {
   for (int d : plan_.instances[size_t(i)].deps) if (runs_[size_t(d)].state != 2) return false;
   return true;
 }
-bool System::placeable(int s) const {
+// The platform may invoke i: its predecessors finished or, invoked early (dataflow), were
+// invoked themselves: DFlow's DScheduler invokes a function together with its predecessors,
+// one level ahead (DFlow §3, Algorithm 1: the entry points and their successors at once; a
+// finished function's successors' successors). Not while a predecessor waits for its
+// re-execution (spec/murphi/README.md, VersionNamed).
+bool System::triggered(int i) const {
+  if (!early_[size_t(i)]) return deps_done(i);
+  for (int d : plan_.instances[size_t(i)].deps)
+    if (runs_[size_t(d)].restarting || (runs_[size_t(d)].state == 0 && !deps_done(d))) return false;
+  return true;
+}
+bool System::placeable(int s, int i) const {
   const Server& x = sv_[size_t(s)];
   if (!x.alive || x.running >= 0) return false;
   // Scheduling Correctness Criterion (§III-B): never place a function on a server with
-  // pending invalidations (nor a fenced one)
-  if (dir_ && S.rule && !dir_->schedulable(s)) return false;
+  // pending invalidations (nor a fenced one). A function invoked early reads only with versions:
+  // a copy older than the version a get names is a miss, so it needs no such rule (issue 19).
+  if (dir_ && S.rule && !early_[size_t(i)] && !dir_->schedulable(s)) return false;
+  if (dir_ && dir_->fenced(s)) return false;
   return true;
+}
+
+// Dataflow: a function that must run now (its predecessors finished: a re-execution, or one
+// invoked after completion) finds every live server held by functions invoked early that wait
+// for predecessors. The latest placed of those is stopped and invoked again later; without this
+// the waiting functions could hold every server while the re-execution they wait for has none
+// (the deadlock the Murphi model found: spec/murphi/README.md).
+int System::preempt_for(int i) {
+  if (!C.early || !deps_done(i)) return -1;
+  int best = -1;
+  for (int s = 0; s < P.servers; ++s) {
+    const Server& x = sv_[size_t(s)];
+    if (!x.alive || x.running < 0 || deps_done(x.running) || (dir_ && dir_->fenced(s))) continue;
+    if (best < 0 || R.inst[size_t(x.running)].start > R.inst[size_t(sv_[size_t(best)].running)].start) best = s;
+  }
+  if (best < 0) return -1;
+  auto& r = runs_[size_t(sv_[size_t(best)].running)];
+  r.state = 0; ++r.gen; r.put_wait = false; r.ready_at = -1;
+  sv_[size_t(best)].running = -1;
+  drop_holds(best);
+  B.failed(best);  // stop whatever it was replaying
+  ++R.preemptions;
+  return best;
 }
 
 void System::schedule() {
   if (scheduling_) return;
   scheduling_ = true;
   for (size_t i = 0; i < runs_.size(); ++i) {
-    if (runs_[i].state != 0 || !deps_done(int(i))) continue;
+    if (runs_[i].state != 0 || !triggered(int(i))) continue;
+    // the invocation path (placement and start-up) runs from the trigger
+    if (runs_[i].ready_at < 0) {
+      runs_[i].ready_at = now() + P.invoke_ns;
+      if (P.invoke_ns > 0) at(runs_[i].ready_at, [this] { schedule(); });
+    }
+    if (now() < runs_[i].ready_at) continue;
     int planned = plan_.instances[i].server;
     if (!S.locality && sv_[size_t(planned)].alive) {
       // the plan's schedule: per server, instances run in list order
       bool earlier = false;
       for (size_t j = 0; j < i; ++j)
         if (runs_[j].state == 0 && plan_.instances[j].server == planned && sv_[size_t(planned)].alive) { earlier = true; break; }
-      if (!earlier && placeable(planned)) begin(int(i), planned);
+      if (!earlier && placeable(planned, int(i))) begin(int(i), planned);
       continue;
     }
     // locality-aware: the live, free, schedulable server where most predecessors ran
     int best = -1, best_score = -1;
     for (int s = 0; s < P.servers; ++s) {
-      if (!placeable(s)) continue;
+      if (!placeable(s, int(i))) continue;
       int score = 0;
       for (int d : plan_.instances[i].deps) score += runs_[size_t(d)].server == s;
       if (score > best_score) { best = s; best_score = score; }
     }
+    if (best < 0) best = preempt_for(int(i));
     if (best >= 0) begin(int(i), best);
   }
   scheduling_ = false;
+}
+
+uint32_t System::rank(int obj, uint32_t ver) const {
+  auto it = rank_[size_t(obj)].find(ver);
+  return it == rank_[size_t(obj)].end() ? 0 : it->second;
+}
+
+// A commit of obj wakes the gets held for it (no polling); each is served by the same path as a
+// get, through the directory.
+void System::release(int obj) {
+  for (size_t k = 0; k < holds_.size();) {
+    if (holds_[k].obj != obj || holds_[k].need > commits_[size_t(obj)]) { ++k; continue; }
+    Hold h = holds_[k];
+    holds_.erase(holds_.begin() + long(k));
+    R.hold_wait_ns += now() - h.t0;
+    at(now() + ms_ns(P.osc_cycles), [this, h] { serve(h.s, h.obj, h.n, h.vp, h.done, h.z, h.need); });
+  }
+}
+
+// The reader's held gets go with it (its server died, or its function was stopped).
+void System::drop_holds(int s) {
+  holds_.erase(std::remove_if(holds_.begin(), holds_.end(), [s](const Hold& h) { return h.s == s; }), holds_.end());
 }
 
 void System::fail_server(int s) {
@@ -502,10 +648,11 @@ void System::fail_server(int s) {
   if (!x.alive) return;
   x.alive = false;
   x.held.clear();
+  drop_holds(s);
   B.failed(s);
   if (x.running >= 0) {  // the function dies with its server and is re-executed elsewhere
     auto& r = runs_[size_t(x.running)];
-    r.state = 0; ++r.gen;
+    r.state = 0; ++r.gen; r.put_wait = false; r.ready_at = -1; r.restarting = true;  // invoked again
     x.running = -1;
   }
   if (dir_) {  // the failure detector fences the server; its owed acks are retired

@@ -149,6 +149,18 @@ class System {
     size_t k = 0;
     bool any_hit = false, any_inv = false;
     Slots slots;
+    double ready_at = -1;   // when its invocation path ends (-1: not yet triggered)
+    bool put_wait = false;  // dataflow: computed, its puts wait for its predecessors to finish
+    bool restarting = false;  // died with its server, waits for its re-execution
+  };
+  // Dataflow (Config::early): a versioned get waiting at the OSC for its version to commit
+  struct Hold {
+    int s, obj;
+    uint32_t need;
+    uint64_t n;
+    std::shared_ptr<uint32_t> vp;
+    std::function<void()> done;
+    double z, t0;
   };
   struct Stream;
 
@@ -162,6 +174,16 @@ class System {
   std::vector<Server> sv_;
   std::unique_ptr<Directory> dir_;
   std::vector<uint32_t> version_, next_version_;
+  // dataflow: per object, its commits so far and the commit rank of each version token (a get
+  // names a commit count, the model's version: spec/murphi/README.md); per instance, whether it
+  // is invoked early and, per read, the commits it needs; the OSC's hold table
+  std::vector<uint32_t> commits_;
+  std::vector<std::map<uint32_t, uint32_t>> rank_;
+  std::vector<std::map<uint32_t, int>> writer_;   // per object: version token -> the instance that committed it
+  std::vector<std::vector<bool>> anc_;            // anc_[i][j]: j is an ancestor of i
+  std::vector<bool> early_;
+  std::vector<std::vector<uint32_t>> need_;
+  std::vector<Hold> holds_;
   std::vector<uint64_t> sync_sharers_;
   std::vector<Run> runs_;
   bool scheduling_ = false, finished_ = false;
@@ -182,9 +204,13 @@ class System {
   void begin(int i, int s);
   void get_next(int i, uint64_t gen);
   void put_next(int i, uint64_t gen);
-  void do_get(int i, uint64_t gen, int s, int obj, std::function<void(bool, uint32_t)> cb);
-  void fetch(int i, uint64_t gen, int s, int obj, std::function<void(uint32_t)> cb);
-  void serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done, double z);
+  void start_put(int i, uint64_t gen);
+  void do_get(int i, uint64_t gen, int s, int obj, uint32_t need, std::function<void(bool, uint32_t)> cb);
+  void fetch(int i, uint64_t gen, int s, int obj, uint32_t need, std::function<void(uint32_t)> cb);
+  void serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std::function<void()> done, double z, uint32_t need = 0);
+  uint32_t rank(int obj, uint32_t ver) const;
+  void release(int obj);
+  void drop_holds(int s);
   void line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb, double z);
   void issue(const std::shared_ptr<Stream>& st);
   void do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb);
@@ -195,7 +221,9 @@ class System {
   void sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending,
                        std::shared_ptr<std::function<void()>> join, double z);
   bool deps_done(int i) const;
-  bool placeable(int s) const;
+  bool triggered(int i) const;
+  bool placeable(int s, int i) const;
+  int preempt_for(int i);
   void schedule();
   void fail_server(int s);
 };
