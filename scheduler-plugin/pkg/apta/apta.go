@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,13 @@ const (
 	// AnnotationInputs declares the pod's input objects, comma separated. Absent: the pod
 	// may read anything and is kept off every server with any pending invalidation.
 	AnnotationInputs = "apta.io/inputs"
+	// AnnotationInputVersions marks a function placed early (issue 19, dataflow invocation):
+	// "obj=version,..." names, for every declared input, the minimum version (the object's commit
+	// count) its get waits for. Such a function reads only with versions, a copy older than the
+	// version being a miss, so the pending-invalidation rule does not apply to it: only fenced or
+	// dead servers are excluded (FRESHNESS.md "Early placement"), and inputs not yet committed are
+	// expected.
+	AnnotationInputVersions = "apta.io/input-versions"
 	// AnnotationPredecessorNodes lists the nodes the pod's DAG predecessors ran on (one
 	// entry per predecessor, comma separated), for the locality score.
 	AnnotationPredecessorNodes = "apta.io/predecessor-nodes"
@@ -106,7 +114,8 @@ func (pl *Apta) Name() string { return Name }
 
 // podRequest is what the pod's labels and annotations ask of the plugin.
 type podRequest struct {
-	inputs    []string // declared inputs; nil: undeclared
+	inputs    []string          // declared inputs; nil: undeclared
+	versions  map[string]uint64 // AnnotationInputVersions; nil: the pod reads without versions
 	predNodes []string
 	minSeq    uint64
 	instance  string // of minSeq; "" = any
@@ -131,6 +140,13 @@ func parsePod(p *v1.Pod) (*podRequest, error) {
 		}
 		r.inputs = in
 	}
+	if v, ok := p.Annotations[AnnotationInputVersions]; ok {
+		vs, err := parseVersions(v, r.inputs)
+		if err != nil {
+			return nil, fmt.Errorf("malformed annotation %s=%q: %v", AnnotationInputVersions, v, err)
+		}
+		r.versions = vs
+	}
 	if v := strings.TrimSpace(p.Annotations[AnnotationPredecessorNodes]); v != "" {
 		for _, n := range strings.Split(v, ",") {
 			n = strings.TrimSpace(n)
@@ -154,6 +170,37 @@ func parsePod(p *v1.Pod) (*podRequest, error) {
 		r.instance = v
 	}
 	return r, nil
+}
+
+// parseVersions reads "obj=version,..." : one version >= 1 for each declared input, no other.
+func parseVersions(v string, inputs []string) (map[string]uint64, error) {
+	if inputs == nil {
+		return nil, fmt.Errorf("the pod declares no inputs (%s)", AnnotationInputs)
+	}
+	out := map[string]uint64{}
+	for _, kv := range strings.Split(v, ",") {
+		obj, ver, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("entry %q: want object=version", kv)
+		}
+		n, err := strconv.ParseUint(ver, 10, 64)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("entry %q: want a version >= 1", kv)
+		}
+		if !slices.Contains(inputs, obj) {
+			return nil, fmt.Errorf("entry %q: %s is not a declared input", kv, obj)
+		}
+		if _, dup := out[obj]; dup {
+			return nil, fmt.Errorf("entry %q: %s twice", kv, obj)
+		}
+		out[obj] = n
+	}
+	for _, in := range inputs {
+		if _, ok := out[in]; !ok {
+			return nil, fmt.Errorf("input %s has no version (a function placed early reads every input with one)", in)
+		}
+	}
+	return out, nil
 }
 
 // cycleState is the control-plane answer PreFilter got, shared by Filter and Score.

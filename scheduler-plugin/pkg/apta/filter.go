@@ -39,13 +39,16 @@ func (pl *Apta) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni f
 
 // exclusion says why the rule keeps a pod off compute server s ("" if it does not), TLA-C4:
 // fenced or not live always; else owed acks for a declared input, or any owed ack when the pod
-// declares none.
+// declares none. A pod placed early reads only with versions and is not kept off owed acks
+// (FRESHNESS.md "Early placement").
 func exclusion(s controlplane.ServerState, req *podRequest) string {
 	switch {
 	case s.Fenced:
 		return "is fenced"
 	case !s.Live:
 		return "is not live"
+	case req.versions != nil:
+		return ""
 	case req.inputs == nil && s.Pending > 0:
 		return fmt.Sprintf("has %d pending invalidations (pod declares no inputs)", s.Pending)
 	case req.inputs != nil && len(s.PendingFor) > 0:

@@ -53,7 +53,7 @@ func (pl *Apta) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, n
 		}
 		pl.snaps.put(key, ans, asked)
 	}
-	if len(ans.Unknown) > 0 {
+	if len(ans.Unknown) > 0 && req.versions == nil { // placed early: inputs not yet committed are expected
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("apta: unknown input object(s) %s (never committed to the memory server)", strings.Join(ans.Unknown, ",")))
 	}
 	st := &cycleState{req: req, seq: ans.Seq, servers: make(map[string]controlplane.ServerState, len(ans.Servers))}

@@ -37,6 +37,9 @@ func (pl *Apta) mirroredEligible(pod *v1.Pod, node *v1.Node) bool {
 	if err != nil {
 		return false
 	}
+	if req.versions != nil {
+		return true
+	}
 	if req.inputs == nil {
 		return node.Annotations[AnnotationNodeSchedulable] != "false"
 	}

@@ -136,14 +136,15 @@ func (a *Auth) authenticate(r *http.Request) (Caller, bool) {
 
 // statusError is an error with its HTTP status (401, 403, 400).
 type statusError struct {
-	code int
-	msg  string
+	code    int
+	msg     string
+	apiCode string // ErrorAnswer.Code, if any
 }
 
 func (e *statusError) Error() string { return e.msg }
 
 func forbidden(format string, a ...any) error {
-	return &statusError{http.StatusForbidden, fmt.Sprintf(format, a...)}
+	return &statusError{http.StatusForbidden, fmt.Sprintf(format, a...), ""}
 }
 
 // allow checks that caller (nil: authentication off) has one of roles; server, if not "", is

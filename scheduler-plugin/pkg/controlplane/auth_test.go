@@ -136,6 +136,7 @@ func TestAuthRoles(t *testing.T) {
 		{"commit", "POST", "/v1/commit", `{"server":"s1","object":"y"}`, "s1"},
 		{"cache", "POST", "/v1/cache", `{"server":"s2","object":"x"}`, "s2"},
 		{"invoke", "POST", "/v1/invocations", `{"pod":"p","server":"s2"}`, "s2"},
+		{"cancel", "POST", "/v1/cancel", `{"object":"later","version":1}`, ""},
 	}
 	roles := specRoles(t)
 	byRole := map[Role][]string{RoleReader: {tokReader}, RoleFailureDetector: {tokFD}, RoleObjectManager: {tokOM}, RoleKubelet: {tokKubelet}}

@@ -92,7 +92,7 @@ func (c *Client) raw(ctx context.Context, method, path string, body any) ([]byte
 	if resp.StatusCode != http.StatusOK {
 		var e ErrorAnswer
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("control plane %s %s: %s: %s", method, path, resp.Status, e.Error)
+			return nil, fmt.Errorf("control plane %s %s: %s: %w", method, path, resp.Status, &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error})
 		}
 		return nil, fmt.Errorf("control plane %s %s: %s", method, path, resp.Status)
 	}
@@ -149,6 +149,30 @@ func (c *Client) Commit(ctx context.Context, server, obj string) (ChangeAnswer, 
 func (c *Client) Cache(ctx context.Context, server, obj string) (ChangeAnswer, error) {
 	return c.change(ctx, "/v1/cache", CommitRequest{Server: server, Object: obj})
 }
+
+// CacheAt is a versioned get: it returns when the control plane has served version (or a later
+// one) of obj. A full hold table (holdFull) is retried after retry; a cancelled version, a fenced
+// reader and every other refusal are returned (errors.As an *APIError for the code).
+func (c *Client) CacheAt(ctx context.Context, server, obj string, version uint64, retry time.Duration) (ChangeAnswer, error) {
+	for {
+		a, err := c.change(ctx, "/v1/cache", CacheRequest{Server: server, Object: obj, Version: version})
+		var ae *APIError
+		if err == nil || !errors.As(err, &ae) || ae.Code != CodeHoldFull {
+			return a, err
+		}
+		select {
+		case <-ctx.Done():
+			return ChangeAnswer{}, fmt.Errorf("%w (after %v)", err, ctx.Err())
+		case <-time.After(retry):
+		}
+	}
+}
+
+// Cancel is the Object Manager's POST /v1/cancel: no put will make version (or later) of obj.
+func (c *Client) Cancel(ctx context.Context, obj string, version uint64) (ChangeAnswer, error) {
+	return c.change(ctx, "/v1/cancel", CancelRequest{Object: obj, Version: version})
+}
+
 func (c *Client) Ack(ctx context.Context, server, obj string, epoch uint64) (ChangeAnswer, error) {
 	return c.change(ctx, "/v1/ack", AckRequest{Server: server, Object: obj, Epoch: epoch})
 }

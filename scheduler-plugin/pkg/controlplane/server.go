@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,28 @@ type Server struct {
 	// rejoins per server: a bucket of rejoinBurst refilled at rejoinRate per second, as the
 	// memory-server daemon's --rejoin-rate/--rejoin-burst (issue 16); rate 0: no limit.
 	rejoinRate, rejoinBurst float64
+	// Versioned gets waiting for their version (CacheAt): at most holdSlots in all and
+	// holdPerServer per reader, so one hostile reader cannot take every entry; woken by every
+	// commit, fence, rejoin and cancel (cond is on mu).
+	cond                     *sync.Cond
+	held                     int
+	heldBy                   map[string]int
+	holdSlots, holdPerServer int
+	// cancelled[obj]: versions from this one on will never be made (POST /v1/cancel).
+	cancelled map[string]uint64
+}
+
+// Default hold table: the simulator's memory_server.hold_slots; a quarter per reader.
+const (
+	DefaultHoldSlots     = 16
+	DefaultHoldPerServer = 4
+)
+
+// SetHoldSlots changes the hold table's size, in all and per reader.
+func (s *Server) SetHoldSlots(total, perServer int) {
+	s.mu.Lock()
+	s.holdSlots, s.holdPerServer = total, perServer
+	s.mu.Unlock()
 }
 
 // Default rejoin limit (the daemon's defaults): 16 at once, then 1 per second per server.
@@ -76,14 +99,19 @@ type object struct {
 
 // NewServer returns an empty control plane; log lines go to out if it is not nil.
 func NewServer(out io.Writer) *Server {
-	return &Server{
+	s := &Server{
 		instance:   strconv.FormatInt(time.Now().UnixNano(), 36),
 		servers:    map[string]*server{},
 		objects:    map[string]*object{},
 		out:        out,
 		arena:      newArena(DefaultArena),
 		rejoinRate: DefaultRejoinRate, rejoinBurst: DefaultRejoinBurst,
+		heldBy:    map[string]int{},
+		holdSlots: DefaultHoldSlots, holdPerServer: DefaultHoldPerServer,
+		cancelled: map[string]uint64{},
 	}
+	s.cond = sync.NewCond(&s.mu)
+	return s
 }
 
 // SetDown makes every HTTP call answer 503 (the control plane cannot be asked) while true.
@@ -173,6 +201,81 @@ func (s *Server) Cache(name, obj string) (ChangeAnswer, error) {
 	return s.answer(s.record(LogEntry{Op: "cache", Server: name, Object: obj})), nil
 }
 
+// CacheAt is a versioned get (issue 19): server gets obj once the object's version (its commit
+// count) reaches version; until then the call waits in the hold table, woken by commits (no
+// polling). It answers 503 holdFull when the table (or the reader's share) is full, 410
+// cancelled when the version was cancelled, and an error when the reader is fenced or changes
+// epoch while it waits (its held gets go with its epoch) or ctx ends. version 0 is Cache.
+func (s *Server) CacheAt(ctx context.Context, name, obj string, version uint64) (ChangeAnswer, error) {
+	if version == 0 {
+		return s.Cache(name, obj)
+	}
+	if !ValidObjectName(obj) {
+		return ChangeAnswer{}, fmt.Errorf("invalid object name %q", obj)
+	}
+	stop := context.AfterFunc(ctx, func() { s.mu.Lock(); s.cond.Broadcast(); s.mu.Unlock() })
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held, epoch := false, uint64(0)
+	defer func() {
+		if held {
+			s.held--
+			s.heldBy[name]--
+		}
+	}()
+	for {
+		sv, err := s.get(name)
+		if err != nil {
+			return ChangeAnswer{}, err
+		}
+		if sv.fenced || (held && sv.epoch != epoch) {
+			return ChangeAnswer{}, fmt.Errorf("server %q is fenced or rejoined: its held get of %s is dropped", name, obj)
+		}
+		if c, ok := s.cancelled[obj]; ok && version >= c {
+			return ChangeAnswer{}, &statusError{http.StatusGone, fmt.Sprintf("version %d of %s was cancelled (no put will make it)", version, obj), CodeCancelled}
+		}
+		if o := s.objects[obj]; o != nil && o.version >= version {
+			o.sharers[name] = true
+			return s.answer(s.record(LogEntry{Op: "cache", Server: name, Object: obj, Version: o.version})), nil
+		}
+		if err := ctx.Err(); err != nil {
+			return ChangeAnswer{}, &statusError{http.StatusServiceUnavailable, fmt.Sprintf("held get of %s version %d ended: %v", obj, version, err), ""}
+		}
+		if !held {
+			if s.held >= s.holdSlots || s.heldBy[name] >= s.holdPerServer {
+				return ChangeAnswer{}, &statusError{http.StatusServiceUnavailable,
+					fmt.Sprintf("hold table full (%d held, %d by %s): retry the get of %s version %d", s.held, s.heldBy[name], name, obj, version), CodeHoldFull}
+			}
+			s.held++
+			s.heldBy[name]++
+			held, epoch = true, sv.epoch
+		}
+		s.cond.Wait()
+	}
+}
+
+// Cancel records that no put will make version (or a later one) of obj: the gets held for it,
+// and later ones naming it, are answered 410 cancelled. A version already made is not cancelled.
+func (s *Server) Cancel(obj string, version uint64) (ChangeAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ValidObjectName(obj) {
+		return ChangeAnswer{}, fmt.Errorf("invalid object name %q", obj)
+	}
+	if version == 0 {
+		return ChangeAnswer{}, fmt.Errorf("version: must be at least 1")
+	}
+	if o := s.objects[obj]; o != nil && o.version >= version {
+		return ChangeAnswer{}, &statusError{http.StatusConflict, fmt.Sprintf("version %d of %s is already committed (%d)", version, obj, o.version), ""}
+	}
+	if c, ok := s.cancelled[obj]; !ok || version < c {
+		s.cancelled[obj] = version
+	}
+	s.cond.Broadcast()
+	return s.answer(s.record(LogEntry{Op: "cancel", Object: obj, Version: version})), nil
+}
+
 // Commit commits a put of obj by server: the writer becomes the only sharer and every other
 // sharer owes one more invalidation ack, atomically with the sequence-number increment.
 func (s *Server) Commit(name, obj string) (ChangeAnswer, error) {
@@ -201,7 +304,11 @@ func (s *Server) Commit(name, obj string) (ChangeAnswer, error) {
 		}
 	}
 	o.sharers = map[string]bool{name: true}
-	return s.answer(s.record(LogEntry{Op: "commit", Server: name, Object: obj})), nil
+	if c, ok := s.cancelled[obj]; ok && o.version >= c {
+		delete(s.cancelled, obj) // made after all (a cancel races a last put)
+	}
+	s.cond.Broadcast() // wake the gets held for obj
+	return s.answer(s.record(LogEntry{Op: "commit", Server: name, Object: obj, Version: o.version})), nil
 }
 
 // RegisterObject registers object obj of size lines (valid), allocating its storage as the memory
@@ -284,6 +391,7 @@ func (s *Server) Fence(name string) (ChangeAnswer, error) {
 		delete(o.pendSeq, name)
 		delete(o.sharers, name)
 	}
+	s.cond.Broadcast() // the fenced reader's held gets are dropped
 	return s.answer(s.record(LogEntry{Op: "fence", Server: name})), nil
 }
 
@@ -309,13 +417,14 @@ func (s *Server) Rejoin(name string) (ChangeAnswer, error) {
 		if sv.rejoinTokens < 1 {
 			wait := time.Duration((1 - sv.rejoinTokens) / s.rejoinRate * float64(time.Second))
 			return ChangeAnswer{}, &statusError{http.StatusTooManyRequests,
-				fmt.Sprintf("rejoins of %s over the rate limit: retry in %d ms", name, wait.Milliseconds()+1)}
+				fmt.Sprintf("rejoins of %s over the rate limit: retry in %d ms", name, wait.Milliseconds()+1), ""}
 		}
 		sv.rejoinTokens--
 	}
 	sv.fenced = false
 	sv.live = true
 	sv.epoch++
+	s.cond.Broadcast()
 	return s.answer(s.record(LogEntry{Op: "rejoin", Server: name})), nil
 }
 
@@ -336,6 +445,9 @@ func (s *Server) Invoke(req InvocationRequest) (ChangeAnswer, error) {
 		limit = s.seq
 	}
 	owes := func(obj string) bool {
+		if _, versioned := req.Versions[obj]; versioned {
+			return false // read with a version: a copy older than it is a miss (issue 19)
+		}
 		o := s.objects[obj]
 		return o != nil && len(o.pendSeq[req.Server]) > 0 && o.pendSeq[req.Server][0] <= limit
 	}
@@ -363,6 +475,11 @@ func (s *Server) Invoke(req InvocationRequest) (ChangeAnswer, error) {
 				v = fmt.Sprintf("pending for input %s", in)
 				break
 			}
+		}
+	}
+	for obj, ver := range req.Versions {
+		if ver == 0 || !slices.Contains(req.Inputs, obj) {
+			return ChangeAnswer{}, fmt.Errorf("versions: %s: want a version >= 1 of a declared input", obj)
 		}
 	}
 	e := s.record(LogEntry{Op: "invoke", Server: req.Server, Pod: req.Pod, Inputs: req.Inputs, Violation: v})
@@ -509,10 +626,11 @@ func (s *Server) Handler() http.Handler {
 			a, err := f(r, c)
 			if err != nil {
 				code := http.StatusBadRequest
+				body := ErrorAnswer{Error: err.Error()}
 				if se, ok := err.(*statusError); ok {
-					code = se.code
+					code, body.Code = se.code, se.apiCode
 				}
-				writeJSON(w, code, ErrorAnswer{Error: err.Error()})
+				writeJSON(w, code, body)
 				return
 			}
 			writeJSON(w, http.StatusOK, a)
@@ -596,14 +714,25 @@ func (s *Server) Handler() http.Handler {
 		return s.Commit(req.Server, req.Object)
 	})
 	change("/v1/cache", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
-		var req CommitRequest
+		var req CacheRequest
 		if err := decode(r, &req); err != nil {
 			return ChangeAnswer{}, err
 		}
 		if err := allow(c, req.Server, RoleComputeServer, RoleKubelet); err != nil {
 			return ChangeAnswer{}, err
 		}
-		return s.Cache(req.Server, req.Object)
+		// a held get ends with its caller: a client that goes away frees its entry
+		return s.CacheAt(r.Context(), req.Server, req.Object, req.Version)
+	})
+	change("/v1/cancel", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
+		if err := allow(c, "", RoleObjectManager); err != nil {
+			return ChangeAnswer{}, err
+		}
+		var req CancelRequest
+		if err := decode(r, &req); err != nil {
+			return ChangeAnswer{}, err
+		}
+		return s.Cancel(req.Object, req.Version)
 	})
 	change("/v1/ack", func(r *http.Request, c *Caller) (ChangeAnswer, error) {
 		var req AckRequest

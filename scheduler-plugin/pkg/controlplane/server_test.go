@@ -3,8 +3,10 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -433,5 +435,169 @@ func TestObjectAllocation(t *testing.T) {
 	a3, err := c.RegisterObject(ctx, 3, 8, true)
 	if err != nil || a3.Base != a2.Base {
 		t.Fatalf("a freed extent is not reused: %v, base %d want %d", err, a3.Base, a2.Base)
+	}
+}
+
+// TestVersionedGet: a get naming a version is held until a commit makes it (issue 19); the hold
+// table is bounded in all and per reader; a cancelled version, a fenced reader and a caller that
+// goes away each end the wait with their own answer and free the entry.
+func TestVersionedGet(t *testing.T) {
+	s := NewServer(nil)
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	c := NewClient(ts.URL, 5*time.Second)
+	ctx := context.Background()
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := s.AddServer(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type res struct {
+		a   ChangeAnswer
+		err error
+	}
+	get := func(srv, obj string, v uint64) chan res {
+		ch := make(chan res, 1)
+		go func() { a, err := c.CacheAt(ctx, srv, obj, v, 10*time.Millisecond); ch <- res{a, err} }()
+		return ch
+	}
+	waitHeld := func(n int) {
+		t.Helper()
+		for i := 0; i < 500; i++ {
+			s.mu.Lock()
+			h := s.held
+			s.mu.Unlock()
+			if h == n {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		t.Fatalf("held gets never reached %d", n)
+	}
+	// x does not exist yet: b's get of version 2 waits through the first commit, is served by the second
+	g := get("b", "x", 2)
+	waitHeld(1)
+	if _, err := s.Commit("a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-g:
+		t.Fatalf("served at version 1: %+v %v", r.a, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := s.Commit("a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	r := <-g
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if l := s.Log(); l[len(l)-1].Op != "cache" || l[len(l)-1].Version != 2 || l[len(l)-1].Server != "b" {
+		t.Fatalf("last log entry %+v, want b's cache of version 2", l[len(l)-1])
+	}
+	// an already committed version is served at once; an unversioned get is unchanged
+	if _, err := c.CacheAt(ctx, "c", "x", 1, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// the table: 2 in all, 1 per reader
+	s.SetHoldSlots(2, 1)
+	g1 := get("b", "y", 1)
+	waitHeld(1)
+	var ae *APIError
+	if _, err := c.change(ctx, "/v1/cache", CacheRequest{Server: "b", Object: "z", Version: 1}); !errors.As(err, &ae) || ae.Code != CodeHoldFull || ae.Status != 503 {
+		t.Fatalf("b's second held get: %v, want 503 holdFull (its share)", err)
+	}
+	g2 := get("c", "y", 1)
+	waitHeld(2)
+	if _, err := c.change(ctx, "/v1/cache", CacheRequest{Server: "a", Object: "z", Version: 1}); !errors.As(err, &ae) || ae.Code != CodeHoldFull {
+		t.Fatalf("a third held get: %v, want holdFull", err)
+	}
+	// CacheAt retries holdFull: it gets in once y's commit frees the table
+	g3 := get("a", "y", 1)
+	if _, err := s.Commit("b", "y"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []chan res{g1, g2, g3} {
+		if r := <-ch; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	waitHeld(0)
+	s.SetHoldSlots(DefaultHoldSlots, DefaultHoldPerServer)
+	// cancel: the held get and later ones are answered 410 cancelled; a committed version cannot be
+	gc := get("b", "w", 1)
+	waitHeld(1)
+	if _, err := c.Cancel(ctx, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-gc; !errors.As(r.err, &ae) || ae.Status != 410 || ae.Code != CodeCancelled {
+		t.Fatalf("held get after cancel: %v, want 410 cancelled", r.err)
+	}
+	if _, err := c.CacheAt(ctx, "c", "w", 3, time.Millisecond); !errors.As(err, &ae) || ae.Code != CodeCancelled {
+		t.Fatalf("later get of a cancelled version: %v", err)
+	}
+	if _, err := c.Cancel(ctx, "x", 2); err == nil || !strings.Contains(err.Error(), "already committed") {
+		t.Fatalf("cancel of a committed version: %v", err)
+	}
+	// the reader is fenced while it waits: its held get is dropped
+	gf := get("c", "v", 1)
+	waitHeld(1)
+	if _, err := s.Fence("c"); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-gf; r.err == nil || !strings.Contains(r.err.Error(), "held get of v is dropped") {
+		t.Fatalf("fenced reader's held get: %v", r.err)
+	}
+	// a caller that goes away frees its entry
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { _, _ = c.CacheAt(cctx, "b", "v", 1, time.Millisecond) }()
+	waitHeld(1)
+	cancel()
+	waitHeld(0)
+	// bad requests
+	for body, want := range map[string]string{
+		`{"server":"b","object":"x","version":-1}`:          "bad request body",
+		`{"server":"b","object":"x y","version":1}`:         "invalid object name",
+		`{"server":"b","object":"x","version":1,"extra":1}`: "unknown field",
+	} {
+		resp, err := http.Post(ts.URL+"/v1/cache", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), want) {
+			t.Fatalf("%s: %d %s, want 400 %q", body, resp.StatusCode, b, want)
+		}
+	}
+}
+
+// TestInvokeWithVersions: acks owed for an input the function reads with a version are no
+// violation; for its other inputs they still are.
+func TestInvokeWithVersions(t *testing.T) {
+	s := NewServer(nil)
+	for _, n := range []string{"a", "b"} {
+		if _, err := s.AddServer(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(_ ChangeAnswer, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Commit("a", "x"))
+	must(s.Cache("b", "x"))
+	must(s.Commit("a", "x")) // b owes an ack for x
+	must(s.Commit("a", "y"))
+	must(s.Invoke(InvocationRequest{Pod: "early", Server: "b", Inputs: []string{"x"}, Versions: map[string]uint64{"x": 2}}))
+	must(s.Invoke(InvocationRequest{Pod: "late", Server: "b", Inputs: []string{"x"}}))
+	l := s.Log()
+	if l[len(l)-2].Violation != "" || l[len(l)-1].Violation != "pending for input x" {
+		t.Fatalf("violations %q, %q; want none for the versioned read, one for the other", l[len(l)-2].Violation, l[len(l)-1].Violation)
+	}
+	if _, err := s.Invoke(InvocationRequest{Pod: "bad", Server: "b", Inputs: []string{"x"}, Versions: map[string]uint64{"y": 1}}); err == nil {
+		t.Fatal("a version of an undeclared input was accepted")
 	}
 }

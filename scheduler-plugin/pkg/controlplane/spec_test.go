@@ -42,7 +42,7 @@ func TestSpecMatchesTypes(t *testing.T) {
 		typ    any
 	}{
 		{"ServerState", ServerState{}}, {"SchedulableAnswer", SchedulableAnswer{}}, {"ObjectAnswer", ObjectAnswer{}},
-		{"ChangeAnswer", ChangeAnswer{}}, {"ServerRequest", ServerRequest{}}, {"CommitRequest", CommitRequest{}},
+		{"ChangeAnswer", ChangeAnswer{}}, {"ServerRequest", ServerRequest{}}, {"CommitRequest", CommitRequest{}}, {"CacheRequest", CacheRequest{}}, {"CancelRequest", CancelRequest{}},
 		{"AckRequest", AckRequest{}}, {"ObjectRequest", ObjectRequest{}}, {"RegisterAnswer", RegisterAnswer{}}, {"InvocationRequest", InvocationRequest{}}, {"LogEntry", LogEntry{}}, {"Error", ErrorAnswer{}},
 	}
 	for _, tt := range tests {

@@ -73,6 +73,20 @@ type ErrorAnswer struct {
 	Code  string `json:"code,omitempty"`
 }
 
+// APIError is a refusal the control plane answered (status code, ErrorAnswer's code and text).
+type APIError struct {
+	Status    int
+	Code, Msg string
+}
+
+func (e *APIError) Error() string { return e.Msg }
+
+// Codes of a versioned get's refusals (CacheRequest).
+const (
+	CodeHoldFull  = "holdFull"
+	CodeCancelled = "cancelled"
+)
+
 // Request bodies.
 type ServerRequest struct {
 	Server string `json:"server"`
@@ -81,6 +95,23 @@ type ServerRequest struct {
 type CommitRequest struct {
 	Server string `json:"server"`
 	Object string `json:"object"`
+}
+
+// CacheRequest is a get (POST /v1/cache). A Version other than 0 is the minimum version (the
+// object's commit count) the get names (issue 19): the call is held until a commit reaches it,
+// answered 503 with code holdFull when the hold table is full, 410 with code cancelled when that
+// version was cancelled, and refused when the reader is fenced or changes epoch while held.
+type CacheRequest struct {
+	Server  string `json:"server"`
+	Object  string `json:"object"`
+	Version uint64 `json:"version,omitempty"`
+}
+
+// CancelRequest (POST /v1/cancel) says no put will make version Version of Object any more (its
+// workflow was cancelled): gets naming it or a later version are answered 410 cancelled.
+type CancelRequest struct {
+	Object  string `json:"object"`
+	Version uint64 `json:"version"`
 }
 
 type AckRequest struct {
@@ -123,6 +154,10 @@ type InvocationRequest struct {
 	// MinSeq is s(f) (TLA-C1): only acks owed for commits numbered <= MinSeq are puts the
 	// function depends on. 0: every owed ack counts.
 	MinSeq uint64 `json:"minSeq,omitempty"`
+	// Versions are the minimum versions the function's gets name, by input (the pod's
+	// apta.io/input-versions): such a function was placed early and reads only with versions,
+	// so an ack owed for one of these inputs is no violation (issue 19).
+	Versions map[string]uint64 `json:"versions,omitempty"`
 }
 
 // LogEntry is one line of the conforming server's log: every state change, with its sequence number.
@@ -135,6 +170,9 @@ type LogEntry struct {
 	Pod       string   `json:"pod,omitempty"`
 	Inputs    []string `json:"inputs,omitempty"`
 	Violation string   `json:"violation,omitempty"`
+	// Version is the object's version after a commit, the version a get got, or the first
+	// version a cancel covers.
+	Version uint64 `json:"version,omitempty"`
 	// Pending is the server's overall pending count after the change.
 	Pending uint64 `json:"pending"`
 	Fenced  bool   `json:"fenced,omitempty"`
