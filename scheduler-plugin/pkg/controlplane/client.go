@@ -151,13 +151,16 @@ func (c *Client) Cache(ctx context.Context, server, obj string) (ChangeAnswer, e
 }
 
 // CacheAt is a versioned get: it returns when the control plane has served version (or a later
-// one) of obj. A full hold table (holdFull) is retried after retry; a cancelled version, a fenced
+// one) of obj. A full hold table (holdFull) or the client's timeout is retried after retry; a cancelled version, a fenced
 // reader and every other refusal are returned (errors.As an *APIError for the code).
 func (c *Client) CacheAt(ctx context.Context, server, obj string, version uint64, retry time.Duration) (ChangeAnswer, error) {
 	for {
 		a, err := c.change(ctx, "/v1/cache", CacheRequest{Server: server, Object: obj, Version: version})
 		var ae *APIError
-		if err == nil || !errors.As(err, &ae) || ae.Code != CodeHoldFull {
+		var ue *url.Error
+		// a get held longer than the client's timeout is sent again, like a full table's GetRetry
+		again := err != nil && ((errors.As(err, &ae) && ae.Code == CodeHoldFull) || (errors.As(err, &ue) && ue.Timeout() && ctx.Err() == nil))
+		if !again {
 			return a, err
 		}
 		select {

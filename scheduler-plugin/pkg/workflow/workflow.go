@@ -8,7 +8,9 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -24,6 +26,11 @@ import (
 
 // AnnotationOutputs lists the objects a function puts (read by Kubelet).
 const AnnotationOutputs = "apta.io/outputs"
+
+// AnnotationRunMillis is how long the emulated function runs between its gets and its puts
+// (read by Kubelet; absent: no time), so that a successor placed early starts while its
+// predecessor still runs.
+const AnnotationRunMillis = "apta.io/emulated-run-ms"
 
 // Function is one node of a workflow DAG.
 type Function struct {
@@ -123,6 +130,16 @@ type Runner struct {
 	SchedulerName string
 	// Declare sets apta.io/inputs on every pod (else the pods declare nothing).
 	Declare bool
+	// Early places functions early (issue 19, dataflow invocation): a function whose inputs and
+	// outputs each have one writer in the workflow is created as soon as its predecessors are
+	// bound (started), not finished, with its predecessors' nodes for locality, and reads with
+	// versions (apta.io/input-versions: the version its input's writer will commit). A function
+	// touching an object with two writers is created when its predecessors finished: a
+	// re-executed first writer's second commit would look like the second's, and a successor's
+	// put could overtake a predecessor's read (sim/README.md "Dataflow").
+	Early bool
+	// RunTime is each function's emulated run time (AnnotationRunMillis).
+	RunTime time.Duration
 	// Timeout bounds the whole workflow.
 	Timeout time.Duration
 }
@@ -142,7 +159,16 @@ func (r *Runner) Run(ctx context.Context, w Workflow, prefix string) (map[string
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	ran := map[string]string{}
+	bound := map[string]string{}
 	created := map[string]bool{}
+	var early map[string]bool
+	var versions map[string]uint64
+	if r.Early {
+		var err error
+		if early, versions, err = r.plan(ctx, w, prefix); err != nil {
+			return ran, err
+		}
+	}
 	for len(ran) < len(w.Funcs) {
 		for _, f := range w.Funcs {
 			if created[f.Name] {
@@ -152,6 +178,9 @@ func (r *Runner) Run(ctx context.Context, w Workflow, prefix string) (map[string
 			var predNodes []string
 			for _, p := range f.Preds {
 				n, ok := ran[p]
+				if early[f.Name] {
+					n, ok = bound[p]
+				}
 				ready = ready && ok
 				predNodes = append(predNodes, n)
 			}
@@ -169,8 +198,18 @@ func (r *Runner) Run(ctx context.Context, w Workflow, prefix string) (map[string
 			if len(f.Outputs) > 0 {
 				ann[AnnotationOutputs] = strings.Join(prefixed(prefix, f.Outputs), ",")
 			}
-			if r.Declare && len(f.Inputs) > 0 {
+			if r.RunTime > 0 {
+				ann[AnnotationRunMillis] = strconv.FormatInt(r.RunTime.Milliseconds(), 10)
+			}
+			if (r.Declare || early[f.Name]) && len(f.Inputs) > 0 {
 				ann[apta.AnnotationInputs] = strings.Join(prefixed(prefix, f.Inputs), ",")
+			}
+			if early[f.Name] && len(f.Inputs) > 0 {
+				vs := make([]string, len(f.Inputs))
+				for i, in := range f.Inputs {
+					vs[i] = fmt.Sprintf("%s%s=%d", prefix, in, versions[in])
+				}
+				ann[apta.AnnotationInputVersions] = strings.Join(vs, ",")
 			}
 			if len(predNodes) > 0 {
 				ann[apta.AnnotationPredecessorNodes] = strings.Join(predNodes, ",")
@@ -187,6 +226,9 @@ func (r *Runner) Run(ctx context.Context, w Workflow, prefix string) (map[string
 			return ran, err
 		}
 		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound[strings.TrimPrefix(p.Name, prefix)] = p.Spec.NodeName
+			}
 			if p.Status.Phase == v1.PodSucceeded {
 				ran[strings.TrimPrefix(p.Name, prefix)] = p.Spec.NodeName
 			}
@@ -198,6 +240,39 @@ func (r *Runner) Run(ctx context.Context, w Workflow, prefix string) (map[string
 		}
 	}
 	return ran, nil
+}
+
+// plan decides which functions are placed early and the version each input's get names: its
+// one writer's commit, the object's version when the workflow starts plus one.
+func (r *Runner) plan(ctx context.Context, w Workflow, prefix string) (map[string]bool, map[string]uint64, error) {
+	writers := map[string]int{}
+	for _, f := range w.Funcs {
+		for _, o := range f.Outputs {
+			writers[o]++
+		}
+	}
+	early, versions := map[string]bool{}, map[string]uint64{}
+	for _, f := range w.Funcs {
+		ok := true
+		for _, o := range append(append([]string{}, f.Inputs...), f.Outputs...) {
+			ok = ok && writers[o] == 1
+		}
+		early[f.Name] = ok
+	}
+	for o := range writers {
+		v0 := uint64(0)
+		a, err := r.CP.Object(ctx, prefix+o)
+		var ae *controlplane.APIError
+		switch {
+		case err == nil:
+			v0 = a.Version
+		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		default:
+			return nil, nil, fmt.Errorf("reading the version of %s%s: %w", prefix, o, err)
+		}
+		versions[o] = v0 + 1
+	}
+	return early, versions, nil
 }
 
 // FunctionPod is an apta function's pod.
@@ -244,10 +319,21 @@ func (k *Kubelet) Run(ctx context.Context, errs func(error)) {
 					srv = n.Labels[k.NodeLabel]
 					nodeServer[p.Spec.NodeName] = srv
 				}
+				k.started[string(p.UID)] = true
+				_, early := p.Annotations[apta.AnnotationInputVersions]
+				if _, runs := p.Annotations[AnnotationRunMillis]; early || runs {
+					// its gets may wait for their versions, or it runs a while: not in the loop
+					// that starts the others
+					go func(p *v1.Pod, srv string) {
+						if err := k.start(ctx, p, srv); err != nil && ctx.Err() == nil {
+							errs(fmt.Errorf("starting %s: %w", p.Name, err))
+						}
+					}(p.DeepCopy(), srv)
+					continue
+				}
 				if err := k.start(ctx, p, srv); err != nil && ctx.Err() == nil {
 					errs(fmt.Errorf("starting %s: %w", p.Name, err))
 				}
-				k.started[string(p.UID)] = true
 			}
 		}
 		select {
@@ -275,12 +361,42 @@ func (k *Kubelet) start(ctx context.Context, p *v1.Pod, srv string) error {
 		}
 		req.Epoch = &e
 	}
+	var versions map[string]uint64
+	if v, ok := p.Annotations[apta.AnnotationInputVersions]; ok {
+		versions = map[string]uint64{}
+		for _, kv := range split(v) {
+			obj, ver, _ := strings.Cut(kv, "=")
+			n, err := strconv.ParseUint(ver, 10, 64)
+			if err != nil {
+				return fmt.Errorf("malformed annotation %s=%q", apta.AnnotationInputVersions, v)
+			}
+			versions[obj] = n
+		}
+		req.Versions = versions
+	}
 	if _, err := k.CP.Invoke(ctx, req); err != nil {
 		return err
 	}
 	for _, in := range inputs {
-		if _, err := k.CP.Cache(ctx, srv, in); err != nil {
+		var err error
+		if v, ok := versions[in]; ok {
+			_, err = k.CP.CacheAt(ctx, srv, in, v, 20*time.Millisecond) // held until the version commits
+		} else {
+			_, err = k.CP.Cache(ctx, srv, in)
+		}
+		if err != nil {
 			return err
+		}
+	}
+	if v, ok := p.Annotations[AnnotationRunMillis]; ok {
+		ms, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("malformed annotation %s=%q", AnnotationRunMillis, v)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(ms) * time.Millisecond):
 		}
 	}
 	for _, out := range split(p.Annotations[AnnotationOutputs]) {
