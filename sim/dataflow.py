@@ -23,7 +23,9 @@ def scenarios(params) -> list:
 def failure_scenarios(plan, by, params) -> list:
     """At the headline invocation path: kill the server of the producer whose output a function
     invoked early waited longest for, halfway through that producer's run in the dataflow
-    timeline; both configurations, locality-aware re-placement. None when no get was held."""
+    timeline; both configurations, the plan's servers (so the run is the headline's until the
+    failure), the dead server's functions re-placed where most predecessors ran. None when no get
+    was held."""
     inv = _pval(params, "sweeps", "dataflow_invoke_us")
     r = by.get(f"inv{inv}", {}).get("apta_dataflow")
     if not r or not r["completed"] or not r["held_gets"]:
@@ -45,8 +47,8 @@ def failure_scenarios(plan, by, params) -> list:
     t = (x["start_ns"] + x["end_ns"]) / 2
     s = int(x["server"][1:]) - 1
     why = (f"c{s + 1} dies at {t / 1e3:.1f} us running {x['function']}.{x['index']}, "
-           f"whose put {insts[j]['function']}.{insts[j]['index']} waits for")
-    return [{"name": "dataflow-fail", "config": c, "scheduler": "locality", "overrides": {"software.invoke_us": inv},
+           f"whose output {insts[j]['function']}.{insts[j]['index']} waits for")
+    return [{"name": "dataflow-fail", "config": c, "overrides": {"software.invoke_us": inv},
              "failures": [{"server": s, "at_ns": t}], "why": why} for c in CONFIGS]
 
 
@@ -94,8 +96,10 @@ def analyse(apps: dict, params) -> dict:
 
 
 def _early(plan, k) -> bool:
-    """Whether instance k is invoked early: every object it reads has at most one writer (the
-    simulator's rule, sim/src/system.cpp)."""
+    """Whether instance k is invoked before its predecessors finish: it has predecessors and every
+    object it reads has at most one writer (the simulator's rule, sim/src/system.cpp)."""
+    if not plan["instances"][k]["deps"]:
+        return False
     writers = {}
     for p in plan["instances"]:
         for o in p["writes"]:
