@@ -163,6 +163,71 @@ MORE_MUTANTS = {
 }
 
 
+# ---- versioned gets (issue 19): V1 -----------------------------------------------------------------
+def vget(i, run, obj, m):
+    return ("get", {"id": i, "run": run, "obj": obj, "min": m})
+
+
+# f2 is placed early, while f1 runs: its get names commit 1 of x, is held, and returns f1's version
+EARLY = H(META, place("f1", "c1"), place("f2", "c2", ["f1"]), vget("g", "f2", "x", 1), put("p", "f1", "x", 1),
+          ack("p"), done("f1"), ret("g", 1, 1), done("f2"), final("x", 1, 1), "end")
+
+
+def test_versioned_get_held_until_its_version():
+    rep = check_lines(EARLY, "early")
+    assert rep.ok, str(rep)
+    # a re-executed producer's second commit also satisfies "at least commit 1"
+    lines = H(META, place("f1", "c1"), place("f2", "c2", ["f1"]), vget("g", "f2", "x", 1), put("p", "f1", "x", 1),
+              ack("p"), ("crash", {"server": "c1"}), ("fence", {"server": "c1"}), place("f1#2", "c3", fn="f1"),
+              put("q", "f1#2", "x", 2), ack("q"), done("f1#2"), ret("g", 2, 2), done("f2"), final("x", 2, 2), "end")
+    assert check_lines(lines).ok
+    # cancelled while no commit had been made: the defined answer, no violation
+    lines = H(META, place("f2", "c2"), vget("g", "f2", "x", 1), ("get_ret", {"id": "g", "cancelled": True}),
+              done("f2"), final("x", 0), "end")
+    assert check_lines(lines).ok
+
+
+V1_MUTANTS = {
+    # the memory server serves the held get with the old version (spec/murphi mutant release_old)
+    "served-old": H(META, place("f1", "c1"), place("f2", "c2", ["f1"]), vget("g", "f2", "x", 1), ret("g", 0, 0),
+                    put("p", "f1", "x", 1), ack("p"), done("f1"), done("f2"), final("x", 1, 1), "end"),
+    # a cache hit that ignores the version: c2's old copy (P1 cannot see it: f2 was placed before the put)
+    "hit-ignores-version": H(META, place("f0", "c2"), get("a", "f0", "x"), ret("a", 0, 0), done("f0"),
+                             place("f1", "c1"), place("f2", "c2", ["f1"]), vget("g", "f2", "x", 1),
+                             ret("g", 0, 0, hit=True), put("p", "f1", "x", 1), ack("p"), done("f1"), done("f2"),
+                             final("x", 1, 1), "end"),
+    # cancelled although the version had been made
+    "cancelled-after-commit": H(META, place("f1", "c1"), place("f2", "c2", ["f1"]), vget("g", "f2", "x", 1),
+                                put("p", "f1", "x", 1), ack("p"), done("f1"), ("get_ret", {"id": "g", "cancelled": True}),
+                                done("f2"), final("x", 1, 1), "end"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(V1_MUTANTS))
+def test_versioned_get_mutants_caught_on_v1(name):
+    rep = check_lines(V1_MUTANTS[name], name)
+    assert rep.props() == ["V1"], str(rep)
+    assert "V1" in str(rep) and "'x'" in str(rep)
+
+
+@pytest.mark.parametrize("line,fld,text", [
+    ('{"ev": "get", "id": "g", "run": "f1", "obj": "x", "min": -1}', "min", "commit count >= 0"),
+    ('{"ev": "get", "id": "g", "run": "f1", "obj": "x", "min": true}', "min", "must be int"),
+])
+def test_malformed_versioned_get(tmp_path, line, fld, text):
+    p = tmp_path / "bad.jsonl"
+    p.write_text(json.dumps({"ev": "place", "run": "f1", "fn": "f1", "server": "c1"}) + "\n" + line + "\n")
+    with pytest.raises(HistoryError) as e:
+        check_file(p)
+    assert e.value.field == fld and text in str(e.value)
+    # a cancelled get that named no version, and a cancelled get with data
+    for tail, want in ((['{"ev": "get", "id": "g", "run": "f1", "obj": "x"}', '{"ev": "get_ret", "id": "g", "cancelled": true}'], "names no version"),
+                       (['{"ev": "get", "id": "g", "run": "f1", "obj": "x", "min": 1}', '{"ev": "get_ret", "id": "g", "cancelled": true, "version": 1}'], "returns no lines")):
+        p.write_text("\n".join([json.dumps({"ev": "place", "run": "f1", "fn": "f1", "server": "c1"})] + tail) + "\n")
+        with pytest.raises(HistoryError, match=want):
+            check_file(p)
+
+
 @pytest.mark.parametrize("prop", sorted(MUTANTS))
 def test_mutant_caught_on_its_property(prop):
     rep = check_lines(MUTANTS[prop], prop)

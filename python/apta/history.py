@@ -29,12 +29,16 @@ every event and only printed. Lines that are blank or start with ``#`` are skipp
     execution (a function re-executed after a crash gets a new run). ``after``: its DAG
     predecessors (function names); ``inputs``: its declared inputs (optional, list of objects).
 ``{"ev": "get", "id": "g7", "run": "f2#1", "obj": "x"}``
-    A get invoked by a run (the run's server and epoch are implied).
+    A get invoked by a run (the run's server and epoch are implied). ``min`` (optional, issue 19):
+    the get names a version, the object's commit count it needs (0 = its initial contents, 1 =
+    after its first commit in this history, ...): a versioned get of a function placed early.
 ``{"ev": "get_ret", "id": "g7", "lines": [3, 3, 3], "hit": false}``
     The get returned. Exactly one of: ``lines`` (the version found on every line of the returned
     object, in line order: P2 is checked on them), ``version`` (one version for the whole object,
     when the source cannot tell lines apart), ``digest`` (a digest of the data; matched against
     the ``digest`` of the puts and of ``meta.digests`` for initial contents). ``hit`` optional.
+    A versioned get may instead return ``"cancelled": true`` (GetCancelled: no put will make the
+    version it named), with none of those.
 ``{"ev": "put", "id": "p3", "run": "f2#1", "obj": "x", "version": 5, "digest": "..."}``
     A put invoked: it writes version ``version`` (unique per object; ``digest`` optional).
     A retry of the same transaction is not a new put.
@@ -69,6 +73,10 @@ P3  No lost commit: every acked put is in the version order (with meta.commits: 
     commit events: the last acked one, or an unacked put that may have committed later).
 P4  Every get and put invoked by a server that stays live and unfenced completes, and every run
     placed on such a server reports ``done`` (checked only if the history has ``end``).
+V1  A versioned get (``min``) returns a committed version whose commit count (its place in the
+    object's committed order, plus one; the initial version: 0) is at least ``min``; it is
+    answered ``cancelled`` only while fewer than ``min`` commits of the object are in the history
+    (spec/murphi V1_get_returns_required_version; the held get's completion is P4).
 
 A malformed line (bad JSON, unknown event, missing or mistyped field, unknown id/run, an event of a
 crashed server) raises HistoryError naming file, line and field.
@@ -125,8 +133,8 @@ SCHEMA = {  # ev -> (required {field: types}, optional {field: types})
     "meta": ({}, {"format": int, "source": str, "initial": dict, "digests": dict, "commits": bool,
                   "floor": str, "servers": list, "objects": dict, "workflow": str, "seed": int}),
     "place": ({"run": str, "fn": str, "server": str}, {"epoch": int, "after": list, "inputs": list}),
-    "get": ({"id": VER, "run": str, "obj": str}, {}),
-    "get_ret": ({"id": VER}, {"lines": list, "version": VER, "digest": str, "hit": bool,
+    "get": ({"id": VER, "run": str, "obj": str}, {"min": int}),
+    "get_ret": ({"id": VER}, {"lines": list, "version": VER, "digest": str, "hit": bool, "cancelled": bool,
                               "len": int, "rhead": int}),   # len, rhead: trace validation (qemu-cxl)
     "put": ({"id": VER, "run": str, "obj": str, "version": VER}, {"digest": str, "lines": int}),
     "put_ack": ({"id": VER}, {"seq": int}),
@@ -171,7 +179,12 @@ def parse_lines(lines, path="<history>"):
                 raise HistoryError(path, n, k, f"unknown field of {ev!r} (known: {', '.join(sorted({**req, **opt}))}, t)")
             if not isinstance(v, t) or (isinstance(v, bool) and t in (int, VER)):
                 raise HistoryError(path, n, k, f"must be {_typename(t)}, got {json.dumps(v)}")
-        if ev in ("get_ret", "final"):
+        if ev == "get" and e.get("min", 0) < 0:
+            raise HistoryError(path, n, "min", "must be a commit count >= 0")
+        if ev == "get_ret" and e.get("cancelled"):
+            if any(k in e for k in ("lines", "version", "digest")):
+                raise HistoryError(path, n, "cancelled", "a cancelled get returns no lines, version or digest")
+        elif ev in ("get_ret", "final"):
             given = [k for k in ("lines", "version", "digest") if k in e]
             if len(given) != 1:
                 raise HistoryError(path, n, "lines", "exactly one of lines, version, digest is required")
@@ -194,7 +207,7 @@ def parse_lines(lines, path="<history>"):
 
 class _Op:
     __slots__ = ("kind", "id", "line", "run", "server", "epoch", "obj", "version", "digest", "done_line",
-                 "ack_line", "commit_line")
+                 "ack_line", "commit_line", "min")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -260,7 +273,7 @@ def check_events(events, path="<history>") -> Report:
             if r["done"] is not None or r["server_crash"] is not None:
                 err(n, "run", f"run {e['run']!r} already ended (done or its server crashed)")
             op = _Op(kind=ev, id=e["id"], line=n, run=e["run"], server=r["server"], epoch=r["epoch"], obj=e["obj"],
-                     version=e.get("version"), digest=e.get("digest"))
+                     version=e.get("version"), digest=e.get("digest"), min=e.get("min"))
             ops[e["id"]] = op
             if ev == "put":
                 stats["puts"] += 1
@@ -283,6 +296,8 @@ def check_events(events, path="<history>") -> Report:
                 err(n, "id", f"{want} {e['id']!r} completes after its server crashed")
             op.done_line = n
             if ev == "get_ret":
+                if e.get("cancelled") and op.min is None:
+                    err(n, "cancelled", f"get {e['id']!r} names no version (min), so it cannot be cancelled")
                 runs_ret = e
                 op.version = runs_ret  # the return event, judged in the second pass
                 stats["hits"] += int(bool(e.get("hit")))
@@ -400,6 +415,13 @@ def check_events(events, path="<history>") -> Report:
             continue
         e = op.version
         r = runs[op.run]
+        if e.get("cancelled"):
+            made = len(committed_order(op.obj, op.done_line))
+            if made >= op.min:
+                V.append(Violation("V1", op.done_line, op.obj, {"min": op.min, "commits_before": made},
+                                   f"get {op.id!r} by {op.run} was cancelled although {made} commits of "
+                                   f"{op.obj!r} (it named {op.min}) were made before"))
+            continue
         v, torn = decode(op.obj, e, op.done_line, "get")
         shown = {k: e[k] for k in ("lines", "version", "digest") if k in e}
         if torn:
@@ -412,6 +434,11 @@ def check_events(events, path="<history>") -> Report:
         floor_v = before[-1][1] if before else init_ver(op.obj)
         floor_rank = len(before) - 1
         rk = rank(op.obj, v)
+        if op.min is not None and rk is not None and rk + 1 < op.min:
+            V.append(Violation("V1", op.done_line, op.obj, {"returned": v, "commits": rk + 1, "min": op.min},
+                               f"get {op.id!r} by {op.run} named commit {op.min} of {op.obj!r} but returned version "
+                               f"{v!r}, commit {rk + 1}"))
+            continue
         if rk is None:
             p = puts_by_ver.get((op.obj, v))
             if p is None:
