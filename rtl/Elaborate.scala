@@ -15,9 +15,24 @@ object Elaborate extends App {
   val firtoolOpts = Array("-disable-all-randomization", "-strip-debug-info",
     "--lowering-options=disallowPackedArrays,disallowLocalVariables")
 
+  // An unchanged file is not rewritten: its mtime stays, so the Verilator builds of the daemon
+  // (make-driven) are not redone after every `make rtl`.
   def write(path: Path, text: String): Unit = {
     Files.createDirectories(path.getParent)
-    Files.write(path, text.getBytes("UTF-8"))
+    val bytes = text.getBytes("UTF-8")
+    if (!Files.exists(path) || !java.util.Arrays.equals(Files.readAllBytes(path), bytes)) Files.write(path, bytes)
+  }
+  /** gen's SystemVerilog into dir, through a scratch directory, so that unchanged files keep their mtime */
+  def emit(gen: => chisel3.RawModule, dir: Path): Unit = {
+    val tmp = Files.createTempDirectory("apta-elaborate")
+    try {
+      ChiselStage.emitSystemVerilogFile(gen, Array("--target-dir", tmp.toString), firtoolOpts)
+      Files.walk(tmp).filter(f => Files.isRegularFile(f)).forEach { f =>
+        write(dir.resolve(tmp.relativize(f).toString), new String(Files.readAllBytes(f), "UTF-8"))
+      }
+    } finally {
+      Files.walk(tmp).sorted(java.util.Comparator.reverseOrder()).forEach(f => Files.delete(f))
+    }
   }
   def jsonValue(v: Any): String = v match {
     case b: Boolean => b.toString
@@ -53,13 +68,13 @@ object Elaborate extends App {
     implicit val p: AptaParams = params(v("params").obj.toMap)
     val dir = Paths.get(outDir, name)
     Files.createDirectories(dir)
-    ChiselStage.emitSystemVerilogFile(new CoherenceCore, Array("--target-dir", dir.toString), firtoolOpts)
-    ChiselStage.emitSystemVerilogFile(new MsgDecoder, Array("--target-dir", dir.toString), firtoolOpts)
+    emit(new CoherenceCore, dir)
+    emit(new MsgDecoder, dir)
     val ms = v.obj.get("memoryServer").exists(_.bool)
-    if (ms) ChiselStage.emitSystemVerilogFile(new MemoryServer, Array("--target-dir", dir.toString), firtoolOpts)
+    if (ms) emit(new MemoryServer, dir)
     write(dir.resolve("params.json"), paramsJson(name, p))
     if (name == "default") {
-      ChiselStage.emitSystemVerilogFile(new MsgDecoder, Array("--target-dir", outDir), firtoolOpts)
+      emit(new MsgDecoder, Paths.get(outDir))
       // the schema's parameters only: tests/rtl/test_msg_decoder.py compares it with messages.json
       write(Paths.get(outDir, "params.json"), ((p.schemaParams :+ ("flitBits" -> Messages.flitBits))
         .map { case (k, x) => s"""  "$k": $x""" }).mkString("{\n", ",\n", "\n}\n"))
