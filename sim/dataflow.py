@@ -31,12 +31,14 @@ def failure_scenarios(plan, by, params) -> list:
     if not r or not r["completed"] or not r["held_gets"]:
         return []
     insts = r["instances"]
+    anc = _ancestors(plan)
     best = None
     for k, pi in enumerate(plan["instances"]):
         writes = set(pi["writes"])
         for j, pj in enumerate(plan["instances"]):
-            # j reads what k writes and started before k finished: its get waited for k's commit
-            if writes & set(pj["reads"]) and insts[j]["start_ns"] < insts[k]["end_ns"]:
+            # j, after k in the DAG, reads what k writes and started before k finished: its get
+            # waited for k's commit
+            if k in anc[j] and writes & set(pj["reads"]) and insts[j]["start_ns"] < insts[k]["end_ns"]:
                 wait = insts[k]["end_ns"] - insts[j]["start_ns"]
                 if best is None or wait > best[0]:
                     best = (wait, k, j)
@@ -50,6 +52,20 @@ def failure_scenarios(plan, by, params) -> list:
            f"whose output {insts[j]['function']}.{insts[j]['index']} waits for")
     return [{"name": "dataflow-fail", "config": c, "overrides": {"software.invoke_us": inv},
              "failures": [{"server": s, "at_ns": t}], "why": why} for c in CONFIGS]
+
+
+def _ancestors(plan) -> list:
+    """Per instance, the set of its ancestors in the plan's DAG (deps, transitively)."""
+    deps = [p["deps"] for p in plan["instances"]]
+    memo = {}
+
+    def up(i):
+        if i not in memo:
+            memo[i] = set()
+            for d in deps[i]:
+                memo[i] |= {d} | up(d)
+        return memo[i]
+    return [up(i) for i in range(len(deps))]
 
 
 def check(app, results) -> None:
