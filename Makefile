@@ -407,3 +407,4 @@ bench-scheduler: scheduler
 	mkdir -p build/bench
 	(cd scheduler-plugin && APTA_BENCH=1 APTA_BENCH_PLUGIN_OUT=$(CURDIR)/build/bench/scheduler-plugin.json nice -n 5 $(GO_SCHED) test -count=1 -run 'TestPluginLatency$$' -v ./pkg/apta/) 2>&1 | tail -20
 	(cd scheduler-plugin && APTA_BENCH=1 APTA_BENCH_OUT=$(CURDIR)/build/bench/scheduler.json nice -n 5 $(GO_SCHED) test -p 2 -count=1 -timeout 20m -run 'TestBench$$' -v ./test/e2e/) 2>&1 | tail -40
+	(cd scheduler-plugin && APTA_BENCH=1 APTA_BENCH_EARLY_OUT=$(CURDIR)/build/bench/scheduler-early.json nice -n 5 $(GO_SCHED) test -count=1 -timeout 20m -run 'TestBenchEarly$$' -v ./test/e2e/) 2>&1 | grep -E 'ratio|_ms|ok|FAIL' | tail -20

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -171,4 +172,63 @@ func (r *run) measure(t *testing.T, n int) map[string]float64 {
 	sort.Float64s(lat)
 	q := func(f float64) float64 { return lat[int(f*float64(len(lat)-1))] }
 	return map[string]float64{"pods_per_s": float64(n) / last.Sub(start).Seconds(), "p50_ms": q(0.5), "p99_ms": q(0.99), "seconds": last.Sub(start).Seconds()}
+}
+
+// TestBenchEarly (APTA_BENCH=1; JSON to APTA_BENCH_EARLY_OUT) measures what early placement
+// (issue 19) saves end to end with the plugin: the four patterns' workflows, each function
+// running 100 ms in the emulated kubelet, placed after their predecessors completed and placed
+// early (versioned gets held by the control plane), alternating which goes first; per pattern the
+// median makespan of each over the rounds and their ratio.
+func TestBenchEarly(t *testing.T) {
+	if os.Getenv("APTA_BENCH") == "" {
+		t.Skip("set APTA_BENCH=1 (make bench-scheduler)")
+	}
+	const rounds, runMS = 5, 100
+	c := startCluster(t, 4)
+	r := c.newRunNS(t, true, "bench-early", true)
+	patterns := []string{"pipeline", "broadcast", "scatter-gather", "map-reduce"}
+	ms := map[string]map[bool][]float64{}
+	for round := 0; round < rounds; round++ {
+		for i, n := range patterns {
+			w, err := workflow.LoadPattern(filepath.Join(patternsDir, n+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ms[n] == nil {
+				ms[n] = map[bool][]float64{}
+			}
+			for _, early := range []bool{(round+i)%2 == 0, (round+i)%2 != 0} {
+				runner := &workflow.Runner{Kube: r.kube, CP: r.cpc, Namespace: r.ns, SchedulerName: schedulerName, Declare: true,
+					Early: early, RunTime: runMS * time.Millisecond, Timeout: 60 * time.Second}
+				t0 := time.Now()
+				if _, err := runner.Run(context.Background(), w, fmt.Sprintf("b%d%d%v-", round, i, early)); err != nil {
+					t.Fatalf("%s early=%v: %v", n, early, err)
+				}
+				ms[n][early] = append(ms[n][early], float64(time.Since(t0).Microseconds())/1e3)
+			}
+		}
+	}
+	for _, e := range r.cp.Log() {
+		if e.Op == "invoke" && e.Violation != "" {
+			t.Errorf("violation: %s on %s: %s", e.Pod, e.Server, e.Violation)
+		}
+	}
+	med := func(x []float64) float64 { y := append([]float64(nil), x...); sort.Float64s(y); return y[len(y)/2] }
+	out := map[string]any{"rounds": rounds, "function_run_ms": runMS, "nodes": 4}
+	per := map[string]any{}
+	sumA, sumE := 0.0, 0.0
+	for _, n := range patterns {
+		a, e := med(ms[n][false]), med(ms[n][true])
+		sumA, sumE = sumA+a, sumE+e
+		per[n] = map[string]any{"after_completion_ms": a, "early_ms": e, "ratio": a / e}
+	}
+	out["patterns"] = per
+	out["sum_after_completion_ms"], out["sum_early_ms"], out["ratio"] = sumA, sumE, sumA/sumE
+	b, _ := json.MarshalIndent(out, "", "  ")
+	t.Logf("%s", b)
+	if p := os.Getenv("APTA_BENCH_EARLY_OUT"); p != "" {
+		if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
