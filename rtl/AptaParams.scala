@@ -21,6 +21,7 @@ case class AptaParams(
   txnBits: Int = ParamDefaults.txnBits,           // put transaction id width
   dataBits: Int = ParamDefaults.dataBits,        // one cache line (64 bytes)
   addrBits: Int = ParamDefaults.addrBits,         // host physical address width (object base in ObjBISnp)
+  versionBits: Int = ParamDefaults.versionBits,   // an object's version (its commit count): ObjGet's version field, the version table
   stagingSlots: Int = ParamDefaults.stagingSlots,      // OPC: concurrent put transactions staged (PutRetry when full)
   maxPendPerServer: Int = ParamDefaults.maxPendPerServer, // OIC: outstanding invalidations one server may owe per object
   snpRounds: Int = ParamDefaults.snpRounds,         // OIC: invalidation rounds (one commit or eviction each) queued for the BISnp issuer
@@ -57,6 +58,7 @@ case class AptaParams(
   require(oscBufLines >= 1 && stallBackoff >= 0 && opcTimeout >= 0, "oscBufLines >= 1, stallBackoff, opcTimeout >= 0")
   require(allocBase + (BigInt(linesPerObject) * lineBytes) < (BigInt(1) << addrBits),
     s"the allocator's arena (from $allocBase) must hold one largest object below 2^addrBits")
+  require(versionBits >= 1 && versionBits <= 64, s"versionBits must be 1..64, got $versionBits")
   require(commitSeqBits >= 1 && commitSeqBits <= 64, s"commitSeqBits must be 1..64, got $commitSeqBits")
 
   // derived widths (names as in schema/messages.json "derived")
@@ -96,7 +98,7 @@ case class AptaParams(
     "servers" -> servers, "epochBits" -> epochBits, "objIdBits" -> objIdBits,
     "linesPerObject" -> linesPerObject, "txnBits" -> txnBits, "dataBits" -> dataBits,
     "addrBits" -> addrBits, "serverBits" -> serverBits, "lineBits" -> lineBits,
-    "lineCountBits" -> lineCountBits)
+    "lineCountBits" -> lineCountBits, "versionBits" -> versionBits)
 }
 
 /** Mixed into modules and bundles that need the parameters' derived widths. */
