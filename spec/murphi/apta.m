@@ -595,14 +595,14 @@ begin
   end;
   DropHolds(c);
   for s: Slot do
+    if staging[s].st = SlotOpen & staging[s].owner = c
+       & exists h: HoldSlot do hold[h].valid & hold[h].o = staging[s].obj end
+    then VecCell(V_osc_hold_keep); end;                -- the producer's put aborts, its readers wait
     if MUTANT = M_FENCE_DROPS_HOLDS & staging[s].st = SlotOpen & staging[s].owner = c then
       for h: HoldSlot do                            -- the wrong abort: its readers' gets go too
         if hold[h].valid & hold[h].o = staging[s].obj then FreeHold(h); end;
       end;
     end;
-    if staging[s].st = SlotOpen & staging[s].owner = c
-       & exists h: HoldSlot do hold[h].valid & hold[h].o = staging[s].obj end
-    then VecCell(V_osc_hold_keep); end;                -- the producer's put aborts, its readers wait
     if staging[s].st = SlotOpen & staging[s].owner = c then VecCell(V_opc_abort_fence); FreeSlot(s);
     elsif MUTANT = M_FENCE_DROPS_DRAINING & staging[s].st = SlotDraining & staging[s].owner = c then
       FreeSlot(s);
