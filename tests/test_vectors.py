@@ -432,6 +432,8 @@ def test_every_server_is_fenced_rejoined_and_acked_in_some_vector():
     (say server 0's epoch on rejoin) is replayed too."""
     for f in sorted(OUT.glob("*.jsonl")):
         scen = vectors_io.load_vectors(f)
+        if not scen:          # a configuration that targets memory-server cells only (versioned*)
+            continue
         n = scen[0]["params"]["servers"]
         seen = {"Fence": set(), "Rejoin": set(), "ack": set()}
         for sc in scen:
