@@ -151,6 +151,147 @@ if cocotb is not None:
         assert ms.rsp_of("GetCancelled", server=2, epoch=0, obj=2, version=2), ms.rsp
         assert ms.held() == 0 and not ms.rsp_of("ObjData", server=2)
 
+    @cocotb.test()
+    async def versioned_stress(dut):
+        """Random versioned and plain gets, puts, fences and rejoins of 3 servers on 3 objects,
+        against a scoreboard (APTA_HOLD_STRESS_OPS operations, default 400; APTA_HOLD_STRESS_SEED).
+        Each server runs one operation at a time: a put (a fresh put id in every line), a plain get,
+        or a get naming a version from 1 to the object's committed version + 2 (so some are served
+        at once, some held, some meet the full table). Every ObjBISnp is acked at once; a reader
+        is sometimes fenced and rejoins while its get waits; when nothing moves for a while (every
+        server waits for a version nobody writes) the control plane cancels an object, and at the
+        end every object. Checked: V1, every ObjData of a versioned get holds a committed put whose
+        version (its rank among the object's PutCommits) is at least the one named; no torn reply;
+        a GetRetry names the get's version; a GetCancelled a version above the object's; at the end
+        every get has had its answer (V2) and nothing is held. The run must release, serve at once,
+        retry and cancel at least once (the counts are logged)."""
+        import random
+        from cocotb.triggers import RisingEdge
+        OBJS = (1, 2, 3)
+        ms = await setup(dut, objects=OBJS)
+        n_ops = int(os.environ.get("APTA_HOLD_STRESS_OPS", "400"))
+        rng = random.Random(int(os.environ.get("APTA_HOLD_STRESS_SEED", "1")))
+        N = ms.n
+        pid_of = {(o, val(o, 0, 0)): 0 for o in OBJS}   # (obj, data of line 0) -> put id
+        rank = {(o, 0): 0 for o in OBJS}                  # (obj, put id) -> version (commit rank)
+        version = {o: 0 for o in OBJS}                    # PutCommits seen per object
+        epoch = [0] * N
+        op = [None] * N                                   # the server's operation in flight
+        txn_pid = {}                                      # (writer, txn, obj) -> put id
+        reads = []                                        # (server, obj, need, put id)
+        count = {"released": 0, "at_once": 0, "retry": 0, "cancelled": 0, "puts": 0, "plain": 0,
+                 "fences": 0, "cancels": 0}
+        state = {"issued": 0, "pid": 1, "seen": 0, "snp": 0, "moved": 0}
+        txn = [0] * N
+
+        def start(s):
+            o = rng.choice(OBJS)
+            r = rng.random()
+            if r < 0.35:
+                pid = state["pid"]; state["pid"] += 1
+                txn[s] = (txn[s] + 1) % 256
+                op[s] = {"kind": "put", "obj": o, "pid": pid, "txn": txn[s]}
+                pid_of[(o, val(o, pid, 0))] = pid
+                txn_pid[(s, txn[s], o)] = pid
+                put(ms, s, o, version=pid, txn=txn[s], epoch=epoch[s])
+                count["puts"] += 1
+            elif r < 0.45:
+                op[s] = {"kind": "get", "obj": o, "need": 0, "lines": {}}
+                ms.send(s, "ObjGet", epoch=epoch[s], obj=o)
+                count["plain"] += 1
+            else:
+                need = rng.randint(1, version[o] + 2)
+                op[s] = {"kind": "get", "obj": o, "need": need, "lines": {}, "at": version[o]}
+                ms.send(s, "ObjGet", epoch=epoch[s], obj=o, version=need)
+            state["issued"] += 1
+
+        def handle(n, f):
+            s = f["server"]
+            if n == "PutCommit":          # every commit counts, a fenced writer's too
+                o = f["obj"]
+                version[o] += 1
+                rank[(o, txn_pid[(s, f["txn"], o)])] = version[o]
+            if n == "RejoinAck":
+                epoch[s], op[s] = f["epoch"], None
+                return
+            if n == "GetCancelled":
+                assert f["version"] > version[f["obj"]], f"cancelled a committed version: {f}"
+            g = op[s]
+            if f["epoch"] != epoch[s] or g is None or g == "rejoin":
+                return                    # an answer of the old epoch, or to a fenced server
+            if n == "PutCommit":
+                op[s] = None
+            elif n == "PutRetry":         # staging full: the whole put again, same txn
+                put(ms, s, g["obj"], version=g["pid"], txn=g["txn"], epoch=epoch[s])
+            elif n == "ObjData":
+                g["lines"][f["line"]] = f["data"]
+                if len(g["lines"]) == SIZE:
+                    o = f["obj"]
+                    words = [g["lines"][l] for l in range(SIZE)]
+                    pid = pid_of.get((o, words[0]))
+                    assert pid is not None, f"server {s}: obj {o}: line 0 holds no put's data"
+                    assert words == [val(o, pid, l) for l in range(SIZE)], f"server {s}: obj {o}: torn {words}"
+                    if g["need"]:
+                        reads.append((s, o, g["need"], pid))
+                        count["released" if g["need"] > g["at"] else "at_once"] += 1
+                    op[s] = None
+            elif n == "GetRetry":
+                assert g["kind"] == "get" and f["version"] == g["need"] > 0, (s, f, g)
+                count["retry"] += 1
+                op[s] = None
+            elif n == "GetCancelled":
+                assert g["kind"] == "get" and f["version"] == g["need"], (s, f, g)
+                count["cancelled"] += 1
+                op[s] = None
+            else:
+                raise AssertionError(f"unexpected {n} {f}")
+
+        def drain_outputs():
+            for _n, f in ms.snp[state["snp"]:]:             # every BISnp acked at once
+                ms.ack(f["server"], f["epoch"], f["obj"])
+            state["snp"] = len(ms.snp)
+            new = ms.rsp[state["seen"]:]
+            state["seen"] = len(ms.rsp)
+            for n, f in new:
+                handle(n, f)
+            return bool(new)
+
+        cycle = 0
+        while state["issued"] < n_ops or any(o is not None for o in op):
+            await RisingEdge(dut.clock)
+            cycle += 1
+            assert cycle < 300 * n_ops + 20000, f"stress stuck: {op}"
+            if drain_outputs():
+                state["moved"] = cycle
+            if cycle - state["moved"] > 400:                # everyone waits: a workflow is cancelled
+                ms.cancel(rng.choice(OBJS))
+                count["cancels"] += 1
+                state["moved"] = cycle
+            for s in range(N):
+                if ms.req[s]:
+                    continue
+                if op[s] is None and state["issued"] < n_ops and rng.random() < 0.5:
+                    start(s)
+                elif (isinstance(op[s], dict) and op[s]["kind"] == "get" and op[s]["need"]
+                      and rng.random() < 0.001):
+                    ms.ctrl("Fence", s, epoch[s])           # the reader is fenced and rejoins
+                    ms.send(s, "Rejoin", epoch=epoch[s])
+                    op[s] = "rejoin"
+                    count["fences"] += 1
+        await ms.settle()
+        drain_outputs()
+        for o in OBJS:                                      # the end: nothing may stay held
+            ms.cancel(o)
+        await ms.settle()
+        assert not drain_outputs(), f"answers after the end: {ms.rsp[-3:]}"
+        assert all(o is None for o in op), f"gets without an answer (V2): {op}"
+        assert int(dut.io_status_held.value) == 0
+        for s, o, need, pid in reads:                       # V1 on the final ranks
+            assert (o, pid) in rank, f"server {s} read obj {o} put {pid}, never committed"
+            assert rank[(o, pid)] >= need, f"server {s} read version {rank[(o, pid)]} of obj {o}, named {need}"
+        dut._log.info("versioned stress: %d ops in %d cycles, %s", state["issued"], cycle, count)
+        for k in ("released", "at_once", "retry", "cancelled", "puts", "fences"):
+            assert count[k] > 0, f"the stress never reached {k}: {count}"
 
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ else ["ms3"])
 def test_ms_hold_runner(variant):
@@ -166,4 +307,4 @@ def test_ms_hold_runner(variant):
             raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
         pytest.skip("run `make rtl` first")
     tests, fails = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
-    assert tests >= 5 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 6 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
