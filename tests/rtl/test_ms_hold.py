@@ -158,7 +158,8 @@ if cocotb is not None:
         Each server runs one operation at a time: a put (a fresh put id in every line), a plain get,
         or a get naming a version from 1 to the object's committed version + 2 (so some are served
         at once, some held, some meet the full table). Every ObjBISnp is acked at once; a reader
-        is sometimes fenced and rejoins while its get waits; when nothing moves for a while (every
+        is sometimes fenced and rejoins while its get waits, a writer while its put is open or
+        committing (its commit, if it made one, still counts); when nothing moves for a while (every
         server waits for a version nobody writes) the control plane cancels an object, and at the
         end every object. Checked: V1, every ObjData of a versioned get holds a committed put whose
         version (its rank among the object's PutCommits) is at least the one named; no torn reply;
@@ -180,7 +181,7 @@ if cocotb is not None:
         txn_pid = {}                                      # (writer, txn, obj) -> put id
         reads = []                                        # (server, obj, need, put id)
         count = {"released": 0, "at_once": 0, "retry": 0, "cancelled": 0, "puts": 0, "plain": 0,
-                 "fences": 0, "cancels": 0}
+                 "fences": 0, "writer_fences": 0, "cancels": 0}
         state = {"issued": 0, "pid": 1, "seen": 0, "snp": 0, "moved": 0}
         txn = [0] * N
 
@@ -278,19 +279,32 @@ if cocotb is not None:
                     ms.send(s, "Rejoin", epoch=epoch[s])
                     op[s] = "rejoin"
                     count["fences"] += 1
+                elif isinstance(op[s], dict) and op[s]["kind"] == "put" and rng.random() < 0.002:
+                    ms.ctrl("Fence", s, epoch[s])           # the producer dies mid-put (or just after
+                    ms.send(s, "Rejoin", epoch=epoch[s])    # its commit): the held gets stay
+                    op[s] = "rejoin"
+                    count["writer_fences"] += 1
         await ms.settle()
         drain_outputs()
-        for o in OBJS:                                      # the end: nothing may stay held
+        # the end: a get of a version nobody will write, then the control plane cancels every
+        # object: that get is answered GetCancelled and nothing may stay held
+        op[0] = {"kind": "get", "obj": 1, "need": version[1] + 1, "lines": {}, "at": version[1]}
+        ms.send(0, "ObjGet", epoch=epoch[0], obj=1, version=version[1] + 1)
+        await ms.settle()
+        assert int(dut.io_status_held.value) == 1 and not drain_outputs(), ms.rsp[-3:]
+        for o in OBJS:
             ms.cancel(o)
         await ms.settle()
-        assert not drain_outputs(), f"answers after the end: {ms.rsp[-3:]}"
+        cancelled = count["cancelled"]
+        drain_outputs()
+        assert count["cancelled"] == cancelled + 1, f"the last get was not cancelled: {ms.rsp[-3:]}"
         assert all(o is None for o in op), f"gets without an answer (V2): {op}"
         assert int(dut.io_status_held.value) == 0
         for s, o, need, pid in reads:                       # V1 on the final ranks
             assert (o, pid) in rank, f"server {s} read obj {o} put {pid}, never committed"
             assert rank[(o, pid)] >= need, f"server {s} read version {rank[(o, pid)]} of obj {o}, named {need}"
         dut._log.info("versioned stress: %d ops in %d cycles, %s", state["issued"], cycle, count)
-        for k in ("released", "at_once", "retry", "cancelled", "puts", "fences"):
+        for k in ("released", "at_once", "retry", "cancelled", "puts", "fences", "writer_fences"):
             assert count[k] > 0, f"the stress never reached {k}: {count}"
 
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ else ["ms3"])
