@@ -21,6 +21,7 @@ case class AptaParams(
   txnBits: Int = ParamDefaults.txnBits,           // put transaction id width
   dataBits: Int = ParamDefaults.dataBits,        // one cache line (64 bytes)
   addrBits: Int = ParamDefaults.addrBits,         // host physical address width (object base in ObjBISnp)
+  versionBits: Int = ParamDefaults.versionBits,   // an object's version (its commit count): ObjGet's version field, the version table
   stagingSlots: Int = ParamDefaults.stagingSlots,      // OPC: concurrent put transactions staged (PutRetry when full)
   maxPendPerServer: Int = ParamDefaults.maxPendPerServer, // OIC: outstanding invalidations one server may owe per object
   snpRounds: Int = ParamDefaults.snpRounds,         // OIC: invalidation rounds (one commit or eviction each) queued for the BISnp issuer
@@ -34,7 +35,8 @@ case class AptaParams(
   oscBufLines: Int = ParamDefaults.oscBufLines,       // OSC: DRAM read credit (lines in flight or buffered)
   stallBackoff: Int = ParamDefaults.stallBackoff,      // OSC/OPC: cycles before a Stall'd get/commit is retried
   opcTimeout: Int = ParamDefaults.opcTimeout,        // OPC: abort an open put with no line for this many cycles (0 = never)
-  commitSeqBits: Int = ParamDefaults.commitSeqBits   // OPC: width of the committed-puts counter (status.commitSeq; wraps)
+  commitSeqBits: Int = ParamDefaults.commitSeqBits,  // OPC: width of the committed-puts counter (status.commitSeq; wraps)
+  holdSlots: Int = ParamDefaults.holdSlots          // OSC: hold-table entries of versioned gets (0: no hold or version table)
 ) {
   require(servers >= 1 && servers <= 64, s"servers must be 1..64 (sharer vector), got $servers")
   require(isPow2(dirSets), s"dirSets must be a power of two, got $dirSets")
@@ -57,6 +59,8 @@ case class AptaParams(
   require(oscBufLines >= 1 && stallBackoff >= 0 && opcTimeout >= 0, "oscBufLines >= 1, stallBackoff, opcTimeout >= 0")
   require(allocBase + (BigInt(linesPerObject) * lineBytes) < (BigInt(1) << addrBits),
     s"the allocator's arena (from $allocBase) must hold one largest object below 2^addrBits")
+  require(versionBits >= 1 && versionBits <= 64, s"versionBits must be 1..64, got $versionBits")
+  require(holdSlots >= 0, s"holdSlots must be >= 0, got $holdSlots")
   require(commitSeqBits >= 1 && commitSeqBits <= 64, s"commitSeqBits must be 1..64, got $commitSeqBits")
 
   // derived widths (names as in schema/messages.json "derived")
@@ -68,6 +72,8 @@ case class AptaParams(
   def wayBits: Int = log2Up(dirWays)
   def slotBits: Int = log2Up(stagingSlots)
   def pendBits: Int = log2Up(maxPendPerServer + 1)
+  /** a count of hold-table entries 0..holdSlots (status.held) */
+  def heldBits: Int = log2Up(holdSlots + 1)
   def setIdxBits: Int = log2Up(dirSets)               // a set index signal (>= 1 bit; constant 0 when dirSets = 1)
   /** OIC: acks one server may owe in total (every entry at its per-object bound) */
   /** bytes of one line = one AXI beat */
@@ -96,7 +102,7 @@ case class AptaParams(
     "servers" -> servers, "epochBits" -> epochBits, "objIdBits" -> objIdBits,
     "linesPerObject" -> linesPerObject, "txnBits" -> txnBits, "dataBits" -> dataBits,
     "addrBits" -> addrBits, "serverBits" -> serverBits, "lineBits" -> lineBits,
-    "lineCountBits" -> lineCountBits)
+    "lineCountBits" -> lineCountBits, "versionBits" -> versionBits)
 }
 
 /** Mixed into modules and bundles that need the parameters' derived widths. */

@@ -13,6 +13,8 @@ class MsStatus(implicit p: AptaParams) extends Bundle {
   val commitSeq = UInt(p.commitSeqBits.W)
   /** acks each server owes over all objects (the core's sums: no walk of the objects) */
   val pendTotal = Vec(p.servers, UInt(p.totalPendBits.W))
+  /** versioned gets held by the OSC whose version has not committed (issue 19) */
+  val held = UInt(p.heldBits.W)
 }
 
 /** The memory server (rtl/MEMSERVER.md): one request port per compute server, shared rsp / snp /
@@ -49,6 +51,10 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
     val memBytes = Input(UInt(p.addrBits.W))
     /** one refused or discarded input or aborted transaction (MsErrCode) */
     val err = Valid(new MsErr)
+    /** the control plane cancels the held gets of this object whose version has not committed:
+      * each is answered GetCancelled (issue 19: the workflow was cancelled, or the producer's
+      * re-execution budget is spent, so the version can never commit) */
+    val cancel = Flipped(Decoupled(UInt(p.objIdBits.W)))
     /** nothing in flight anywhere in the memory server */
     val idle = Output(Bool())
     /** `mutantPort` variants only (ms3_mutants): one deliberate bug of rtl/Mutants.scala, core or OSC/OPC */
@@ -105,7 +111,8 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   origin.io.enq.valid := core.io.ctrl.fire
   origin.io.enq.bits := !cpFirst
   val toRsp = origin.io.deq.valid && origin.io.deq.bits
-  val rspArb = Module(new RRArbiter(UInt(flitBits.W), 3))
+  val rspArb = Module(new RRArbiter(UInt(flitBits.W), 4))   // OSC, OPC, RejoinAck, OSC's GetRetry/GetCancelled
+  val versReady = Wire(Bool())
   io.ctrlResp.valid := core.io.ctrlResp.valid && !toRsp
   io.ctrlResp.bits := core.io.ctrlResp.bits
   rspArb.io.in(2).valid := core.io.ctrlResp.valid && toRsp
@@ -140,6 +147,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   io.status.schedulable := core.io.status.schedulable
   io.status.commitSeq := opc.io.commitSeq
   io.status.pendTotal := core.io.status.pendTotal
+  io.status.held := osc.io.held
 
   val reqArb = Module(new RRArbiter(new CoreReq, 2))
   reqArb.io.in(0) <> osc.io.coreReq
@@ -175,7 +183,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
         !osc.io.pending(i) && (op === MsgOpcode.ObjGet.U || opc.io.in.ready)))
     (io.req(i).valid && canGo, code, d, f, op)
   }
-  val go = VecInit(heads.map(_._1)).asUInt
+  val go = VecInit(heads.map(_._1)).asUInt & Fill(n, versReady)   // (none during the version table's reset sweep)
   val last = RegInit(0.U(p.serverBits.W))
   val (anyGo, gi) = RoundRobin(go, last)
   when(anyGo) { last := gi }
@@ -189,6 +197,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   osc.io.get.bits.server := gi
   osc.io.get.bits.epoch := gm.epoch
   osc.io.get.bits.obj := gm.obj
+  osc.io.get.bits.version := ObjGetMsg.fromFlit(g).version
   opc.io.in.valid := false.B
   opc.io.in.bits.opcode := gOp
   opc.io.in.bits.flit := g
@@ -235,6 +244,8 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   osc.io.lkRes := map.io.res(0)
   opc.io.lkRes := map.io.res(1)
   map.io.upd <> io.mapUpd
+  map.io.upd.valid := io.mapUpd.valid && versReady
+  io.mapUpd.ready := map.io.upd.ready && versReady
   io.mapUpdDone := map.io.updDone
   map.io.memBytes := io.memBytes
   map.io.mutant.foreach(_ := io.mutant.get)
@@ -252,8 +263,30 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
 
   rspArb.io.in(0) <> osc.io.rsp
   rspArb.io.in(1) <> opc.io.rsp
+  rspArb.io.in(3) <> osc.io.holdRsp
   io.rsp <> rspArb.io.out
 
-  io.idle := core.io.idle && osc.io.idle && opc.io.idle && map.io.idle && port.io.idle &&
+  // ---- versions and the hold table (issue 19) ------------------------------------------------------
+  osc.io.fenced := fenced
+  osc.io.epochs := epochs
+  osc.io.fenceAbort := opc.io.fenceAbort
+  osc.io.cancel <> io.cancel
+  if (p.holdSlots > 0) {
+    val vers = Module(new VersionTable)
+    vers.io.commit := opc.io.committed
+    vers.io.clear.valid := map.io.updDone.valid && map.io.updDone.bits.code === MapUpdCode.ok
+    vers.io.clear.bits := map.io.updDone.bits.obj
+    vers.io.rdObj := gm.obj
+    osc.io.ver := vers.io.rdVer
+    osc.io.bumped := vers.io.bumped
+    versReady := vers.io.ready
+  } else {                    // no hold table: every versioned get is answered GetRetry
+    osc.io.ver := 0.U
+    osc.io.bumped.valid := false.B
+    osc.io.bumped.bits := DontCare
+    versReady := true.B
+  }
+
+  io.idle := core.io.idle && osc.io.idle && opc.io.idle && map.io.idle && port.io.idle && versReady &&
     !origin.io.deq.valid && !rejoin.valid && !io.err.valid
 }

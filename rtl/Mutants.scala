@@ -51,10 +51,21 @@ object Mutants {
   val allocNoExhaustion = Mutant(15, "alloc_no_exhaustion",
     "the capacity check is gone: extents are carved beyond the DRAM instead of answering noSpace", "ms")
 
+  // ---- the OSC's hold table of versioned gets (issue 19) ---------------------------------------------------
+  val holdReleaseOld = Mutant(16, "hold_release_old",
+    "a held get is released at once, before its version committed: the reader gets the old version (model: M_RELEASE_OLD)", "ms")
+  val holdDropAtWriterFence = Mutant(17, "hold_drop_at_writer_fence",
+    "fencing a writer whose open put is aborted also drops the gets held for its object (model: M_FENCE_DROPS_HOLDS)", "ms")
+  val holdWakeExact = Mutant(18, "hold_wake_exact",
+    "the version comparator tests equality instead of >=: a get naming a version older than the current one is held for ever (model: M_RELEASE_EXACT)", "ms")
+  val holdFullNoRetry = Mutant(19, "hold_full_no_retry",
+    "a versioned get meeting a full hold table is dropped without its GetRetry", "ms")
+
   val all: Seq[Mutant] = Seq(sharersKeptOnCommit, ackNotDecremented, acceptInSI, fenceIgnored,
     oldEpochAck, getSAtoS, commitStalledInSA,
     oscNoForward, noGetCommitInterlock, fenceKeepsOpenPut, retryNotIdempotent, commitBeforeCore,
-    epochWraps, allocOverlap, allocNoExhaustion)
+    epochWraps, allocOverlap, allocNoExhaustion,
+    holdReleaseOld, holdDropAtWriterFence, holdWakeExact, holdFullNoRetry)
   require(all.map(_.id).distinct.size == all.size && !all.exists(_.id == 0), "mutant ids unique, 0 = none")
 
   /** width of io_mutant */

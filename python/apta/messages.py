@@ -79,6 +79,7 @@ class Field:
     lo: int          # bit offset in the flit
     min: int
     max: int
+    default: int | None = None   # a field the encoder may omit (schema "default": the versioned get's version)
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ class Schema:
                 fd = raw["fields"][fname]
                 w = _expr(fd["width"], params)
                 fields.append(Field(fname, w, lo, _expr(fd.get("min", 0), params),
-                                    _expr(fd.get("max", (1 << w) - 1), params)))
+                                    _expr(fd.get("max", (1 << w) - 1), params), fd.get("default")))
                 lo += w
             msg = Message(m["name"], m["opcode"], m["channel"], tuple(fields), lo)
             if msg.opcode in self.by_opcode or not 0 < msg.opcode < (1 << self.opcode_bits):
@@ -128,7 +129,8 @@ class Schema:
 
     # ---- codec ---------------------------------------------------------------------------------
     def encode(self, name: str, fields: dict | None = None, **kw) -> int:
-        """Pack a message into a flit; every field required, each within its range."""
+        """Pack a message into a flit; every field required (but one with a schema default, which
+        an omitted field takes), each within its range."""
         vals = dict(fields or {}, **kw)
         msg = self.messages.get(name)
         if msg is None:
@@ -139,9 +141,9 @@ class Schema:
             raise MessageError(f"unexpected field(s) {', '.join(extra)}", name, extra[0])
         flit = msg.opcode
         for f in msg.fields:
-            if f.name not in vals:
+            if f.name not in vals and f.default is None:
                 raise MessageError("missing field", name, f.name)
-            v = vals[f.name]
+            v = vals.get(f.name, f.default)
             if isinstance(v, bool) or not isinstance(v, int):
                 raise MessageError(f"not an integer: {v!r}", name, f.name)
             if not f.min <= v <= f.max:

@@ -197,9 +197,9 @@ def _validate_core_state(state: dict, sw: str, ids: set, n: int, maxpend: int) -
 
 
 # --- memory-server vectors (rtl/MEMSERVER.md "Test vectors of the memory server") ---------------
-MS_PORTS = ("req", "birsp", "ctrl", "drain", "timeout")
+MS_PORTS = ("req", "birsp", "ctrl", "drain", "timeout", "cancel")
 MS_REQ_OPS = ("ObjGet", "PutPrepare", "PutLine", "Rejoin")
-MS_RSP_OPS = ("ObjData", "PutCommit", "PutRetry", "RejoinAck")
+MS_RSP_OPS = ("ObjData", "PutCommit", "PutRetry", "RejoinAck", "GetRetry", "GetCancelled")
 MS_ERRS = ("zombie", "noTxn", "timeout", "fenceAbort")
 MS_PARAMS = ("servers", "stagingSlots", "dirWays", "linesPerObject", "maxPendPerServer")
 LINE_BYTES = 64
@@ -216,6 +216,8 @@ def line_word(obj: int, line: int, val: int) -> int:
 def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
     """Check one memory-server scenario; raises VectorError("<field>: <problem>")."""
     params = _header(sc, known_cells, MS_PARAMS)
+    if "holdSlots" in params:            # versioned gets (issue 19): the hold table's size
+        _int(params, "holdSlots", "params", 1)
     n, nl = params["servers"], params["linesPerObject"]
     sizes = _objects(sc, nl, obj_min=1, align=LINE_BYTES)
 
@@ -234,6 +236,9 @@ def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
             port = _str(s, "port", sw, MS_PORTS, "port")
             if port in ("drain", "timeout"):
                 continue
+            if port == "cancel":             # the control plane cancels the object's held gets
+                obj(s, sw)
+                continue
             _int(s, "server", sw, 0, n - 1)
             _int(s, "epoch", sw)
             if port == "ctrl":
@@ -244,6 +249,8 @@ def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
                 obj(s, sw)
             if op in ("PutPrepare", "PutLine"):
                 _int(s, "txn", sw)
+            if op == "ObjGet" and "version" in s:
+                _int(s, "version", sw, 1)
             if op == "PutLine":
                 _int(s, "line", sw, 0, nl - 1)
                 _int(s, "val", sw)
@@ -259,6 +266,8 @@ def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
             if op == "ObjData":
                 _int(m, "line", mw, 0, nl - 1)
                 _int(m, "val", mw)
+            elif op in ("GetRetry", "GetCancelled"):
+                _int(m, "version", mw, 1)
             elif op != "RejoinAck":
                 _int(m, "txn", mw)
         for j, m in enumerate(_list(ex, "snp", ew)):
@@ -278,6 +287,8 @@ def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
         sw = f"{ew}.state"
         _validate_core_state(state, sw, set(sizes), n, params["maxPendPerServer"])
         _int(state, "commitSeq", sw)
+        if "held" in state:
+            _int(state, "held", sw, 0, params.get("holdSlots", 0))
         mem = state.get("mem", {})
         if not isinstance(mem, dict):
             raise _Bad(f"{sw}.mem", "expected an object {obj id: [put id per line]}")

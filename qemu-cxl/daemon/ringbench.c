@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
           requests += 1 + lines;
           txn[g]++;
         } else {
-          apta_ObjGet m = {g, epoch[g], obj0 + g};
+          apta_ObjGet m = {g, epoch[g], obj0 + g, 0};
           apta_pack_ObjGet(f, &m);
           produce(g, f, seq[g]++);
           requests++;

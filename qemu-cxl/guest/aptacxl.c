@@ -308,7 +308,7 @@ int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached) {
   uint8_t f[APTA_FLIT_BYTES];
   drain_stale(c);
   if (wait_room(c, 1, deadline)) return c->st.timeouts++, ACX_ETIMEOUT;
-  apta_ObjGet m = {c->g, c->epoch, obj};
+  apta_ObjGet m = {c->g, c->epoch, obj, 0};   /* version 0: any (unversioned get) */
   apta_pack_ObjGet(f, &m);
   c->inflight = 1, c->inflight_obj = obj, c->inflight_snooped = 0;
   uint32_t my = produce(c, f);

@@ -358,7 +358,7 @@ static int garbage(long count) {
         apta_PutPrepare p = {G, C.epoch, unknown, 0};
         apta_pack_PutPrepare(f, &p);
       } else {
-        apta_ObjGet m = {k == 1 ? (G + 1) % APTA_P_servers : G, C.epoch, k == 4 ? unknown : 1};
+        apta_ObjGet m = {k == 1 ? (G + 1) % APTA_P_servers : G, C.epoch, k == 4 ? unknown : 1, 0};
         apta_pack_ObjGet(f, &m);
         if (k == 2) bits = APTA_FLIT_BITS + 5;
         if (k == 3) f[(APTA_FLIT_BITS - 1) / 8] |= (uint8_t)(1u << ((APTA_FLIT_BITS - 1) % 8));

@@ -58,6 +58,10 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     val probeHit = Output(Bool())
     /** committed puts (the control plane's commit sequence number) */
     val commitSeq = Output(UInt(p.commitSeqBits.W))
+    /** the object of this cycle's commit (the version table counts it; the hold table wakes on it) */
+    val committed = Valid(UInt(p.objIdBits.W))
+    /** the object of an open put aborted because its writer was fenced or rejoined */
+    val fenceAbort = Valid(UInt(p.objIdBits.W))
     /** no open, committing or draining slot */
     val idle = Output(Bool())
     /** `mutantPort` variants only: the deliberate bug to switch on (rtl/Mutants.scala) */
@@ -237,6 +241,8 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   }
   val cs = slots(cSlot)
   io.coreResp.ready := rspArb.io.in(0).ready
+  io.committed.valid := io.coreResp.fire && io.coreResp.bits.result === ReqResult.Committed
+  io.committed.bits := cs.obj
   when(io.coreResp.fire) {
     assert(io.coreResp.bits.op === ReqOp.Commit && inCore, "the OPC's own answer")
     inCore := false.B
@@ -297,6 +303,8 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   errArb.io.in(0).valid := stale.reduce(_ || _) && !mut.on(Mutants.fenceKeepsOpenPut)
   errArb.io.in(0).bits := MsErr(MsErrCode.fenceAbort, slots(ai).owner, slots(ai).obj, slots(ai).txn, 0)
   when(errArb.io.in(0).fire) { slots(ai).st := SlotSt.Free }
+  io.fenceAbort.valid := errArb.io.in(0).fire
+  io.fenceAbort.bits := slots(ai).obj
   age.foreach { a =>
     for (i <- 0 until S) when(isSt(slots(i), SlotSt.Open) && a(i) =/= p.opcTimeout.U) { a(i) := a(i) + 1.U }
     val old = (0 until S).map(i => isSt(slots(i), SlotSt.Open) && a(i) === p.opcTimeout.U && !stale(i))

@@ -8,6 +8,8 @@ class GetReq(implicit p: AptaParams) extends Bundle {
   val server = UInt(p.serverBits.W)
   val epoch = UInt(p.epochBits.W)
   val obj = UInt(p.objIdBits.W)
+  /** the minimum version it needs (0: any, the paper's get) */
+  val version = UInt(p.versionBits.W)
 }
 
 /** One staging line the OSC reads (slot, line) */
@@ -54,6 +56,22 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     val err = Decoupled(new MsErr)
     /** no get in progress */
     val idle = Output(Bool())
+    // ---- the hold table of versioned gets (issue 19) ----
+    /** the version of `get.bits.obj` now (VersionTable, this cycle's commit included) */
+    val ver = Input(UInt(p.versionBits.W))
+    /** a commit and the object's new version: wakes its held gets */
+    val bumped = Flipped(Valid(new VerEvent))
+    /** the OPC aborted a fenced writer's open put of this object (only `hold_drop_at_writer_fence` reads it) */
+    val fenceAbort = Flipped(Valid(UInt(p.objIdBits.W)))
+    /** the core's fenced bits and epochs: a held get of a fenced or rejoined server is dropped */
+    val fenced = Input(UInt(p.servers.W))
+    val epochs = Input(Vec(p.servers, UInt(p.epochBits.W)))
+    /** the control plane cancels the held gets of this object whose version has not committed */
+    val cancel = Flipped(Decoupled(UInt(p.objIdBits.W)))
+    /** GetRetry and GetCancelled flits */
+    val holdRsp = Decoupled(UInt(flitBits.W))
+    /** held gets whose version has not committed */
+    val held = Output(UInt(p.heldBits.W))
     /** `mutantPort` variants only: the deliberate bug to switch on (rtl/Mutants.scala) */
     val mutant = if (p.mutantPort) Some(Input(UInt(Mutants.width.W))) else None
   })
@@ -68,15 +86,104 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   for (i <- 0 until n) when(pWait(i) =/= 0.U) { pWait(i) := pWait(i) - 1.U }
   io.pending := pValid
 
-  io.get.ready := !pValid(io.get.bits.server)
-  val setP = WireDefault(0.U(n.W))
+  val setP = WireDefault(0.U(n.W))       // a get taken from the port
+  val setRel = WireDefault(0.U(n.W))     // a held get released (another server: see io.get.ready)
   val clrP = WireDefault(0.U(n.W))
-  when(io.get.fire) {
+
+  // ---- the hold table (rtl/MEMSERVER.md "Versioned gets"): a versioned get whose version has not
+  // committed waits here, not at its server's port; the commit of its object wakes it (no polling)
+  // and it leaves through the pending get of its server, served as any get (the core's cells) ----
+  val H = p.holdSlots
+  class Held extends Bundle {
+    val valid = Bool()
+    /** its version committed: to be released into its server's pending get */
+    val woken = Bool()
+    /** the control plane cancelled it: to be answered GetCancelled */
+    val cancel = Bool()
+    val server = UInt(p.serverBits.W)
+    val epoch = UInt(p.epochBits.W)
+    val obj = UInt(p.objIdBits.W)
+    val need = UInt(p.versionBits.W)
+  }
+  // (holdSlots = 0: one entry that is never used, so the logic below needs no special case)
+  val hold = RegInit(VecInit(Seq.fill(H max 1)(0.U.asTypeOf(new Held))))
+  /** the one version comparator (the hold decision and the wake-up): has `need` committed at `ver`? */
+  def reached(ver: UInt, need: UInt): Bool = Mux(mut.on(Mutants.holdWakeExact), ver === need, ver >= need)
+  val holdOut = Module(new Queue(UInt(flitBits.W), 2))
+  io.holdRsp <> holdOut.io.deq
+  def retryFlit(s: UInt, e: UInt, o: UInt, v: UInt): UInt = {
+    val m = Wire(new GetRetryMsg)
+    m.server := s; m.epoch := e; m.obj := o; m.version := v
+    GetRetryMsg.toFlit(m)
+  }
+  def cancelledFlit(s: UInt, e: UInt, o: UInt, v: UInt): UInt = {
+    val m = Wire(new GetCancelledMsg)
+    m.server := s; m.epoch := e; m.obj := o; m.version := v
+    GetCancelledMsg.toFlit(m)
+  }
+  val free = hold.map(!_.valid)
+  val anyFree = if (H == 0) false.B else free.reduce(_ || _)
+  val fi = PriorityEncoder(free)
+  val notYet = io.get.bits.version =/= 0.U && (if (H == 0) true.B else !reached(io.ver, io.get.bits.version))
+  val retryNow = io.get.valid && notYet && !anyFree          // hold table full: GetRetry at once
+  // a woken entry goes to its server's pending get (one per cycle)
+  val relCand = hold.map(h => h.valid && h.woken && !h.cancel && !pValid(h.server))
+  val relAny = relCand.reduce(_ || _)
+  val ri = PriorityEncoder(relCand)
+  val rel = hold(ri)
+  io.get.ready := Mux(notYet, Mux(anyFree, true.B, holdOut.io.enq.ready || mut.on(Mutants.holdFullNoRetry)),
+    !pValid(io.get.bits.server) && !(relAny && rel.server === io.get.bits.server))
+  when(io.get.fire && !notYet) {
     setP := UIntToOH(io.get.bits.server, n)
     pEpoch(io.get.bits.server) := io.get.bits.epoch
     pObj(io.get.bits.server) := io.get.bits.obj
   }
-  pValid := (pValid | setP) & ~clrP
+  if (H > 0) {
+    for (i <- 0 until H) {
+      val h = hold(i)
+      // a commit of its object wakes it once its version is reached
+      when(h.valid && !h.cancel && io.bumped.valid && io.bumped.bits.obj === h.obj &&
+          reached(io.bumped.bits.ver, h.need)) {
+        h.woken := true.B
+      }
+      // its server was fenced or rejoined: nobody is left to answer (the model's DropHolds)
+      when(h.valid && (io.fenced(h.server) || io.epochs(h.server) =/= h.epoch)) { h.valid := false.B }
+      when(mut.on(Mutants.holdDropAtWriterFence) && h.valid && io.fenceAbort.valid && io.fenceAbort.bits === h.obj) {
+        h.valid := false.B
+      }
+    }
+    when(relAny) {
+      setRel := UIntToOH(rel.server, n)
+      pEpoch(rel.server) := rel.epoch
+      pObj(rel.server) := rel.obj
+      rel.valid := false.B
+    }
+    when(io.get.fire && notYet && anyFree) {
+      val h = hold(fi)
+      h.valid := true.B
+      h.woken := mut.on(Mutants.holdReleaseOld)
+      h.cancel := false.B
+      h.server := io.get.bits.server
+      h.epoch := io.get.bits.epoch
+      h.obj := io.get.bits.obj
+      h.need := io.get.bits.version
+    }
+  }
+  // cancel: every held get of the object whose version has not committed is answered GetCancelled
+  val cancelling = hold.map(h => h.valid && h.cancel)
+  val anyCancel = cancelling.reduce(_ || _)
+  val ci = PriorityEncoder(cancelling)
+  io.cancel.ready := !anyCancel
+  when(io.cancel.fire) {
+    for (h <- hold) when(h.valid && !h.woken && h.obj === io.cancel.bits) { h.cancel := true.B }
+  }
+  holdOut.io.enq.valid := (retryNow && !mut.on(Mutants.holdFullNoRetry)) || (anyCancel && !retryNow)
+  holdOut.io.enq.bits := Mux(retryNow,
+    retryFlit(io.get.bits.server, io.get.bits.epoch, io.get.bits.obj, io.get.bits.version),
+    cancelledFlit(hold(ci).server, hold(ci).epoch, hold(ci).obj, hold(ci).need))
+  if (H > 0) when(holdOut.io.enq.fire && !retryNow) { hold(ci).valid := false.B }
+  io.held := PopCount(hold.map(h => h.valid && !h.woken))
+  pValid := (pValid | setP | setRel) & ~clrP
 
   val sIdle :: sLook :: sLookW :: sCore :: sCoreW :: sStream :: sErrRsp :: sErrRep :: Nil = Enum(8)
   val state = RegInit(sIdle)
@@ -184,5 +291,6 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     clrP := UIntToOH(cur, n)
     state := sIdle
   }
-  io.idle := state === sIdle && pValid === 0.U && inFlight === 0.U && !buf.io.deq.valid
+  io.idle := state === sIdle && pValid === 0.U && inFlight === 0.U && !buf.io.deq.valid &&
+    !hold.map(h => h.valid && (h.woken || h.cancel)).reduce(_ || _) && !holdOut.io.deq.valid
 }

@@ -73,7 +73,7 @@ NETLIST_VARIANTS = (("stress", "CoherenceCore"), ("m2s1w1", "CoherenceCore"), ("
 
 # the memory-server top (rtl/MEMSERVER.md) at the paper's scale, synthesized for its controllers' numbers
 MS_VARIANT = "default"
-MS_CONTROLLERS = ("MemoryServer", "Osc", "Opc", "ObjMap", "AxiPort", "CoherenceCore", "MsgDecoder")
+MS_CONTROLLERS = ("MemoryServer", "Osc", "VersionTable", "Opc", "ObjMap", "AxiPort", "CoherenceCore", "MsgDecoder")
 
 
 def synth_memory_server(rtl: Path, out: Path, variant: str) -> dict | None:

@@ -183,7 +183,10 @@ type
                 -- the OSC/OPC table of the memory-server top (rtl/MEMSERVER.md "Cells")
                 V_osc_get_mem, V_osc_get_forward, V_osc_get_open,
                 V_opc_prepare_open, V_opc_prepare_full, V_opc_line_stage, V_opc_line_commit,
-                V_opc_line_orphan, V_opc_drain, V_opc_abort_fence, V_opc_abort_timeout, V_opc_zombie };
+                V_opc_line_orphan, V_opc_drain, V_opc_abort_fence, V_opc_abort_timeout, V_opc_zombie,
+                -- its hold table of versioned gets (VERSIONED, issue 19)
+                V_osc_hold, V_osc_hold_full, V_osc_release, V_osc_hold_keep, V_osc_hold_drop,
+                V_osc_hold_cancel };
 
   -- memory server
   DState: enum { D_I, D_S, D_SA, D_SI };    -- OTC directory states (S^A written SA)
@@ -553,7 +556,7 @@ end;
 -- c's held gets go with c's epoch (fence, rejoin): nobody is left to answer.
 procedure DropHolds(c: Server);
 begin
-  for h: HoldSlot do if hold[h].valid & hold[h].c = c then FreeHold(h); end; end;
+  for h: HoldSlot do if hold[h].valid & hold[h].c = c then VecCell(V_osc_hold_drop); FreeHold(h); end; end;
 end;
 
 -- Ghost guard of the runtime's cancellation: no put of o can commit any more (the run's puts are
@@ -592,6 +595,9 @@ begin
   end;
   DropHolds(c);
   for s: Slot do
+    if staging[s].st = SlotOpen & staging[s].owner = c
+       & exists h: HoldSlot do hold[h].valid & hold[h].o = staging[s].obj end
+    then VecCell(V_osc_hold_keep); end;                -- the producer's put aborts, its readers wait
     if MUTANT = M_FENCE_DROPS_HOLDS & staging[s].st = SlotOpen & staging[s].owner = c then
       for h: HoldSlot do                            -- the wrong abort: its readers' gets go too
         if hold[h].valid & hold[h].o = staging[s].obj then FreeHold(h); end;
@@ -1067,6 +1073,7 @@ ruleset c: Server do
   begin
     VecStep();
     cover "get held until its version commits" true;
+    VecCell(V_osc_hold);
     found := false;
     for h: HoldSlot do
       if !found & !hold[h].valid then
@@ -1083,6 +1090,7 @@ ruleset c: Server do
   ==>
   begin
     VecStep();
+    VecCell(V_osc_hold_full);
     SendRsp(c, Message(GetRetry, req[c].q[0].obj, mepoch[c]));
     PopReq(c);
   end;
@@ -1227,6 +1235,7 @@ ruleset h: HoldSlot do
     VecStep();
     c := hold[h].c; o := hold[h].o;
     cover "held get released with a newer version than it named" commits[o] > hold[h].need;
+    VecCell(V_osc_release);
     FreeHold(h);
     ServeGet(c, o);
   end;
@@ -1238,6 +1247,7 @@ ruleset h: HoldSlot do
   begin
     VecStep();
     c := hold[h].c; o := hold[h].o;
+    VecCell(V_osc_hold_cancel);
     FreeHold(h);
     SendRsp(c, Message(GetCancelled, o, mepoch[c]));
   end;

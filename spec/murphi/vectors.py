@@ -241,7 +241,7 @@ class View:
             v = self.s.get(f"{q}.{name}", "Undefined")
             return None if v == "Undefined" else int(v.rsplit("_", 1)[-1])
         return {"mtype": self.v(f"{q}.mtype"), "epoch": num("epoch"), "obj": num("obj"),
-                "line": num("line"), "val": num("val")}
+                "line": num("line"), "val": num("val"), "need": num("need")}
 
     def nreq(self, c: int) -> int:
         return int(self.v(f"req[Server_{c}].n"))
@@ -270,12 +270,40 @@ class View:
         return any(self.slot(k)["st"] == "SlotDraining" for k in range(self.nslots))
 
     def ms(self) -> dict:
-        """The expected `state` of MEMSERVER.md: the core's, commitSeq, and DRAM when settled."""
-        st = {**self.core(), "commitSeq": self.commits()}
+        """The expected `state` of MEMSERVER.md: the core's, commitSeq, the hold table's waiting
+        entries (`held`), and DRAM when settled."""
+        st = {**self.core(), "commitSeq": self.commits(), "held": len(self.waiting_holds())}
         if not self.draining():
             st["mem"] = {str(o + 1): [self.mem(o, l) for l in range(self.nlines)]
                          for o in range(self.nobj)}
         return st
+
+    # the OSC's hold table (VERSIONED, issue 19)
+    def holds(self) -> list[dict]:
+        """Valid hold-table entries: {h, c, o, need}."""
+        out, h = [], 0
+        while f"hold[HoldSlot_{h}].valid" in self.s:
+            if self.v(f"hold[HoldSlot_{h}].valid") == "true":
+                out.append({"h": h, "c": int(self.v(f"hold[HoldSlot_{h}].c").rsplit("_", 1)[1]),
+                            "o": int(self.v(f"hold[HoldSlot_{h}].o").rsplit("_", 1)[1]),
+                            "need": int(self.v(f"hold[HoldSlot_{h}].need"))})
+            h += 1
+        return out
+
+    def version(self, o: int) -> int:
+        return int(self.v(f"commits[Obj_{o}]"))
+
+    def waiting_holds(self) -> list[dict]:
+        """Held gets whose version has not committed: the RTL's hold table. (A woken entry leaves
+        the RTL's table at once for the OSC's pending get, which the core may still Stall while its
+        server owes an ack; the model keeps it until the release rule.)"""
+        return [x for x in self.holds() if x["need"] > self.version(x["o"])]
+
+    def releasable(self) -> list[dict]:
+        """Held gets the model may release now (HeldReady & GetServable, no eviction here): the
+        RTL serves them at once."""
+        return [x for x in self.holds() if x["need"] <= self.version(x["o"]) and self.pend(x["o"], x["c"]) == 0
+                and self.dst(x["o"]) in ("I", "S", "SA")]
 
     def slot(self, k: int) -> dict:
         p = f"staging[Slot_{k}]"
@@ -331,6 +359,9 @@ class Translator:
         k = {n: int(constants[n]) for n in ("NUM_SERVERS", "NUM_OBJECTS", "STAGING_SLOTS",
                                              "NUM_LINES", "DIR_CAPACITY", "MAX_PUTS")}
         self.config = config
+        # the OSC's hold table (VERSIONED configurations only; 0: no versioned gets)
+        versioned = str(constants.get("VERSIONED", False)).lower() == "true"
+        self.hold_slots = int(constants.get("HOLD_SLOTS", 1)) if versioned else 0
         self.n, self.nobj = k["NUM_SERVERS"], k["NUM_OBJECTS"]
         self.nslots, self.nlines, self.cap = k["STAGING_SLOTS"], k["NUM_LINES"], k["DIR_CAPACITY"]
         self.params = {"servers": self.n, "dirSets": 1, "dirWays": self.cap,
@@ -545,16 +576,44 @@ class MsTranslator(Translator):
         self.queue = [[] for _ in range(self.n)]   # txn of every message in req[c], in order
         self.slot_txn = [None] * self.nslots
         steps = []
+        wake = None      # the step after which a held get became releasable: the RTL serves it there
         for i in range(1, len(trace)):
             rule, params, post = trace[i]
-            st = self.ms_step(rule, params, self.view(trace[i - 1][2]), self.view(post))
+            pre = self.view(trace[i - 1][2])
+            if rule.startswith("OSC release"):
+                # The model releases as a step of its own, the RTL at once (the commit, or the ack
+                # its server owed, wakes it): the ObjData and the state after the release belong to
+                # the step that made it releasable; nothing the memory server sees happens between.
+                self._track_queue(pre, self.view(post))
+                h = next((x for x in pre.holds() if x["h"] == params.get("h")), None)
+                if wake is None or h is None or h not in pre.releasable():
+                    raise CheckError(f"inconsistent trace: {rule} [{params}] without a releasable held get")
+                c, o = h["c"], h["o"]
+                wake["expect"]["rsp"] += [{"op": "ObjData", "server": c, "epoch": pre.mepoch(c), "obj": o + 1,
+                                           "line": l, "val": pre.mem_view(o, l)} for l in range(self.nlines)]
+                wake["expect"]["state"] = self.view(post).ms()
+                wake["rule"] += f" + {self._rule_text(rule, params)}"
+                wake = None if not self.view(post).releasable() else wake
+                continue
+            st = self.ms_step(rule, params, pre, self.view(post))
             if st is not None:
+                if wake is not None:
+                    raise CheckError(f"{self.config}/{cell}: the model took {rule!r} before releasing a "
+                                     "releasable held get; the RTL releases at once")
                 steps.append(st)
+                if self.view(post).releasable():
+                    wake = st
+            elif self.view(post).releasable() and not pre.releasable():
+                raise CheckError(f"inconsistent trace: {rule!r} made a held get releasable but maps to no step")
+        if wake is not None:
+            raise CheckError(f"{self.config}/{cell}: the trace ends with a releasable held get the model "
+                             "has not released (the RTL would have served it)")
         if not steps:
             raise CheckError(f"{self.config}/{cell}: the trace has no step the memory server sees")
         sc = {"id": f"{self.config}/{cell}", "config": self.config, "cell": cell,
               "params": {"servers": self.n, "stagingSlots": self.nslots, "dirWays": self.cap,
-                         "linesPerObject": self.nlines, "maxPendPerServer": self.params["maxPendPerServer"]},
+                         "linesPerObject": self.nlines, "maxPendPerServer": self.params["maxPendPerServer"],
+                         **({"holdSlots": self.hold_slots} if self.hold_slots else {})},
               "objects": self.objects, "steps": steps}
         try:
             vectors_io.validate_ms(sc, tuple(cells.ids() + cells.ids("ms")))
@@ -583,6 +642,8 @@ class MsTranslator(Translator):
         st = {"port": "req", "op": op, "server": c, "epoch": m["epoch"]}
         if op != "Rejoin":
             st["obj"] = m["obj"] + 1
+        if op == "ObjGet" and m.get("need"):
+            st["version"] = m["need"]           # a versioned get (0, the paper's get: omitted)
         if op in ("PutPrepare", "PutLine"):
             st["txn"] = txn
         if op == "PutLine":
@@ -651,6 +712,22 @@ class MsTranslator(Translator):
             rsp.append({"op": "PutRetry", "server": sl["owner"], "epoch": sl["epoch"], "obj": sl["obj"] + 1,
                         "txn": self.slot_txn[k]})
             err.append("timeout")
+        elif rule.startswith("OSC get: version not committed, hold table full"):
+            m, _ = popped[c]
+            stimuli.append(self._req(c, m, 0))
+            rsp.append({"op": "GetRetry", "server": c, "epoch": pre.mepoch(c), "obj": m["obj"] + 1,
+                        "version": m["need"]})
+        elif rule.startswith("OSC get: version not committed, hold"):
+            m, _ = popped[c]
+            stimuli.append(self._req(c, m, 0))
+        elif rule.startswith("Runtime cancels a held get"):
+            h = next(x for x in pre.holds() if x["h"] == params.get("h"))
+            stimuli.append({"port": "cancel", "obj": h["o"] + 1})
+            rsp.append({"op": "GetCancelled", "server": h["c"], "epoch": pre.mepoch(h["c"]),
+                        "obj": h["o"] + 1, "version": h["need"]})
+            if [x for x in post.waiting_holds() if x["o"] == h["o"]]:
+                raise CheckError(f"inconsistent trace: {rule}: the RTL's cancel answers every held get "
+                                 "of the object, the model left one")
         elif rule.startswith("OTC S evict"):
             raise CheckError(f"inconsistent trace: {rule} in a configuration without eviction")
         elif popped:
@@ -672,7 +749,8 @@ class MsTranslator(Translator):
 
     def _no_ms_step(self, rule: str, pre: View, post: View) -> None:
         """A rule the memory server does not see changes nothing it holds but the drained lines."""
-        if pre.core() != post.core() or pre.commits() != post.commits():
+        if (pre.core() != post.core() or pre.commits() != post.commits()
+                or pre.waiting_holds() != post.waiting_holds()):
             raise CheckError(f"inconsistent trace: {rule!r} changed the memory server's state "
                              "but maps to no stimulus")
         return None

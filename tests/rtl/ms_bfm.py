@@ -58,7 +58,7 @@ def set_mutant(dut):
         dut.io_mutant.value = int(os.environ.get("APTA_MUTANT", "0"))
 
 
-IN_VALIDS = ("io_birsp_valid", "io_ctrl_valid", "io_query_valid", "io_mapUpd_valid")
+IN_VALIDS = ("io_birsp_valid", "io_ctrl_valid", "io_query_valid", "io_mapUpd_valid", "io_cancel_valid")
 OUT_VALIDS = ("io_rsp_valid", "io_snp_valid", "io_ctrlResp_valid", "io_queryResp_valid",
               "io_mapUpdDone_valid", "io_err_valid", "axi_aw_valid", "axi_w_valid", "axi_ar_valid")
 
@@ -129,7 +129,7 @@ class Ms:
         for itf in (self.ram.write_if, self.ram.read_if):   # one INFO line per burst otherwise
             itf.log.setLevel(logging.WARNING)
         self.req = [deque() for _ in range(self.n)]
-        self.inq = {"birsp": deque(), "ctrl": deque(), "mapUpd": deque(), "query": deque()}
+        self.inq = {"birsp": deque(), "ctrl": deque(), "mapUpd": deque(), "query": deque(), "cancel": deque()}
         self.rsp, self.snp, self.ctrlResp, self.err, self.mapUpdDone, self.queryResp = [], [], [], [], [], []
         self.cycles = 0
         self.rsp_cycle = []     # the cycle of each rsp flit (parallel to self.rsp)
@@ -178,6 +178,14 @@ class Ms:
     def ack(self, server: int, epoch: int, obj: int):
         self.inq["birsp"].append(self.S.encode("ObjBIRsp", server=server, epoch=epoch, obj=obj))
 
+    def cancel(self, obj: int):
+        """The control plane cancels obj's held versioned gets (io_cancel, issue 19)."""
+        self.inq["cancel"].append(obj)
+
+    def held(self) -> int:
+        """Versioned gets held whose version has not committed (io_status_held)."""
+        return int(self.dut.io_status_held.value)
+
     def epoch(self, i: int) -> int:
         return int(getattr(self.dut, f"io_status_epoch_{i}").value)
 
@@ -190,8 +198,9 @@ class Ms:
         start_clock(d)
         for i in range(self.n):
             getattr(d, f"io_req_{i}_valid").value = 0
-        for p in ("birsp", "ctrl", "mapUpd", "query"):
-            getattr(d, f"io_{p}_valid").value = 0
+        for p in ("birsp", "ctrl", "mapUpd", "query", "cancel"):
+            if hasattr(d, f"io_{p}_valid"):
+                getattr(d, f"io_{p}_valid").value = 0
         d.io_memBytes.value = self.ram_size      # the allocator's arena ends with the RAM
         await reset(d)
         cocotb.start_soon(self._run())
@@ -202,7 +211,7 @@ class Ms:
         ins = [(getattr(d, f"io_req_{i}_valid"), getattr(d, f"io_req_{i}_ready"), getattr(d, f"io_req_{i}_bits"), self.req[i])
                for i in range(self.n)]
         ins += [(getattr(d, f"io_{p}_valid"), getattr(d, f"io_{p}_ready"), getattr(d, f"io_{p}_bits"), self.inq[p])
-                for p in ("birsp", "ctrl")]
+                for p in ("birsp", "ctrl", "cancel") if hasattr(d, f"io_{p}_valid")]
         outs = [("rsp", self.rsp), ("snp", self.snp), ("ctrlResp", self.ctrlResp)]
         fired = [False] * len(ins)
         upd_fired = False

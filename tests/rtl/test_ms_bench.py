@@ -8,6 +8,8 @@ the OSC (AXI id 1) to the first ObjData; lines per cycle out = L / (last - first
 A put of L lines (PutPrepare, then L PutLines back to back): cycles from the last (and from the
 first) PutLine accepted to the PutCommit leaving; lines per cycle in = L / (last - first PutLine
 accepted + 1). sim/eval.py's bound table reads get_last_data and put_first_line_to_commit.
+The hold table (issue 19): a versioned get of the next version, held, then the put that commits it:
+cycles from the PutCommit leaving to the held get's first and last ObjData (`hold_release`).
 Cycles are clock edges as the BFM samples them (tests/rtl/ms_bfm.py). Written to build/bench/ms.json.
 """
 from __future__ import annotations
@@ -89,9 +91,29 @@ if cocotb is not None:
                    "put_lines_per_cycle": round(L / (pf[-1] - pf[0] + 1), 3)}
             rows.append(row)
             dut._log.info("bench L=%d: %s", L, row)
+        # the hold table: server 0 (not a sharer: its copy was invalidated above) asks for version 2,
+        # held; server 2's second put commits it and wakes the get
+        hold_rows = []
+        for k, L in enumerate(sizes):
+            o = k + 1
+            lim = 20 * L + 2000
+            n0 = len(ms.rsp)
+            ms.send(0, "ObjGet", epoch=0, obj=o, version=2)
+            await ms.settle(limit=lim)
+            assert len(ms.rsp) == n0 and int(dut.io_status_held.value) == 1, f"L={L}: not held: {ms.rsp[n0:]}"
+            ms.send(2, "PutPrepare", epoch=0, obj=o, txn=2 + k % 2)
+            for l in range(L):
+                ms.send(2, "PutLine", epoch=0, obj=o, txn=2 + k % 2, line=l, data=(o << 32) | (l + 9))
+            await ms.settle(limit=lim)
+            pc = [c for (n, f), c in zip(ms.rsp[n0:], ms.rsp_cycle[n0:]) if n == "PutCommit"]
+            rc = [c for (n, f), c in zip(ms.rsp[n0:], ms.rsp_cycle[n0:]) if n == "ObjData" and f["server"] == 0]
+            got = [f["data"] for n, f in ms.rsp[n0:] if n == "ObjData" and f["server"] == 0]
+            assert len(pc) == 1 and got == [(o << 32) | (l + 9) for l in range(L)], f"L={L}: {ms.rsp[n0:][:4]}"
+            hold_rows.append({"lines": L, "commit_to_first_data": rc[0] - pc[0], "commit_to_last_data": rc[-1] - pc[0]})
+            dut._log.info("bench hold L=%d: %s", L, hold_rows[-1])
         assert not ms.err, ms.err
         res = {"variant": VARIANT, "linesPerObject": Lmax, "oscBufLines": p["oscBufLines"],
-               "rows": rows, "sim_seconds": round(time.time() - t0, 1)}
+               "rows": rows, "hold_release": hold_rows, "sim_seconds": round(time.time() - t0, 1)}
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text(json.dumps(res, indent=1))
 
@@ -112,3 +134,7 @@ def test_ms_bench():
         print(f"{r['lines']:5}  {r['get_first_data']:9}  {r['get_last_data']:8}  "
               f"{str(r['get_mem_first_beat_to_first_data']):10}  {r['get_lines_per_cycle']:13}  "
               f"{r['put_last_line_to_commit']:21}  {r['put_lines_per_cycle']:12}")
+    print("held versioned get: cycles from the PutCommit of its version to its ObjData")
+    print("    L  first  last")
+    for r in res["hold_release"]:
+        print(f"{r['lines']:5}  {r['commit_to_first_data']:5}  {r['commit_to_last_data']:4}")

@@ -1,0 +1,324 @@
+"""The OSC's hold table of versioned gets (issue 19, rtl/MEMSERVER.md "Versioned gets"), directed, on
+the `ms3` variant (3 servers, a 2-entry hold table); DRAM is cocotbext-axi's AxiRam.
+
+Each cocotb test drives one situation of the hold cells and checks what the model says
+(spec/murphi/apta.m VERSIONED): a get naming a version not yet committed is held (no reply, its
+port free), served with that version on the commit; a get naming a version already committed (or
+older than the current one) is served at once; a full table answers GetRetry; the producer's fence
+aborts its put but keeps the held gets (served by the re-executed put); the reader's fence drops
+its held get; a cancel answers GetCancelled. tests/rtl/test_ms_mutants.py runs this module on
+`ms3_mutants` too: each hold-table mutant (rtl/Mutants.scala ids 16-19) fails one of these tests.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+VARIANT = os.environ.get("APTA_MS_VARIANT", "ms3")
+BASE = 0x1000
+SIZE = 3
+
+
+def obj_base(o: int) -> int:
+    return BASE + o * 0x200
+
+
+def val(o: int, version: int, line: int) -> int:
+    return (o << 40) | (version << 20) | (line + 1) | (0x5A << 500)
+
+
+async def setup(dut, objects=(1, 2)):
+    from ms_bfm import Ms
+    ms = Ms(dut, VARIANT)
+    for o in objects:
+        ms.put_map(o, obj_base(o), SIZE)
+        ms.write_obj(obj_base(o), [val(o, 0, l) for l in range(SIZE)])
+    await ms.start()
+    return ms
+
+
+def put(ms, server: int, o: int, version: int, txn: int, epoch: int = 0, lines=None):
+    """A whole put of object o whose data is `version` (its lines: all, or the ones given)."""
+    ms.send(server, "PutPrepare", epoch=epoch, obj=o, txn=txn)
+    for l in (range(SIZE) if lines is None else lines):
+        ms.send(server, "PutLine", epoch=epoch, obj=o, txn=txn, line=l, data=val(o, version, l))
+
+
+def data_of(ms, server: int, o: int) -> list[int]:
+    fl = ms.rsp_of("ObjData", server=server, obj=o)
+    return [f["data"] for f in sorted(fl, key=lambda f: f["line"])]
+
+
+try:
+    import cocotb
+except ImportError:
+    cocotb = None
+
+if cocotb is not None:
+    @cocotb.test()
+    async def held_until_commit_then_served(dut):
+        """osc.hold + osc.release: no reply while version 1 has not committed, the port moves on,
+        the commit serves it with version 1's data."""
+        ms = await setup(dut)
+        ms.send(0, "ObjGet", epoch=0, obj=1, version=1)
+        await ms.settle()
+        assert ms.rsp == [] and ms.held() == 1, (ms.rsp, ms.held())
+        ms.send(0, "ObjGet", epoch=0, obj=2)          # server 0's port is not blocked by its held get
+        await ms.settle()
+        assert data_of(ms, 0, 2) == [val(2, 0, l) for l in range(SIZE)], ms.rsp
+        put(ms, 1, 1, version=1, txn=3)
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=1, obj=1, txn=3), ms.rsp
+        assert data_of(ms, 0, 1) == [val(1, 1, l) for l in range(SIZE)], "served version 1 on the commit"
+        assert ms.held() == 0 and not ms.err, ms.err
+
+    @cocotb.test()
+    async def committed_version_served_at_once(dut):
+        """A get naming a version already committed, or older than the current one, is not held:
+        after two commits, version 1 and version 2 are both served at once, with version 2's data."""
+        ms = await setup(dut)
+        put(ms, 1, 1, version=1, txn=1)
+        await ms.settle()
+        put(ms, 1, 1, version=2, txn=2)
+        await ms.settle()
+        assert len(ms.rsp_of("PutCommit", server=1, obj=1)) == 2, ms.rsp
+        for srv, need in ((0, 1), (2, 2)):
+            ms.send(srv, "ObjGet", epoch=0, obj=1, version=need)
+            await ms.settle()
+            assert data_of(ms, srv, 1) == [val(1, 2, l) for l in range(SIZE)], (srv, need, ms.rsp)
+        assert ms.held() == 0
+
+    @cocotb.test()
+    async def full_table_answers_get_retry(dut):
+        """osc.hold.full: with both entries in use a third versioned get is answered GetRetry at
+        once (naming its version) and not held."""
+        ms = await setup(dut)
+        ms.send(0, "ObjGet", epoch=0, obj=1, version=1)
+        ms.send(0, "ObjGet", epoch=0, obj=2, version=1)
+        await ms.settle()
+        assert ms.held() == 2 and ms.rsp == [], ms.rsp
+        ms.send(2, "ObjGet", epoch=0, obj=1, version=1)
+        await ms.settle()
+        assert ms.rsp_of("GetRetry", server=2, epoch=0, obj=1, version=1), ms.rsp
+        assert ms.held() == 2
+        put(ms, 1, 1, version=1, txn=1)                # the held ones still complete
+        await ms.settle()
+        assert data_of(ms, 0, 1) == [val(1, 1, l) for l in range(SIZE)] and not ms.rsp_of("ObjData", server=2)
+
+    @cocotb.test()
+    async def producer_fence_keeps_held_gets(dut):
+        """osc.hold.keep: the producer dies mid-put; its open put aborts at the fence (fenceAbort),
+        the held get stays and is served by the re-executed put's commit, in the new epoch."""
+        ms = await setup(dut)
+        ms.send(0, "ObjGet", epoch=0, obj=1, version=1)
+        put(ms, 1, 1, version=1, txn=4, lines=[0])     # open: one line of three
+        await ms.settle()
+        ms.ctrl("Fence", 1, 0)
+        await ms.settle()
+        assert [e["code"] for e in ms.err] == ["fenceAbort"], ms.err
+        assert ms.held() == 1 and not ms.rsp_of("ObjData"), (ms.held(), ms.rsp)
+        ms.send(1, "Rejoin", epoch=0)
+        await ms.settle()
+        assert ms.rsp_of("RejoinAck", server=1, epoch=1), ms.rsp
+        put(ms, 1, 1, version=1, txn=4, epoch=1)       # the re-execution
+        await ms.settle()
+        assert data_of(ms, 0, 1) == [val(1, 1, l) for l in range(SIZE)], ms.rsp
+        assert ms.held() == 0
+
+    @cocotb.test()
+    async def reader_fence_drops_and_cancel_answers(dut):
+        """osc.hold.drop: the reader's fence drops its held get (nobody is left to answer), a later
+        commit serves nothing; osc.hold.cancel: a cancel of the object answers its held get
+        GetCancelled with the version it named."""
+        ms = await setup(dut)
+        ms.send(0, "ObjGet", epoch=0, obj=1, version=1)
+        await ms.settle()
+        ms.ctrl("Fence", 0, 0)
+        await ms.settle()
+        assert ms.held() == 0 and ms.rsp == [], ms.rsp
+        put(ms, 1, 1, version=1, txn=1)
+        await ms.settle()
+        assert not ms.rsp_of("ObjData"), ms.rsp
+        ms.send(2, "ObjGet", epoch=0, obj=2, version=2)
+        await ms.settle()
+        assert ms.held() == 1
+        ms.cancel(1)                                   # no held get of object 1: nothing
+        await ms.settle()
+        assert not ms.rsp_of("GetCancelled") and ms.held() == 1
+        ms.cancel(2)
+        await ms.settle()
+        assert ms.rsp_of("GetCancelled", server=2, epoch=0, obj=2, version=2), ms.rsp
+        assert ms.held() == 0 and not ms.rsp_of("ObjData", server=2)
+
+    @cocotb.test()
+    async def versioned_stress(dut):
+        """Random versioned and plain gets, puts, fences and rejoins of 3 servers on 3 objects,
+        against a scoreboard (APTA_HOLD_STRESS_OPS operations, default 400; APTA_HOLD_STRESS_SEED).
+        Each server runs one operation at a time: a put (a fresh put id in every line), a plain get,
+        or a get naming a version from 1 to the object's committed version + 2 (so some are served
+        at once, some held, some meet the full table). Every ObjBISnp is acked at once; a reader
+        is sometimes fenced and rejoins while its get waits, a writer while its put is open or
+        committing (its commit, if it made one, still counts); when nothing moves for a while (every
+        server waits for a version nobody writes) the control plane cancels an object, and at the
+        end every object. Checked: V1, every ObjData of a versioned get holds a committed put whose
+        version (its rank among the object's PutCommits) is at least the one named; no torn reply;
+        a GetRetry names the get's version; a GetCancelled a version above the object's; at the end
+        every get has had its answer (V2) and nothing is held. The run must release, serve at once,
+        retry and cancel at least once (the counts are logged)."""
+        import random
+        from cocotb.triggers import RisingEdge
+        OBJS = (1, 2, 3)
+        ms = await setup(dut, objects=OBJS)
+        n_ops = int(os.environ.get("APTA_HOLD_STRESS_OPS", "400"))
+        rng = random.Random(int(os.environ.get("APTA_HOLD_STRESS_SEED", "1")))
+        N = ms.n
+        pid_of = {(o, val(o, 0, 0)): 0 for o in OBJS}   # (obj, data of line 0) -> put id
+        rank = {(o, 0): 0 for o in OBJS}                  # (obj, put id) -> version (commit rank)
+        version = {o: 0 for o in OBJS}                    # PutCommits seen per object
+        epoch = [0] * N
+        op = [None] * N                                   # the server's operation in flight
+        txn_pid = {}                                      # (writer, txn, obj) -> put id
+        reads = []                                        # (server, obj, need, put id)
+        count = {"released": 0, "at_once": 0, "retry": 0, "cancelled": 0, "puts": 0, "plain": 0,
+                 "fences": 0, "writer_fences": 0, "cancels": 0}
+        state = {"issued": 0, "pid": 1, "seen": 0, "snp": 0, "moved": 0}
+        txn = [0] * N
+
+        def start(s):
+            o = rng.choice(OBJS)
+            r = rng.random()
+            if r < 0.35:
+                pid = state["pid"]; state["pid"] += 1
+                txn[s] = (txn[s] + 1) % 256
+                op[s] = {"kind": "put", "obj": o, "pid": pid, "txn": txn[s]}
+                pid_of[(o, val(o, pid, 0))] = pid
+                txn_pid[(s, txn[s], o)] = pid
+                put(ms, s, o, version=pid, txn=txn[s], epoch=epoch[s])
+                count["puts"] += 1
+            elif r < 0.45:
+                op[s] = {"kind": "get", "obj": o, "need": 0, "lines": {}}
+                ms.send(s, "ObjGet", epoch=epoch[s], obj=o)
+                count["plain"] += 1
+            else:
+                need = rng.randint(1, version[o] + 2)
+                op[s] = {"kind": "get", "obj": o, "need": need, "lines": {}, "at": version[o]}
+                ms.send(s, "ObjGet", epoch=epoch[s], obj=o, version=need)
+            state["issued"] += 1
+
+        def handle(n, f):
+            s = f["server"]
+            if n == "PutCommit":          # every commit counts, a fenced writer's too
+                o = f["obj"]
+                version[o] += 1
+                rank[(o, txn_pid[(s, f["txn"], o)])] = version[o]
+            if n == "RejoinAck":
+                epoch[s], op[s] = f["epoch"], None
+                return
+            if n == "GetCancelled":
+                assert f["version"] > version[f["obj"]], f"cancelled a committed version: {f}"
+            g = op[s]
+            if f["epoch"] != epoch[s] or g is None or g == "rejoin":
+                return                    # an answer of the old epoch, or to a fenced server
+            if n == "PutCommit":
+                op[s] = None
+            elif n == "PutRetry":         # staging full: the whole put again, same txn
+                put(ms, s, g["obj"], version=g["pid"], txn=g["txn"], epoch=epoch[s])
+            elif n == "ObjData":
+                g["lines"][f["line"]] = f["data"]
+                if len(g["lines"]) == SIZE:
+                    o = f["obj"]
+                    words = [g["lines"][l] for l in range(SIZE)]
+                    pid = pid_of.get((o, words[0]))
+                    assert pid is not None, f"server {s}: obj {o}: line 0 holds no put's data"
+                    assert words == [val(o, pid, l) for l in range(SIZE)], f"server {s}: obj {o}: torn {words}"
+                    if g["need"]:
+                        reads.append((s, o, g["need"], pid))
+                        count["released" if g["need"] > g["at"] else "at_once"] += 1
+                    op[s] = None
+            elif n == "GetRetry":
+                assert g["kind"] == "get" and f["version"] == g["need"] > 0, (s, f, g)
+                count["retry"] += 1
+                op[s] = None
+            elif n == "GetCancelled":
+                assert g["kind"] == "get" and f["version"] == g["need"], (s, f, g)
+                count["cancelled"] += 1
+                op[s] = None
+            else:
+                raise AssertionError(f"unexpected {n} {f}")
+
+        def drain_outputs():
+            for _n, f in ms.snp[state["snp"]:]:             # every BISnp acked at once
+                ms.ack(f["server"], f["epoch"], f["obj"])
+            state["snp"] = len(ms.snp)
+            new = ms.rsp[state["seen"]:]
+            state["seen"] = len(ms.rsp)
+            for n, f in new:
+                handle(n, f)
+            return bool(new)
+
+        cycle = 0
+        while state["issued"] < n_ops or any(o is not None for o in op):
+            await RisingEdge(dut.clock)
+            cycle += 1
+            assert cycle < 300 * n_ops + 20000, f"stress stuck: {op}"
+            if drain_outputs():
+                state["moved"] = cycle
+            if cycle - state["moved"] > 400:                # everyone waits: a workflow is cancelled
+                ms.cancel(rng.choice(OBJS))
+                count["cancels"] += 1
+                state["moved"] = cycle
+            for s in range(N):
+                if ms.req[s]:
+                    continue
+                if op[s] is None and state["issued"] < n_ops and rng.random() < 0.5:
+                    start(s)
+                elif (isinstance(op[s], dict) and op[s]["kind"] == "get" and op[s]["need"]
+                      and rng.random() < 0.001):
+                    ms.ctrl("Fence", s, epoch[s])           # the reader is fenced and rejoins
+                    ms.send(s, "Rejoin", epoch=epoch[s])
+                    op[s] = "rejoin"
+                    count["fences"] += 1
+                elif isinstance(op[s], dict) and op[s]["kind"] == "put" and rng.random() < 0.002:
+                    ms.ctrl("Fence", s, epoch[s])           # the producer dies mid-put (or just after
+                    ms.send(s, "Rejoin", epoch=epoch[s])    # its commit): the held gets stay
+                    op[s] = "rejoin"
+                    count["writer_fences"] += 1
+        await ms.settle()
+        drain_outputs()
+        # the end: a get of a version nobody will write, then the control plane cancels every
+        # object: that get is answered GetCancelled and nothing may stay held
+        op[0] = {"kind": "get", "obj": 1, "need": version[1] + 1, "lines": {}, "at": version[1]}
+        ms.send(0, "ObjGet", epoch=epoch[0], obj=1, version=version[1] + 1)
+        await ms.settle()
+        assert int(dut.io_status_held.value) == 1 and not drain_outputs(), ms.rsp[-3:]
+        for o in OBJS:
+            ms.cancel(o)
+        await ms.settle()
+        cancelled = count["cancelled"]
+        drain_outputs()
+        assert count["cancelled"] == cancelled + 1, f"the last get was not cancelled: {ms.rsp[-3:]}"
+        assert all(o is None for o in op), f"gets without an answer (V2): {op}"
+        assert int(dut.io_status_held.value) == 0
+        for s, o, need, pid in reads:                       # V1 on the final ranks
+            assert (o, pid) in rank, f"server {s} read obj {o} put {pid}, never committed"
+            assert rank[(o, pid)] >= need, f"server {s} read version {rank[(o, pid)]} of obj {o}, named {need}"
+        dut._log.info("versioned stress: %d ops in %d cycles, %s", state["issued"], cycle, count)
+        for k in ("released", "at_once", "retry", "cancelled", "puts", "fences", "writer_fences"):
+            assert count[k] > 0, f"the stress never reached {k}: {count}"
+
+@pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ else ["ms3"])
+def test_ms_hold_runner(variant):
+    from ms_bfm import run_ms
+    from core_bfm import declared_variants, rtl_dir_lacks, variant_dir
+    lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
+    if lack and lack[0] == "skip":
+        pytest.skip(lack[1])
+    if not any((variant_dir(variant) / f"MemoryServer.{x}").exists() for x in ("sv", "v")):
+        if declared_variants() is not None:
+            pytest.fail(f"{variant}: no MemoryServer netlist under RTL_DIR, which declares it", pytrace=False)
+        if os.environ.get("APTA_RTL"):
+            raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
+        pytest.skip("run `make rtl` first")
+    tests, fails = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
+    assert tests >= 6 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
