@@ -47,10 +47,11 @@ type Server struct {
 	cancelled map[string]uint64
 }
 
-// Default hold table: the simulator's memory_server.hold_slots; a quarter per reader.
+// Default hold table: the RTL OSC's holdSlots (schema/params.json, checked by
+// TestHoldSlotsAreTheRTLs); a quarter of it per reader.
 const (
-	DefaultHoldSlots     = 16
-	DefaultHoldPerServer = 4
+	DefaultHoldSlots     = 8
+	DefaultHoldPerServer = 2
 )
 
 // SetHoldSlots changes the hold table's size, in all and per reader.

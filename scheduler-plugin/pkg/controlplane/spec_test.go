@@ -67,3 +67,26 @@ func TestSpecMatchesTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldSlotsAreTheRTLs: the conforming server's hold table is the RTL OSC's (one definition:
+// schema/params.json holdSlots).
+func TestHoldSlotsAreTheRTLs(t *testing.T) {
+	b, err := os.ReadFile("../../../schema/params.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Parameters struct {
+			HoldSlots struct {
+				Default int `json:"default"`
+			} `json:"holdSlots"`
+		} `json:"parameters"`
+	}
+	if err := yaml.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	want := p.Parameters.HoldSlots.Default
+	if want == 0 || want != DefaultHoldSlots {
+		t.Fatalf("DefaultHoldSlots %d, schema/params.json holdSlots %v", DefaultHoldSlots, want)
+	}
+}
