@@ -110,6 +110,8 @@ build_images() {
     cp "$ROOT/build/scheduler/controlplane" "$ctx/apta-controlplane"
     printf 'FROM %s\nCOPY kube-scheduler apta-agent apta-controlplane /bin/\n' $BASE_IMAGE > "$ctx/Dockerfile"
     docker build -q -t apta-scheduler:dev "$ctx" >/dev/null
+    # a function pod's container (function/apta-function: reports its start to the control plane)
+    image apta-function apta-function:dev '["/usr/local/bin/apta-function"]' "$HERE/function/apta-function"
 }
 
 build_node() {
@@ -157,11 +159,16 @@ build_node() {
 secrets() {
     local k="kubectl --kubeconfig $B/kubeconfig -n kube-system"
     mkdir -p "$B/tokens"
-    for n in scheduler agent; do
+    for n in scheduler agent failure-detector kubelet; do
         [ -s "$B/tokens/$n" ] || head -c 32 /dev/urandom | base64 | tr -d '/+=\n' > "$B/tokens/$n"
+    done
+    for n in scheduler agent; do
         $k create secret generic apta-$n-token --from-file=token="$B/tokens/$n" --dry-run=client -o yaml | $k apply -f - >/dev/null
     done
-    printf '%s,apta-scheduler,reader\n%s,apta-agent,reader\n' "$(cat "$B/tokens/scheduler")" "$(cat "$B/tokens/agent")" > "$B/tokens/tokens.csv"
+    # the manifests' two readers, and for make test-kind: itself as the failure detector (fence,
+    # rejoin, register servers) and the function pods as kubelet (report their starts)
+    printf '%s,apta-scheduler,reader\n%s,apta-agent,reader\n%s,apta-test,failure-detector\n%s,apta-functions,kubelet\n' \
+        "$(cat "$B/tokens/scheduler")" "$(cat "$B/tokens/agent")" "$(cat "$B/tokens/failure-detector")" "$(cat "$B/tokens/kubelet")" > "$B/tokens/tokens.csv"
     $k create secret generic apta-controlplane-tokens --from-file=tokens.csv="$B/tokens/tokens.csv" --dry-run=client -o yaml | $k apply -f - >/dev/null
 }
 
@@ -175,12 +182,13 @@ cluster() {
         echo "$(( $(date +%s) - s ))" > "$B/create-seconds"
         step "cluster created in $(cat "$B/create-seconds") s"
     fi
-    step "load apta-scheduler:dev, apply manifests/apta"
-    "$B/bin/kind" load docker-image apta-scheduler:dev --name "$CLUSTER" >/dev/null
+    step "load apta-scheduler:dev and apta-function:dev, apply manifests/apta"
+    "$B/bin/kind" load docker-image apta-scheduler:dev apta-function:dev --name "$CLUSTER" >/dev/null
     local k="$B/bin/kubectl --kubeconfig $B/kubeconfig"
-    local i=1 n
-    for n in $($k get nodes -l '!node-role.kubernetes.io/control-plane' -o name | sort); do
-        $k label --overwrite "$n" apta.io/compute-server=s$i >/dev/null; i=$((i + 1))
+    # one compute server per worker, named as its node (the function pods report their node's name)
+    local n
+    for n in $($k get nodes -l '!node-role.kubernetes.io/control-plane' -o name); do
+        $k label --overwrite "$n" apta.io/compute-server="${n#node/}" >/dev/null
     done
     PATH=$B/bin:$PATH secrets
     # every manifest but secret.yaml, whose placeholders secrets() replaced with real tokens
