@@ -124,7 +124,8 @@ build_node() {
     # Debian's containerd 1.6 reads kind's version-2 configuration; no fuse-overlayfs (rootless
     # only); the sandbox image is the pause kubeadm asks for
     sed -i -e '/^\[proxy_plugins\]/,/^$/d' -e '/^# fuse-overlayfs/d' -e '/^\[proxy_plugins."fuse-overlayfs"\]/,/^$/d' \
-        -e "s#registry.k8s.io/pause:[0-9.]*#registry.k8s.io/pause:$PAUSE_VERSION#" "$ctx/files/etc/containerd/config.toml"
+        -e "s#registry.k8s.io/pause:[0-9.]*#registry.k8s.io/pause:$PAUSE_VERSION#" \
+        -e "s#restrict_oom_score_adj = false#restrict_oom_score_adj = true#" "$ctx/files/etc/containerd/config.toml"
     cp "$HERE/node/Dockerfile" "$ctx/"
     docker build -q --build-arg BASE=$BASE_IMAGE -t apta-kind/node-base:dev "$ctx" >/dev/null
 
