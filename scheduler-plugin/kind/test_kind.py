@@ -209,6 +209,7 @@ def test_workflow_with_a_worker_stopped(cluster):
         placed[n] = p
         wait_for(lambda n=n: finished(n), f"{n} finished", 90)
         prev = [p["spec"]["nodeName"]]
+    t_pipeline = time.time() - t0
     # stage 2 starts; its pods prefer the victim; the victim's node container is stopped and the
     # failure detector (this test) fences it before any of them is created
     assert cp.server(victim)["epoch"] == 1
@@ -217,11 +218,13 @@ def test_workflow_with_a_worker_stopped(cluster):
     wait_for(lambda: kjson("get", "node", victim)["metadata"].get("annotations", {}).get("apta.io/fenced") == "true",
              "the agent mirrors the fence", 30)
     s2 = [f"wf-s2-{i}" for i in range(4)]
+    t2 = time.time()
     got = run_stage(s2, prefer=victim)
     placed.update(got)
     assert all(p["spec"]["nodeName"] != victim for p in got.values()), {n: p["spec"]["nodeName"] for n, p in got.items()}
     for n in s2:
         wait_for(lambda n=n: finished(n), f"{n} finished", 90)
+    t_fanout = time.time() - t2
     # the victim comes back: docker start, Ready, rejoin in epoch 2; pods preferring it go there
     subprocess.run([DOCKER, "start", victim], check=True, capture_output=True)
     wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
@@ -251,7 +254,8 @@ def test_workflow_with_a_worker_stopped(cluster):
         assert not inv[n].get("violation"), inv[n]
         started = p["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"]
         lat.append(ts(started) - ts(p["metadata"]["creationTimestamp"]))
-    out = {"makespan_s": round(makespan, 1), "pods": len(placed),
+    out = {"makespan_s": round(makespan, 1), "pipeline_3_pods_s": round(t_pipeline, 1),
+           "fanout_4_pods_with_a_worker_down_s": round(t_fanout, 1), "pods": len(placed),
            "pod_start_latency_s": {"min": min(lat), "median": sorted(lat)[len(lat) // 2], "max": max(lat)}}
     (B / "test-kind.json").write_text(json.dumps(out, indent=1))
     print("kind workflow:", out)
