@@ -206,6 +206,6 @@ cluster() {
 case "${1:-cluster}" in
     images) "$HERE/docker.sh" up; build_binaries; build_rootfs; build_images; build_node; step done ;;
     cluster) "$HERE/docker.sh" up; build_binaries; build_rootfs; build_images; build_node; cluster ;;
-    delete) "$B/bin/kind" delete cluster --name "$CLUSTER" ;;
+    delete) "$B/bin/kind" delete cluster --name "$CLUSTER" --kubeconfig "$B/kubeconfig" ;;
     *) echo "usage: $0 [images|cluster|delete]" >&2; exit 2 ;;
 esac
