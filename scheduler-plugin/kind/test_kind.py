@@ -73,11 +73,18 @@ class ControlPlane:
     """The conforming control plane of manifests/apta, through a port-forward on 127.0.0.1."""
 
     def __init__(self):
+        # the one control-plane pod (build.sh's rollout restart may leave the old one terminating:
+        # a port-forward to it dies with it, and its state with it)
+        def one():
+            ps = kjson("-n", "kube-system", "get", "pods", "-l", "app=apta-controlplane")["items"]
+            ok = [p for p in ps if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+            return ok[0]["metadata"]["name"] if len(ps) == 1 and ok else None
+        self.pod = wait_for(one, "a single running control-plane pod", 120)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.proc = subprocess.Popen(KUBECTL + ["-n", "kube-system", "port-forward", "--address", "127.0.0.1",
-                                                "svc/apta-controlplane", f"{self.port}:7400"],
+                                                f"pod/{self.pod}", f"{self.port}:7400"],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.token = (B / "tokens" / "failure-detector").read_text().strip()
         wait_for(self._up, "port-forward to the control plane", 30)
@@ -90,6 +97,7 @@ class ControlPlane:
             return False
 
     def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        assert self.proc.poll() is None, f"the port-forward to {self.pod} ended: {self.proc.stdout.read()}"
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
                                      data=None if body is None else json.dumps(body).encode(),
                                      headers={"Authorization": f"Bearer {self.token}",
