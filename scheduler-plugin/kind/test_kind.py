@@ -184,6 +184,11 @@ def test_manifests_run_with_leader_election(cluster):
     for d in ("apta-scheduler", "apta-agent", "apta-controlplane"):
         dep = kjson("-n", "kube-system", "get", "deployment", d)
         assert dep["status"].get("availableReplicas") == 1, (d, dep["status"])
+    # deployment.yaml keeps them off the compute servers, whose failures they handle
+    workers = set(cluster["workers"])
+    for app in ("apta-scheduler", "apta-agent", "apta-controlplane"):
+        for p in kjson("-n", "kube-system", "get", "pods", "-l", f"app={app}")["items"]:
+            assert p["spec"].get("nodeName") not in workers, (app, p["spec"].get("nodeName"))
     lease = kjson("-n", "kube-system", "get", "lease", "apta-scheduler")
     holder = lease["spec"].get("holderIdentity", "")
     pods = [p["metadata"]["name"] for p in kjson("-n", "kube-system", "get", "pods", "-l", "app=apta-scheduler")["items"]]
