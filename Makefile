@@ -42,6 +42,9 @@ help:
 	@echo "make fuzz         coverage-guided fuzzing, FUZZTIME (5m) per target: the plugin's answer decoder (fuzz-scheduler), the daemon's ring-slot decoder, HTTP parser and JSON bodies (fuzz-daemon)"
 	@echo "make test-sched-daemon  the e2e cluster against the memory-server daemon: workflows placed by kube-scheduler (part of make test)"
 	@echo "make bench-scheduler  scheduler throughput/latency with and without the plugin -> build/bench/scheduler.json"
+	@echo "make kind         a kind cluster (1 control plane + 3 workers) from images built here (Debian packages, Go modules); not in make test"
+	@echo "make test-kind    a fresh kind cluster: function pods placed by the plugin, a worker stopped mid-workflow, the default scheduler's violations"
+	@echo "make kind-down    delete the kind cluster and stop a dockerd that make kind started"
 	@echo "make gem5 GEM5_SRC=<gem5 checkout>  build gem5 v24.0.0.1 with the apta extension (sim/gem5/) into build/gem5/"
 	@echo "make test-gem5 / eval-gem5 / bench-gem5  the extension's tests, the workflows in gem5 beside apta-sim, its speed"
 	@echo "make clean        remove build/ and the venv"
@@ -398,6 +401,38 @@ e2e-bin: go-check
 test-sched-daemon: e2e-bin daemon runner workloads
 	APTA_SCHED_DAEMON=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_sched_daemon.py
 	echo "test-sched-daemon: the six workflows placed by kube-scheduler with the Apta plugin, the daemon as its control plane; a fenced guest avoided, used again after its rejoin; without the plugin it is not"
+
+# --- kind cluster (issue 20; not part of `make test`) ---------------------------------------------
+# Every image built here from Debian packages and Go modules (no image registry): kind (Go module),
+# a node image from a debootstrapped Debian (Debian's containerd, runc, CNI plugins, systemd), the
+# Kubernetes binaries and control-plane images of the plugin's k8s.io/kubernetes version, etcd,
+# CoreDNS, pause, apta-cni (the pod network), the plugin's image; then a cluster of 1 control plane
+# + 3 workers with manifests/apta applied. Cached in build/kind/. Debian's docker.io is installed and
+# started as root with no masquerading and no forwarding (scheduler-plugin/kind/docker.sh); kind-down
+# deletes the cluster and stops a dockerd that kind started. scheduler-plugin/README.md "Deploy on kind".
+.PHONY: kind kind-images kind-down kind-check-net
+kind: go-check
+	bash scheduler-plugin/kind/build.sh cluster
+
+kind-images: go-check
+	bash scheduler-plugin/kind/build.sh images
+
+kind-down:
+	-bash scheduler-plugin/kind/build.sh delete
+	bash scheduler-plugin/kind/docker.sh down
+
+kind-check-net:
+	bash scheduler-plugin/kind/docker.sh check
+
+# A fresh cluster from the cached images, the workflows of function pods (a worker docker-stopped
+# mid-workflow, fenced, rejoined), the negative control with the default scheduler, the network rule;
+# the cluster deleted and a dockerd we started stopped on any exit (trap).
+.PHONY: test-kind
+test-kind: go-check venv
+	bash -c 'trap "$(MAKE) --no-print-directory kind-down" EXIT; \
+	  bash scheduler-plugin/kind/build.sh images && bash scheduler-plugin/kind/build.sh delete && \
+	  bash scheduler-plugin/kind/build.sh cluster && \
+	  APTA_KIND=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider -rs scheduler-plugin/kind/test_kind.py'
 
 # The plugin's own time per pod (in process, 100 nodes, local control plane) -> build/bench/
 # scheduler-plugin.json; scheduling throughput and per-pod latency, 100 nodes x 1,000 pods, with
