@@ -193,6 +193,13 @@ SUITES["deep"] = [
     Run("live-pipeline", "model", "live.cfg",
         const={"Workflow": '"pipeline"', "DirCap": "1", "Lag": "FALSE"}),
     Run("live-locality-deep", "model", "live.cfg", const={"Locality": "TRUE", "MaxFalse": "1"}),
+    Run("flow-chain", "model", "flow.cfg", module="MCAptaFlow.tla",
+        const={"Workflow": '"chain"'},
+        note="early placement on f1 -> f2 -> f3: transitive, two held gets for one reader"),
+    Run("flow-live-lag", "model", "flow-live.cfg", module="MCAptaFlow.tla",
+        const={"Lag": "TRUE"}, note="flow-live with the lagging view"),
+    Run("flow-live-false", "model", "flow-live.cfg", module="MCAptaFlow.tla",
+        const={"MaxFalse": "1"}, note="flow-live with a false suspicion besides the crash"),
 ]
 
 ALL_RUNS = {r.name: r for runs in SUITES.values() for r in runs}
