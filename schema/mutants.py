@@ -191,9 +191,17 @@ def read_sim(root: Path) -> dict:
     for deco, fn in _parametrized(_read(root, "tests/test_sim.py"), '"mutant,'):
         for n in re.findall(r'\(\s*"([^"]+)"\s*,', deco):
             tested.setdefault(n, set()).add(f"tests/test_sim.py::{fn}[{n}]")
-    return {"where": "sim/src/directory.cpp's parse_mutant",
+    # the dataflow scenarios' mutants (a scenario's "mutant", sim/src/model.cpp): each list names
+    # one of the two kinds, so the lists are subsets of the switches
+    model = _read(root, "sim/src/model.cpp")
+    scen = re.findall(r's\.mutant != "(\w+)"', model)
+    names += scen
+    msg = re.search(r'\.mutant: ([^"]*)got', model)
+    if msg:
+        lists["model.cpp's scenario mutant message"] = re.findall(r"'(\w+)'", msg.group(1))
+    return {"where": "sim/src/directory.cpp's parse_mutant and model.cpp's scenario mutants",
             "switches": {n: {"caught_by": tested.get(n, set())} for n in names
-                         if n not in ("", "none")}, "lists": lists}
+                         if n not in ("", "none")}, "lists": lists, "subset_lists": True}
 
 
 def read_daemon(root: Path) -> dict:

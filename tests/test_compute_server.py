@@ -98,7 +98,7 @@ def test_loader_app_files(tmp_path):
 
 # ---- patterns: one file per pattern, every layer's instance of it -----------------------------
 ROOT = HERE.parent
-MODEL_PATTERNS = {"pipeline": ["pipeline", "pipe2"], "broadcast": ["broadcast"], "broadcast-gather": ["bgather"],
+MODEL_PATTERNS = {"pipeline": ["pipeline", "pipe2", "edge", "chain"], "broadcast": ["broadcast"], "broadcast-gather": ["bgather"],
                   "scatter-gather": ["scatter"], "map-reduce": ["mapreduce"], "diamond": ["diamond"]}
 
 
@@ -212,7 +212,8 @@ def test_tla_module_renders_every_model_instance():
     assert ('  pipeline |-> [f1 |-> F({}, {"x"}, {}),\n'
             '                f2 |-> F({"x"}, {"x"}, {"f1"}),\n'
             '                f3 |-> F({"x"}, {"y"}, {"f2"})],\n') in text
-    assert '  pipe2 |-> [f1 |-> F({"x"}, {"x"}, {}),\n             f2 |-> F({"x"}, {"x"}, {"f1"})]\n]' in text
+    assert '  pipe2 |-> [f1 |-> F({"x"}, {"x"}, {}),\n             f2 |-> F({"x"}, {"x"}, {"f1"})],\n' in text
+    assert '             f3 |-> F({"x", "y"}, {}, {"f2"})]\n]' in text     # chain, the last instance
 
 
 # ---- the compute-server model, flit by flit ---------------------------------------------------

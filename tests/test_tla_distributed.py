@@ -314,7 +314,7 @@ def test_temporal_runs_and_mutants_stay_in_one_process():
     assert "temporal" in why("live") and "Completion" in why("live-deep")
     assert "violated property" in why("get-sa-to-s")
     deep = [r.name for r in check.SUITES["deep"] if why(r.name) is None]
-    assert len(deep) == 9, deep                    # the deep suite's safety models go distributed
+    assert len(deep) == 10, deep                   # the deep suite's safety models go distributed (flow-chain too)
 
 
 def test_remote_worker_command():

