@@ -191,17 +191,18 @@ def read_sim(root: Path) -> dict:
     for deco, fn in _parametrized(_read(root, "tests/test_sim.py"), '"mutant,'):
         for n in re.findall(r'\(\s*"([^"]+)"\s*,', deco):
             tested.setdefault(n, set()).add(f"tests/test_sim.py::{fn}[{n}]")
-    # the dataflow scenarios' mutants (a scenario's "mutant", sim/src/model.cpp): each list names
-    # one of the two kinds, so the lists are subsets of the switches
+    # the dataflow scenarios' mutants (a scenario's "mutant", sim/src/model.cpp). Each list names
+    # one of the two kinds; it is completed with the other kind's switches, so that it must still
+    # name every one of its own
     model = _read(root, "sim/src/model.cpp")
     scen = re.findall(r's\.mutant != "(\w+)"', model)
-    names += scen
+    vec = [n for n in names if n not in ("", "none")]
+    lists = {k: v + scen for k, v in lists.items()}
     msg = re.search(r'\.mutant: ([^"]*)got', model)
     if msg:
-        lists["model.cpp's scenario mutant message"] = re.findall(r"'(\w+)'", msg.group(1))
+        lists["model.cpp's scenario mutant message"] = re.findall(r"'(\w+)'", msg.group(1)) + vec
     return {"where": "sim/src/directory.cpp's parse_mutant and model.cpp's scenario mutants",
-            "switches": {n: {"caught_by": tested.get(n, set())} for n in names
-                         if n not in ("", "none")}, "lists": lists, "subset_lists": True}
+            "switches": {n: {"caught_by": tested.get(n, set())} for n in vec + scen}, "lists": lists}
 
 
 def read_daemon(root: Path) -> dict:

@@ -154,7 +154,7 @@ def _copy(tmp_path: Path, reg: dict) -> Path:
     """The files the readers, the test references and the READMEs need, copied under tmp_path."""
     files = {"schema/mutants.json", "spec/murphi/apta.m", "spec/murphi/checks.json", "spec/tla/Apta.tla",
              "spec/tla/check.py", "rtl/Mutants.scala", "tests/rtl/test_ms_vectors.py",
-             "sim/src/directory.cpp", "sim/src/directory.hpp", "sim/src/main.cpp", "tests/test_sim.py",
+             "sim/src/directory.cpp", "sim/src/directory.hpp", "sim/src/main.cpp", "sim/src/model.cpp", "tests/test_sim.py",
              "qemu-cxl/daemon/memd.cpp", "tests/test_runner.py", "qemu-cxl/daemon/Makefile",
              "scheduler-plugin/test/e2e/daemon_test.go"}
     files |= set(mutants.readmes(reg).values())
