@@ -40,12 +40,21 @@ def _sub(exp: dict, got: dict) -> bool:
 BACKPRESSURE = 0.5      # the second pass: each output's ready is high with this probability per cycle
 
 
-async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = False):
+async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = False,
+                 contention: bool = False):
     """One scenario; raises Mismatch at the first difference. With `backpressure` the outputs'
-    ready toggles at random (seeded): the same messages must come out, only later."""
+    ready toggles at random (seeded): the same messages must come out, only later. With
+    `contention` each stimulus also competes with illegal flits on the ack and ctrl channels
+    (each must be refused with the decodeErr the schema's codec gives, core_scoreboard.flit_error)
+    and with queries of the scenario's objects (each answered once, in order): neither changes
+    the model's state, so the step's expectations stay the model's."""
+    from core_scoreboard import flit_error, illegal_flit
     await core.reset(mutant=mutant)
-    seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr")}
+    seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr", "queryResp")}
     fired = Counter()
+    injected = {0: [], 1: []}     # the decodeErr each injected illegal flit must give, per channel
+    queried: list[int] = []
+    objs = sorted({o["obj"] for o in sc["objects"].values()}) or [0]
 
     def grab(b):
         if b.port in seen:
@@ -53,9 +62,26 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
         elif b.port.endswith(".fire"):
             fired[b.port[:-5]] += 1
 
+    def errs(ch):
+        return sum(d["channel"] == ch for d in seen["decodeErr"])
+
     def waiting():
-        return (len(seen["resp"]) < fired["req"] or len(seen["ctrlResp"]) < fired["ctrl"]
-                or len(seen["ackResult"]) + len(seen["decodeErr"]) < fired["ack"])
+        return (len(seen["resp"]) < fired["req"] or len(seen["ctrlResp"]) + errs(1) < fired["ctrl"]
+                or len(seen["ackResult"]) + errs(0) < fired["ack"]
+                or len(seen["queryResp"]) < fired["query"])
+
+    def contend():
+        """Illegal flits queued before and after the stimulus on both flit channels, queries
+        behind them: in the cycles the stimulus waits or enters, every input is valid."""
+        for ch, send in ((0, core.send_ack), (1, core.send_ctrl)):
+            for _ in range(core.rng.randrange(1, 3)):
+                f = illegal_flit(core.S, core.rng, ch)
+                injected[ch].append(flit_error(core.S, f, ch))
+                send(f)
+        for _ in range(core.rng.randrange(1, 4)):
+            o = core.rng.choice(objs)
+            queried.append(o)
+            core.query.q.append(o)
 
     core.listeners.append(grab)
     try:
@@ -64,17 +90,29 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
             for k in seen:
                 seen[k].clear()
             fired.clear()
+            injected[0].clear(), injected[1].clear(), queried.clear()
             for st in step["stimuli"]:
+                if contention:
+                    contend()
                 if st["port"] == "req":
                     core.send_req(Req(st["op"], st["server"], st["epoch"], st["obj"], st["base"], st["size"]))
                 elif st["port"] == "ack":
                     core.send_ack(core.ack_flit(st["server"], st["epoch"], st["obj"]))
                 else:
                     core.send_ctrl(core.ctrl_flit(st["op"], st["server"], st["epoch"]))
+                if contention:
+                    contend()
                 await core.settle(quiet=8, full_ready=not backpressure, waiting=waiting)
             exp = step["expect"]
-            if seen["decodeErr"]:
+            for ch in (0, 1):
+                got = [(d["channel"], d["code"], d["field"], d["opcode"]) for d in seen["decodeErr"]
+                       if d["channel"] == ch]
+                if got != injected[ch]:
+                    _diff(where, f"decodeErr of channel {ch} (channel, code, field, opcode)", injected[ch], got)
+            if any(d["channel"] not in (0, 1) for d in seen["decodeErr"]):
                 _diff(where, "decodeErr", [], seen["decodeErr"])
+            if [d["obj"] for d in seen["queryResp"]] != queried:
+                _diff(where, "queryResp objects (contention)", queried, [d["obj"] for d in seen["queryResp"]])
             for port in ("resp", "ackResult", "ctrlResp"):
                 e, g = exp.get(port, []), seen[port]
                 if len(e) != len(g):
@@ -128,13 +166,15 @@ if cocotb is not None:
         fails, t0 = [], time.time()
         import random
         core.rng = random.Random(int(os.environ.get("APTA_SEED", "1")))
-        for bp in (False, True):          # each scenario with outputs always ready, then under backpressure
+        # each scenario with outputs always ready, then under backpressure, then under backpressure
+        # with illegal flits and queries competing with every stimulus
+        for bp, cont in ((False, False), (True, False), (True, True)):
             core.ready_p = {k: BACKPRESSURE if bp else 1.0 for k in core.ready_p}
             for sc in scen:
                 try:
-                    await replay(core, sc, mutant, backpressure=bp)
+                    await replay(core, sc, mutant, backpressure=bp, contention=cont)
                 except (Mismatch, AssertionError) as e:
-                    fails.append(("[backpressure] " if bp else "") + str(e))
+                    fails.append(("[contention] " if cont else "[backpressure] " if bp else "") + str(e))
         out = os.environ.get("APTA_RESULT")
         if out:
             Path(out).write_text(json.dumps({"variant": variant, "scenarios": len(scen), "failed": fails,
