@@ -368,6 +368,11 @@ def _core_extent(variant: str, env: dict) -> str | None:
     return _directed("test_core_extent", variant, env)
 
 
+def _core_flow(variant: str, env: dict) -> str | None:
+    """test_core_flow: the resp-slot credit, inputs held through reset, io_idle."""
+    return _directed("test_core_flow", variant, env)
+
+
 def _core_epochs(variant: str, env: dict) -> str | None:
     """test_core_epochs (the epoch rule up to the last value and past it) on its 3-bit variant,
     the variant's deliberate-bug port at 0 (the design as written)."""
@@ -417,11 +422,12 @@ def _ms_workflows(variant: str, env: dict) -> str | None:
 GROUPS = {
     "core": Group("core", "m2s1w1", "CoherenceCore", "CoherenceCore.sv",
                   [("vectors", _core_vectors), ("ctrl", _core_ctrl), ("extent", _core_extent),
-                   ("stress", _core_stress), ("decoder", _core_decoder)]),
+                   ("flow", _core_flow), ("stress", _core_stress), ("decoder", _core_decoder)]),
     # m2s1w1's directory is one register (one set): the set index, the forwarding of the last write
     # to the next read of its set and the multi-cycle init and fence walks exist only with 2+ sets
     "core-sets": Group("core-sets", "stress", "CoherenceCore", "CoherenceCore.sv",
-                       [("ctrl", _core_ctrl), ("extent", _core_extent), ("stress", _core_stress)],
+                       [("ctrl", _core_ctrl), ("extent", _core_extent), ("flow", _core_flow),
+                        ("stress", _core_stress)],
                        modules=frozenset({"Otc", "CtrlUnit"})),
     # the refusal of a Rejoin at the last epoch value needs 2^16 - 1 rejoins at 16-bit epochs:
     # the control unit and the server table again with 3-bit epochs, through test_core_epochs
