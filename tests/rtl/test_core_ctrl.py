@@ -2,7 +2,9 @@
 back to back while the answer to the first is held by ctrlResp backpressure, on every server.
 The model's vectors send one ctrl flit per settled step and the stress rarely overlaps them, so
 the control unit's sequencing (accept only when idle, one answer per flit, in order, effects
-visible at `status` when answered) was a blind spot of the mutation run (tests/rtl/mutation.py).
+visible at `status` when answered, checked at each answer) was a blind spot of the mutation run
+(tests/rtl/mutation.py). The sequences also send stale fences, rejoins whose epoch field is not
+the server's after another server's walk, and a Rejoin waiting while a walk ends.
 """
 from __future__ import annotations
 
@@ -52,8 +54,10 @@ def sequences(s: int, n: int) -> list[list[tuple]]:
     from the flit's)."""
     o = (s + 1) % n
     return [[("Fence", s), ("Rejoin", s), ("Fence", o), ("Rejoin", o), ("Rejoin", s)],
-            [("Fence", s, 1), ("Fence", o), ("Rejoin", s, 3), ("Fence", o), ("Rejoin", o, -1),
-             ("Fence", s, -1), ("Fence", o), ("Rejoin", s), ("Fence", s), ("Rejoin", s, 2)]]
+            [("Fence", s, 1), ("Rejoin", o), ("Rejoin", s, 3), ("Fence", o), ("Rejoin", o, -1),
+             ("Fence", s, -1), ("Fence", o), ("Rejoin", s), ("Fence", s), ("Rejoin", s, 2)],
+            # a walk's last cycles with the next flit (a Rejoin of a fenced server) waiting
+            [("Fence", o), ("Rejoin", s), ("Rejoin", o), ("Fence", s), ("Rejoin", o), ("Rejoin", s)]]
 
 
 try:
@@ -75,8 +79,14 @@ if cocotb is not None:
             want, status = _expect(ops, n, p["epochBits"])
             await core.reset()
             got = []
-            core.listeners[:] = [lambda b: got.append({k: b.data.get(k) for k in ("op", "server", "epoch")})
-                                 if b.port == "ctrlResp" else None]
+            seen_status = []     # the status in the cycle each answer is taken: its effects are visible
+
+            def grab(b):
+                if b.port == "ctrlResp":
+                    got.append({k: b.data.get(k) for k in ("op", "server", "epoch")})
+                    st = core.read_status()
+                    seen_status.append({"fenced": st["fenced"], "epoch": st["epoch"]})
+            core.listeners[:] = [grab]
             for i, (op, srv, *_) in enumerate(ops):   # all queued at once: the core takes the next when it may
                 core.send_ctrl(core.ctrl_flit(op, srv, _flit_epoch(ops, i, n, p["epochBits"])))
             core.ready_p = {k: 1.0 for k in core.ready_p}
@@ -89,6 +99,10 @@ if cocotb is not None:
             await core.settle(quiet=8, waiting=lambda: len(got) < len(ops))
             if got != want:
                 fails.append(f"server {s} {ops}: ctrlResp {got}, expected {want}")
+            for i, st in enumerate(seen_status[:len(ops)]):
+                exp = _expect(ops[:i + 1], n, p["epochBits"])[1]
+                if st != exp:
+                    fails.append(f"server {s} {ops}: status when {ops[i]} was answered {st}, expected {exp}")
             st = core.read_status()
             for k, v in status.items():
                 if st[k] != v:
