@@ -46,15 +46,18 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
     ready toggles at random (seeded): the same messages must come out, only later. With
     `contention` each stimulus also competes with illegal flits on the ack and ctrl channels
     (each must be refused with the decodeErr the schema's codec gives, core_scoreboard.flit_error)
-    and with queries of the scenario's objects (each answered once, in order): neither changes
-    the model's state, so the step's expectations stay the model's."""
+    with queries of the scenario's objects (each answered once, in order) and with legal acks of
+    an object no step names (each answered not applied): none changes the model's state, so the
+    step's expectations stay the model's."""
     from core_scoreboard import flit_error, illegal_flit
     await core.reset(mutant=mutant)
     seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr", "queryResp")}
     fired = Counter()
     injected = {0: [], 1: []}     # the decodeErr each injected illegal flit must give, per channel
     queried: list[int] = []
+    noop_acks: list[int] = []      # legal acks of an object no scenario step names: never applied
     objs = sorted({o["obj"] for o in sc["objects"].values()}) or [0]
+    stranger = max(objs) + 1000
 
     def grab(b):
         if b.port in seen:
@@ -82,6 +85,11 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
             o = core.rng.choice(objs)
             queried.append(o)
             core.query.q.append(o)
+        # a legal ack of an object the directory does not hold: it enters the OTC like any ack
+        # (competing with the stimulus), misses, and is answered not applied
+        c = core.rng.randrange(core.n)
+        noop_acks.append(c)
+        core.send_ack(core.ack_flit(c, core.rng.randrange(1 << core.p["epochBits"]), stranger))
 
     core.listeners.append(grab)
     try:
@@ -90,7 +98,7 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
             for k in seen:
                 seen[k].clear()
             fired.clear()
-            injected[0].clear(), injected[1].clear(), queried.clear()
+            injected[0].clear(), injected[1].clear(), queried.clear(), noop_acks.clear()
             for st in step["stimuli"]:
                 if contention:
                     contend()
@@ -111,6 +119,11 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
                     _diff(where, f"decodeErr of channel {ch} (channel, code, field, opcode)", injected[ch], got)
             if any(d["channel"] not in (0, 1) for d in seen["decodeErr"]):
                 _diff(where, "decodeErr", [], seen["decodeErr"])
+            extra = [d for d in seen["ackResult"] if d["obj"] == stranger]
+            seen["ackResult"] = [d for d in seen["ackResult"] if d["obj"] != stranger]
+            want = [{"server": c, "obj": stranger, "applied": False, "settled": False} for c in noop_acks]
+            if extra != want:
+                _diff(where, "ackResult of the acks of an absent object (contention)", want, extra)
             if [d["obj"] for d in seen["queryResp"]] != queried:
                 _diff(where, "queryResp objects (contention)", queried, [d["obj"] for d in seen["queryResp"]])
             for port in ("resp", "ackResult", "ctrlResp"):
