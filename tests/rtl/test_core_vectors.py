@@ -73,10 +73,18 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
                 or len(seen["ackResult"]) + errs(0) < fired["ack"]
                 or len(seen["queryResp"]) < fired["query"])
 
-    def contend():
-        """Illegal flits queued before and after the stimulus on both flit channels, queries
-        behind them: in the cycles the stimulus waits or enters, every input is valid."""
+    def contend(port: str | None = None):
+        """Before a stimulus on `port` (None: after it): first a legal ack of an object the
+        directory does not hold (it competes with the stimulus in the cycle the stimulus is
+        valid, misses, and is answered not applied), then illegal flits on both flit channels
+        (not ahead of a ctrl stimulus, which the ack must meet), then queries: in the cycles the
+        stimulus waits or enters, every input is valid."""
+        c = core.rng.randrange(core.n)
+        noop_acks.append(c)
+        core.send_ack(core.ack_flit(c, core.rng.randrange(1 << core.p["epochBits"]), stranger))
         for ch, send in ((0, core.send_ack), (1, core.send_ctrl)):
+            if ch == 1 and port == "ctrl":
+                continue
             for _ in range(core.rng.randrange(1, 3)):
                 f = illegal_flit(core.S, core.rng, ch)
                 injected[ch].append(flit_error(core.S, f, ch))
@@ -85,11 +93,6 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
             o = core.rng.choice(objs)
             queried.append(o)
             core.query.q.append(o)
-        # a legal ack of an object the directory does not hold: it enters the OTC like any ack
-        # (competing with the stimulus), misses, and is answered not applied
-        c = core.rng.randrange(core.n)
-        noop_acks.append(c)
-        core.send_ack(core.ack_flit(c, core.rng.randrange(1 << core.p["epochBits"]), stranger))
 
     core.listeners.append(grab)
     try:
@@ -101,7 +104,7 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
             injected[0].clear(), injected[1].clear(), queried.clear(), noop_acks.clear()
             for st in step["stimuli"]:
                 if contention:
-                    contend()
+                    contend(st["port"])
                 if st["port"] == "req":
                     core.send_req(Req(st["op"], st["server"], st["epoch"], st["obj"], st["base"], st["size"]))
                 elif st["port"] == "ack":
