@@ -379,6 +379,11 @@ def _core_flow(variant: str, env: dict) -> str | None:
     return _directed("test_core_flow", variant, env)
 
 
+def _core_arbitration(variant: str, env: dict) -> str | None:
+    """test_core_arbitration: a Fence and a Commit in the same cycle, the Fence first."""
+    return _directed("test_core_arbitration", variant, env)
+
+
 def _core_epochs(variant: str, env: dict) -> str | None:
     """test_core_epochs (the epoch rule up to the last value and past it) on its 3-bit variant,
     the variant's deliberate-bug port at 0 (the design as written)."""
@@ -428,7 +433,8 @@ def _ms_workflows(variant: str, env: dict) -> str | None:
 GROUPS = {
     "core": Group("core", "m2s1w1", "CoherenceCore", "CoherenceCore.sv",
                   [("vectors", _core_vectors), ("ctrl", _core_ctrl), ("extent", _core_extent),
-                   ("flow", _core_flow), ("stress", _core_stress), ("decoder", _core_decoder)]),
+                   ("flow", _core_flow), ("arbitration", _core_arbitration), ("stress", _core_stress),
+                   ("decoder", _core_decoder)]),
     # m2s1w1's directory is one register (one set): the set index, the forwarding of the last write
     # to the next read of its set and the multi-cycle init and fence walks exist only with 2+ sets
     "core-sets": Group("core-sets", "stress", "CoherenceCore", "CoherenceCore.sv",
