@@ -67,6 +67,23 @@ def illegal_flit(S, rng, ch: int) -> int:
     return flit
 
 
+def malformed_flit(S, rng) -> int:
+    """A malformed flit of any message of the schema (not only the ack/ctrl channels' own): a
+    field out of its range, reserved bits set, or an unknown opcode. What a channel reports for it
+    is flit_error, the codec's check."""
+    m = S.messages[rng.choice(sorted(S.messages))]
+    flit = S.encode(m.name, {f.name: rng.randint(f.min, f.max) for f in m.fields})
+    narrow = [f for f in m.fields if f.max < (1 << f.width) - 1 or f.min > 0]
+    k = rng.random()
+    if k < 0.5 and narrow:
+        f = rng.choice(narrow)
+        bad = f.max + 1 if f.max < (1 << f.width) - 1 else f.min - 1
+        return flit & ~(((1 << f.width) - 1) << f.lo) | (bad << f.lo)
+    if k < 0.8 and m.bits < S.flit_bits:
+        return flit | 1 << rng.randrange(m.bits, S.flit_bits)
+    return (flit & ~0xF) | rng.choice([o for o in range(16) if o not in S.by_opcode])
+
+
 class Violation(AssertionError):
     def __init__(self, check: str, text: str):
         super().__init__(f"[{check}] {text}")

@@ -49,13 +49,14 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
     with queries of the scenario's objects (each answered once, in order) and with legal acks of
     an object no step names (each answered not applied): none changes the model's state, so the
     step's expectations stay the model's."""
-    from core_scoreboard import flit_error, illegal_flit
+    from core_scoreboard import flit_error, illegal_flit, malformed_flit
     await core.reset(mutant=mutant)
     seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr", "queryResp")}
     fired = Counter()
     injected = {0: [], 1: []}     # the decodeErr each injected illegal flit must give, per channel
     queried: list[int] = []
     noop_acks: list[int] = []      # legal acks of an object no scenario step names: never applied
+    bad_reqs: list = []            # requests of an illegal size for that object: dropped
     objs = sorted({o["obj"] for o in sc["objects"].values()}) or [0]
     stranger = max(objs) + 1000
 
@@ -82,11 +83,16 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
         c = core.rng.randrange(core.n)
         noop_acks.append(c)
         core.send_ack(core.ack_flit(c, core.rng.randrange(1 << core.p["epochBits"]), stranger))
+        # and a request of an illegal size (CORE.md: Drop, decodeErr channel 2 fieldRange size)
+        r = Req(core.rng.choice(["Get", "Commit"]), core.rng.randrange(core.n), 0, stranger, 0,
+                core.rng.choice([0, core.p["linesPerObject"] + 1]))
+        bad_reqs.append(r)
+        core.send_req(r)
         for ch, send in ((0, core.send_ack), (1, core.send_ctrl)):
             if ch == 1 and port == "ctrl":
                 continue
             for _ in range(core.rng.randrange(1, 3)):
-                f = illegal_flit(core.S, core.rng, ch)
+                f = (illegal_flit if core.rng.random() < 0.5 else lambda S, r, _: malformed_flit(S, r))(core.S, core.rng, ch)
                 injected[ch].append(flit_error(core.S, f, ch))
                 send(f)
         for _ in range(core.rng.randrange(1, 4)):
@@ -101,7 +107,7 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
             for k in seen:
                 seen[k].clear()
             fired.clear()
-            injected[0].clear(), injected[1].clear(), queried.clear(), noop_acks.clear()
+            injected[0].clear(), injected[1].clear(), queried.clear(), noop_acks.clear(), bad_reqs.clear()
             for st in step["stimuli"]:
                 if contention:
                     contend(st["port"])
@@ -120,8 +126,16 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
                        if d["channel"] == ch]
                 if got != injected[ch]:
                     _diff(where, f"decodeErr of channel {ch} (channel, code, field, opcode)", injected[ch], got)
-            if any(d["channel"] not in (0, 1) for d in seen["decodeErr"]):
-                _diff(where, "decodeErr", [], seen["decodeErr"])
+            want2 = [(2, core.S.errors["fieldRange"], core.S.field_ids["size"],
+                      core.S.messages["ObjGet" if r.op == "Get" else "PutCommit"].opcode) for r in bad_reqs]
+            got2 = [(d["channel"], d["code"], d["field"], d["opcode"]) for d in seen["decodeErr"] if d["channel"] not in (0, 1)]
+            if got2 != want2:
+                _diff(where, "decodeErr of the requests of an illegal size (contention)", want2, got2)
+            drops = [d for d in seen["resp"] if d["obj"] == stranger]
+            seen["resp"] = [d for d in seen["resp"] if d["obj"] != stranger]
+            if [(d["op"], d["server"], d["result"]) for d in drops] != [(r.op, r.server, "Drop") for r in bad_reqs]:
+                _diff(where, "resp of the requests of an illegal size (contention)",
+                      [(r.op, r.server, "Drop") for r in bad_reqs], drops)
             extra = [d for d in seen["ackResult"] if d["obj"] == stranger]
             seen["ackResult"] = [d for d in seen["ackResult"] if d["obj"] != stranger]
             want = [{"server": c, "obj": stranger, "applied": False, "settled": False} for c in noop_acks]
