@@ -5,7 +5,9 @@ match is an error), one Verilator build and one simulation per variant, reset be
 Per step: each stimulus is driven and the core run idle; then the step's messages are compared
 (resp and ackResult and ctrlResp in order, snp as a multiset, nothing else, no decodeErr) and the
 state (io_query of every object of the scenario, io_status). A mismatch names the scenario id, the
-step, the model's rule, the field, expected and got.
+step, the model's rule, the field, expected and got. Three passes: outputs ready, random
+backpressure, and backpressure with contention (`replay`'s doc: inputs that change no state of
+the model compete with every stimulus, each with the answer the schema or CORE.md gives it).
 """
 from __future__ import annotations
 
