@@ -152,6 +152,17 @@ class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParam
   servers.io.mayWrap := mut.on(Mutants.epochWraps)
   ctrl.io.wraps := mut.on(Mutants.epochWraps)
 
+  /** A registered Valid output: only the valid bit is reset. The data is read only while valid is
+    * high and is written in the same cycle valid is, so a reset value of it would be a don't-care
+    * (the mutation run found 15 such reset constants no test could tell from others; rocket-chip
+    * leaves such data registers without reset too). Simulation starts them random. */
+  private def validReg[T <: Data](in: Valid[T]): Valid[T] = {
+    val r = Wire(Valid(chiselTypeOf(in.bits)))
+    r.valid := RegNext(in.valid, false.B)
+    r.bits := RegNext(in.bits)
+    r
+  }
+
   // ---- answers ------------------------------------------------------------------------------------
   respQ.io.enq.valid := otc.io.resp.valid
   respQ.io.enq.bits := otc.io.resp.bits
@@ -163,8 +174,8 @@ class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParam
   io.snp <> snp.io.snp
   io.ctrlResp <> ctrl.io.resp
 
-  io.ackResult := RegNext(otc.io.ackResult, 0.U.asTypeOf(io.ackResult))
-  io.queryResp := RegNext(otc.io.query, 0.U.asTypeOf(io.queryResp))
+  io.ackResult := validReg(otc.io.ackResult)
+  io.queryResp := validReg(otc.io.query)
 
   // decodeErr: one report per cycle; the OTC's (a request already in S1) first, then ack, then ctrl
   ackF.io.enable := !otc.io.reqErr.valid
@@ -186,7 +197,7 @@ class CoherenceCore(implicit val p: AptaParams) extends Module with HasAptaParam
     err.bits.field := ackF.io.err.bits.field
     err.bits.opcode := ackF.io.err.bits.opcode
   }
-  io.decodeErr := RegNext(err, 0.U.asTypeOf(err))
+  io.decodeErr := validReg(err)
 
   // ---- status -------------------------------------------------------------------------------------
   io.status.fenced := servers.io.fenced

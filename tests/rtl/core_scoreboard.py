@@ -23,6 +23,67 @@ from dataclasses import dataclass, field
 from core_bfm import set_of
 
 
+CHANNEL_MESSAGES = {0: ("ObjBIRsp",), 1: ("Fence", "Rejoin")}    # decodeErr channel 0 ack, 1 ctrl
+
+
+def flit_error(S, flit: int, ch: int) -> tuple | None:
+    """The decodeErr (channel, code, field, opcode) the core reports for a flit on the ack (0) or
+    ctrl (1) channel (rtl/CORE.md), or None for a flit the channel takes: the codec's check (the
+    schema, the one definition), and a legal flit of another channel's message refused as
+    badOpcode (rtl ChannelFront)."""
+    code, fld = S.check(flit)
+    if code:
+        return (ch, code, fld, flit & 0xF)
+    name, _ = S.decode(flit)
+    if name not in CHANNEL_MESSAGES[ch]:
+        return (ch, S.errors["badOpcode"], 0, flit & 0xF)
+    return None
+
+
+def illegal_flit(S, rng, ch: int) -> int:
+    """A flit the ack (0) or ctrl (1) channel must refuse: a legal flit of another channel's
+    message, an unknown opcode, reserved bits set, or a field out of range (the test_core_stress
+    mix; what the core reports is flit_error)."""
+    name = rng.choice(["ObjBIRsp", "Fence", "Rejoin"])
+    m = S.messages[name]
+    flit = S.encode(name, {f.name: rng.randint(f.min, f.max) for f in m.fields})
+    k = rng.random()
+    if k < 0.15:                              # legal, but another channel's message
+        other = rng.choice(["ObjGet", "RejoinAck", "ObjBISnp"] + (["Fence", "Rejoin"] if ch == 0
+                                                                 else ["ObjBIRsp"]))
+        mo = S.messages[other]
+        return S.encode(other, {f.name: rng.randint(f.min, f.max) for f in mo.fields})
+    if k < 0.4:
+        bad = [o for o in range(16) if o not in S.by_opcode]
+        flit = (flit & ~0xF) | rng.choice(bad)
+    elif k < 0.7 and m.bits < S.flit_bits:
+        flit |= 1 << rng.randrange(m.bits, S.flit_bits)
+    else:
+        f = m.fields[0]                       # server: out of range where it can be
+        if f.max < (1 << f.width) - 1:
+            flit = flit & ~(((1 << f.width) - 1) << f.lo) | ((f.max + 1) << f.lo)
+        else:
+            flit = (flit & ~0xF) | 0xF
+    return flit
+
+
+def malformed_flit(S, rng) -> int:
+    """A malformed flit of any message of the schema (not only the ack/ctrl channels' own): a
+    field out of its range, reserved bits set, or an unknown opcode. What a channel reports for it
+    is flit_error, the codec's check."""
+    m = S.messages[rng.choice(sorted(S.messages))]
+    flit = S.encode(m.name, {f.name: rng.randint(f.min, f.max) for f in m.fields})
+    narrow = [f for f in m.fields if f.max < (1 << f.width) - 1 or f.min > 0]
+    k = rng.random()
+    if k < 0.5 and narrow:
+        f = rng.choice(narrow)
+        bad = f.max + 1 if f.max < (1 << f.width) - 1 else f.min - 1
+        return flit & ~(((1 << f.width) - 1) << f.lo) | (bad << f.lo)
+    if k < 0.8 and m.bits < S.flit_bits:
+        return flit | 1 << rng.randrange(m.bits, S.flit_bits)
+    return (flit & ~0xF) | rng.choice([o for o in range(16) if o not in S.by_opcode])
+
+
 class Violation(AssertionError):
     def __init__(self, check: str, text: str):
         super().__init__(f"[{check}] {text}")
@@ -102,15 +163,11 @@ class Scoreboard:
             self._decode_err(d)
 
     def _flit_in(self, flit, ch):
-        code, fld = self.S.check(flit)
-        if code:
-            self.errs[ch].append((ch, code, fld, flit & 0xF))
+        err = flit_error(self.S, flit, ch)
+        if err:
+            self.errs[ch].append(err)
             return
         name, f = self.S.decode(flit)
-        if name not in (("ObjBIRsp",) if ch == 0 else ("Fence", "Rejoin")):
-            # a legal flit of another channel's message: refused as badOpcode (rtl ChannelFront)
-            self.errs[ch].append((ch, self.S.errors["badOpcode"], 0, flit & 0xF))
-            return
         if ch == 0:
             self.acks.append(f)
         else:

@@ -2,7 +2,9 @@
 back to back while the answer to the first is held by ctrlResp backpressure, on every server.
 The model's vectors send one ctrl flit per settled step and the stress rarely overlaps them, so
 the control unit's sequencing (accept only when idle, one answer per flit, in order, effects
-visible at `status` when answered) was a blind spot of the mutation run (tests/rtl/mutation.py).
+visible at `status` when answered, checked at each answer) was a blind spot of the mutation run
+(tests/rtl/mutation.py). The sequences also send stale fences, rejoins whose epoch field is not
+the server's after another server's walk, and a Rejoin waiting while a walk ends.
 """
 from __future__ import annotations
 
@@ -17,15 +19,19 @@ from core_bfm import ROOT, Core, load_params
 HOLD = 12      # cycles ctrlResp is held not ready while the next flits queue behind
 
 
-def _expect(ops: list[tuple[str, int]], n: int, epoch_bits: int) -> tuple[list[dict], dict]:
+def _expect(ops: list[tuple], n: int, epoch_bits: int) -> tuple[list[dict], dict]:
     """The answers CORE.md promises for `ops` applied in order from reset (every server unfenced,
-    epoch 0), and the status after them."""
+    epoch 0), and the status after them. An op is (opcode, server) or (opcode, server, delta):
+    the flit carries the server's epoch + delta (a Fence of another epoch is stale; a Rejoin's
+    epoch field is not read)."""
     fenced, epoch, out = [False] * n, [0] * n, []
-    for op, s in ops:
+    mask = (1 << epoch_bits) - 1
+    for op, s, *d in ops:
+        e = (epoch[s] + (d[0] if d else 0)) & mask
         if op == "Fence":
-            out.append({"op": "Fence", "server": s, "epoch": epoch[s]})   # the echo of a current fence
-            fenced[s] = True
-        elif epoch[s] == (1 << epoch_bits) - 1:       # the last epoch is never left (guard rejoin.exhausted)
+            out.append({"op": "Fence", "server": s, "epoch": e})    # echoed, current or stale
+            fenced[s] = fenced[s] or e == epoch[s]
+        elif epoch[s] == mask:                        # the last epoch is never left (guard rejoin.exhausted)
             fenced[s] = True
             out.append({"op": "RejoinRefused", "server": s, "epoch": epoch[s]})
         else:
@@ -33,6 +39,25 @@ def _expect(ops: list[tuple[str, int]], n: int, epoch_bits: int) -> tuple[list[d
             fenced[s] = False
             out.append({"op": "RejoinAck", "server": s, "epoch": epoch[s]})
     return out, {"fenced": fenced, "epoch": epoch}
+
+
+def _flit_epoch(ops: list[tuple], i: int, n: int, epoch_bits: int) -> int:
+    """The epoch field of ops[i]: its server's epoch after the ones before it, + its delta."""
+    op, s, *d = ops[i]
+    return (_expect(ops[:i], n, epoch_bits)[1]["epoch"][s] + (d[0] if d else 0)) & ((1 << epoch_bits) - 1)
+
+
+def sequences(s: int, n: int) -> list[list[tuple]]:
+    """The flit sequences for server s (o the next one): back to back fences and rejoins; then
+    stale fences (another epoch, or of a fenced server) and rejoins whose epoch field is not the
+    server's, each after a walk of the other server (so the control unit's latched server differs
+    from the flit's)."""
+    o = (s + 1) % n
+    return [[("Fence", s), ("Rejoin", s), ("Fence", o), ("Rejoin", o), ("Rejoin", s)],
+            [("Fence", s, 1), ("Rejoin", o), ("Rejoin", s, 3), ("Fence", o), ("Rejoin", o, -1),
+             ("Fence", s, -1), ("Fence", o), ("Rejoin", s), ("Fence", s), ("Rejoin", s, 2)],
+            # a walk's last cycles with the next flit (a Rejoin of a fenced server) waiting
+            [("Fence", o), ("Rejoin", s), ("Rejoin", o), ("Fence", s), ("Rejoin", o), ("Rejoin", s)]]
 
 
 try:
@@ -50,17 +75,20 @@ if cocotb is not None:
         start_clock(dut)
         core = Core(dut, p)
         fails = []
-        for s in range(n):
-            o = (s + 1) % n
-            ops = [("Fence", s), ("Rejoin", s), ("Fence", o), ("Rejoin", o), ("Rejoin", s)]
+        for s, ops in ((s, ops) for s in range(n) for ops in sequences(s, n)):
             want, status = _expect(ops, n, p["epochBits"])
             await core.reset()
             got = []
-            core.listeners[:] = [lambda b: got.append({k: b.data.get(k) for k in ("op", "server", "epoch")})
-                                 if b.port == "ctrlResp" else None]
-            for i, (op, srv) in enumerate(ops):   # all queued at once: the core takes the next when it may
-                # each flit carries the server's epoch after the ones before it
-                core.send_ctrl(core.ctrl_flit(op, srv, _expect(ops[:i], n, p["epochBits"])[1]["epoch"][srv]))
+            seen_status = []     # the status in the cycle each answer is taken: its effects are visible
+
+            def grab(b):
+                if b.port == "ctrlResp":
+                    got.append({k: b.data.get(k) for k in ("op", "server", "epoch")})
+                    st = core.read_status()
+                    seen_status.append({"fenced": st["fenced"], "epoch": st["epoch"]})
+            core.listeners[:] = [grab]
+            for i, (op, srv, *_) in enumerate(ops):   # all queued at once: the core takes the next when it may
+                core.send_ctrl(core.ctrl_flit(op, srv, _flit_epoch(ops, i, n, p["epochBits"])))
             core.ready_p = {k: 1.0 for k in core.ready_p}
             core.ready_p["ctrlResp"] = 0.0
             for _ in range(HOLD):
@@ -70,11 +98,15 @@ if cocotb is not None:
             core.ready_p["ctrlResp"] = 0.5
             await core.settle(quiet=8, waiting=lambda: len(got) < len(ops))
             if got != want:
-                fails.append(f"server {s}: ctrlResp {got}, expected {want}")
+                fails.append(f"server {s} {ops}: ctrlResp {got}, expected {want}")
+            for i, st in enumerate(seen_status[:len(ops)]):
+                exp = _expect(ops[:i + 1], n, p["epochBits"])[1]
+                if st != exp:
+                    fails.append(f"server {s} {ops}: status when {ops[i]} was answered {st}, expected {exp}")
             st = core.read_status()
             for k, v in status.items():
                 if st[k] != v:
-                    fails.append(f"server {s}: status.{k} {st[k]}, expected {v}")
+                    fails.append(f"server {s} {ops}: status.{k} {st[k]}, expected {v}")
         out = os.environ.get("APTA_RESULT")
         if out:
             Path(out).write_text(json.dumps({"variant": variant, "failed": fails}))

@@ -29,6 +29,7 @@ import pytest
 
 
 from core_bfm import ROOT, Core, Req, load_params, set_of
+from core_scoreboard import illegal_flit
 
 from apta import cells
 
@@ -113,28 +114,7 @@ class Stress:
         return self.core.S.messages["ObjBISnp"].fields[-1].width
 
     def illegal_flit(self, ch):
-        S, rng = self.core.S, self.rng
-        name = rng.choice(["ObjBIRsp", "Fence", "Rejoin"])
-        m = S.messages[name]
-        flit = S.encode(name, {f.name: rng.randint(f.min, f.max) for f in m.fields})
-        k = rng.random()
-        if k < 0.15:                              # legal, but another channel's message
-            other = rng.choice(["ObjGet", "RejoinAck", "ObjBISnp"] + (["Fence", "Rejoin"] if ch == 0
-                                                                     else ["ObjBIRsp"]))
-            mo = S.messages[other]
-            return S.encode(other, {f.name: rng.randint(f.min, f.max) for f in mo.fields})
-        if k < 0.4:
-            bad = [o for o in range(16) if o not in S.by_opcode]
-            flit = (flit & ~0xF) | rng.choice(bad)
-        elif k < 0.7 and m.bits < S.flit_bits:
-            flit |= 1 << rng.randrange(m.bits, S.flit_bits)
-        else:
-            f = m.fields[0]                       # server: out of range where it can be
-            if f.max < (1 << f.width) - 1:
-                flit = flit & ~(((1 << f.width) - 1) << f.lo) | ((f.max + 1) << f.lo)
-            else:
-                flit = (flit & ~0xF) | 0xF
-        return flit
+        return illegal_flit(self.core.S, self.rng, ch)
 
     def pick_acks(self, servers_ok, obj_ok, p_take=0.7):
         core, rng = self.core, self.rng

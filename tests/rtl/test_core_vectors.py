@@ -5,7 +5,9 @@ match is an error), one Verilator build and one simulation per variant, reset be
 Per step: each stimulus is driven and the core run idle; then the step's messages are compared
 (resp and ackResult and ctrlResp in order, snp as a multiset, nothing else, no decodeErr) and the
 state (io_query of every object of the scenario, io_status). A mismatch names the scenario id, the
-step, the model's rule, the field, expected and got.
+step, the model's rule, the field, expected and got. Three passes: outputs ready, random
+backpressure, and backpressure with contention (`replay`'s doc: inputs that change no state of
+the model compete with every stimulus, each with the answer the schema or CORE.md gives it).
 """
 from __future__ import annotations
 
@@ -40,12 +42,25 @@ def _sub(exp: dict, got: dict) -> bool:
 BACKPRESSURE = 0.5      # the second pass: each output's ready is high with this probability per cycle
 
 
-async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = False):
+async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = False,
+                 contention: bool = False):
     """One scenario; raises Mismatch at the first difference. With `backpressure` the outputs'
-    ready toggles at random (seeded): the same messages must come out, only later."""
+    ready toggles at random (seeded): the same messages must come out, only later. With
+    `contention` each stimulus also competes with illegal flits on the ack and ctrl channels
+    (each must be refused with the decodeErr the schema's codec gives, core_scoreboard.flit_error)
+    with queries of the scenario's objects (each answered once, in order) and with legal acks of
+    an object no step names (each answered not applied): none changes the model's state, so the
+    step's expectations stay the model's."""
+    from core_scoreboard import flit_error, illegal_flit, malformed_flit
     await core.reset(mutant=mutant)
-    seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr")}
+    seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr", "queryResp")}
     fired = Counter()
+    injected = {0: [], 1: []}     # the decodeErr each injected illegal flit must give, per channel
+    queried: list[int] = []
+    noop_acks: list[int] = []      # legal acks of an object no scenario step names: never applied
+    bad_reqs: list = []            # requests of an illegal size for that object: dropped
+    objs = sorted({o["obj"] for o in sc["objects"].values()}) or [0]
+    stranger = max(objs) + 1000
 
     def grab(b):
         if b.port in seen:
@@ -53,9 +68,39 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
         elif b.port.endswith(".fire"):
             fired[b.port[:-5]] += 1
 
+    def errs(ch):
+        return sum(d["channel"] == ch for d in seen["decodeErr"])
+
     def waiting():
-        return (len(seen["resp"]) < fired["req"] or len(seen["ctrlResp"]) < fired["ctrl"]
-                or len(seen["ackResult"]) + len(seen["decodeErr"]) < fired["ack"])
+        return (len(seen["resp"]) < fired["req"] or len(seen["ctrlResp"]) + errs(1) < fired["ctrl"]
+                or len(seen["ackResult"]) + errs(0) < fired["ack"]
+                or len(seen["queryResp"]) < fired["query"])
+
+    def contend(port: str | None = None):
+        """Before a stimulus on `port` (None: after it): first a legal ack of an object the
+        directory does not hold (it competes with the stimulus in the cycle the stimulus is
+        valid, misses, and is answered not applied), then illegal flits on both flit channels
+        (not ahead of a ctrl stimulus, which the ack must meet), then queries: in the cycles the
+        stimulus waits or enters, every input is valid."""
+        c = core.rng.randrange(core.n)
+        noop_acks.append(c)
+        core.send_ack(core.ack_flit(c, core.rng.randrange(1 << core.p["epochBits"]), stranger))
+        # and a request of an illegal size (CORE.md: Drop, decodeErr channel 2 fieldRange size)
+        r = Req(core.rng.choice(["Get", "Commit"]), core.rng.randrange(core.n), 0, stranger, 0,
+                core.rng.choice([0, core.p["linesPerObject"] + 1]))
+        bad_reqs.append(r)
+        core.send_req(r)
+        for ch, send in ((0, core.send_ack), (1, core.send_ctrl)):
+            if ch == 1 and port == "ctrl":
+                continue
+            for _ in range(core.rng.randrange(1, 3)):
+                f = (illegal_flit if core.rng.random() < 0.5 else lambda S, r, _: malformed_flit(S, r))(core.S, core.rng, ch)
+                injected[ch].append(flit_error(core.S, f, ch))
+                send(f)
+        for _ in range(core.rng.randrange(1, 4)):
+            o = core.rng.choice(objs)
+            queried.append(o)
+            core.query.q.append(o)
 
     core.listeners.append(grab)
     try:
@@ -64,17 +109,42 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
             for k in seen:
                 seen[k].clear()
             fired.clear()
+            injected[0].clear(), injected[1].clear(), queried.clear(), noop_acks.clear(), bad_reqs.clear()
             for st in step["stimuli"]:
+                if contention:
+                    contend(st["port"])
                 if st["port"] == "req":
                     core.send_req(Req(st["op"], st["server"], st["epoch"], st["obj"], st["base"], st["size"]))
                 elif st["port"] == "ack":
                     core.send_ack(core.ack_flit(st["server"], st["epoch"], st["obj"]))
                 else:
                     core.send_ctrl(core.ctrl_flit(st["op"], st["server"], st["epoch"]))
+                if contention:
+                    contend()
                 await core.settle(quiet=8, full_ready=not backpressure, waiting=waiting)
             exp = step["expect"]
-            if seen["decodeErr"]:
-                _diff(where, "decodeErr", [], seen["decodeErr"])
+            for ch in (0, 1):
+                got = [(d["channel"], d["code"], d["field"], d["opcode"]) for d in seen["decodeErr"]
+                       if d["channel"] == ch]
+                if got != injected[ch]:
+                    _diff(where, f"decodeErr of channel {ch} (channel, code, field, opcode)", injected[ch], got)
+            want2 = [(2, core.S.errors["fieldRange"], core.S.field_ids["size"],
+                      core.S.messages["ObjGet" if r.op == "Get" else "PutCommit"].opcode) for r in bad_reqs]
+            got2 = [(d["channel"], d["code"], d["field"], d["opcode"]) for d in seen["decodeErr"] if d["channel"] not in (0, 1)]
+            if got2 != want2:
+                _diff(where, "decodeErr of the requests of an illegal size (contention)", want2, got2)
+            drops = [d for d in seen["resp"] if d["obj"] == stranger]
+            seen["resp"] = [d for d in seen["resp"] if d["obj"] != stranger]
+            if [(d["op"], d["server"], d["result"]) for d in drops] != [(r.op, r.server, "Drop") for r in bad_reqs]:
+                _diff(where, "resp of the requests of an illegal size (contention)",
+                      [(r.op, r.server, "Drop") for r in bad_reqs], drops)
+            extra = [d for d in seen["ackResult"] if d["obj"] == stranger]
+            seen["ackResult"] = [d for d in seen["ackResult"] if d["obj"] != stranger]
+            want = [{"server": c, "obj": stranger, "applied": False, "settled": False} for c in noop_acks]
+            if extra != want:
+                _diff(where, "ackResult of the acks of an absent object (contention)", want, extra)
+            if [d["obj"] for d in seen["queryResp"]] != queried:
+                _diff(where, "queryResp objects (contention)", queried, [d["obj"] for d in seen["queryResp"]])
             for port in ("resp", "ackResult", "ctrlResp"):
                 e, g = exp.get(port, []), seen[port]
                 if len(e) != len(g):
@@ -128,13 +198,15 @@ if cocotb is not None:
         fails, t0 = [], time.time()
         import random
         core.rng = random.Random(int(os.environ.get("APTA_SEED", "1")))
-        for bp in (False, True):          # each scenario with outputs always ready, then under backpressure
+        # each scenario with outputs always ready, then under backpressure, then under backpressure
+        # with illegal flits and queries competing with every stimulus
+        for bp, cont in ((False, False), (True, False), (True, True)):
             core.ready_p = {k: BACKPRESSURE if bp else 1.0 for k in core.ready_p}
             for sc in scen:
                 try:
-                    await replay(core, sc, mutant, backpressure=bp)
+                    await replay(core, sc, mutant, backpressure=bp, contention=cont)
                 except (Mismatch, AssertionError) as e:
-                    fails.append(("[backpressure] " if bp else "") + str(e))
+                    fails.append(("[contention] " if cont else "[backpressure] " if bp else "") + str(e))
         out = os.environ.get("APTA_RESULT")
         if out:
             Path(out).write_text(json.dumps({"variant": variant, "scenarios": len(scen), "failed": fails,

@@ -38,7 +38,7 @@ def test_expression_mutants():
     assert sel == [("condition", "select c inverted", "(~c) ? x : y")]
 
 
-@pytest.mark.rtl_variants("m2s1w1", "msv", "ms3", simulator=False)
+@pytest.mark.rtl_variants("m2s1w1", "stress", "mutants_epochs", "msv", "ms3", simulator=False)
 @pytest.mark.parametrize("group", sorted(mutation.GROUPS))
 def test_schema_changes_only_logic(group):
     """Every mutant is selected by its own id; strings and assertion blocks (`ifndef SYNTHESIS`)
@@ -95,6 +95,6 @@ def test_equivalence_proof_tells_dead_code_from_a_bug():
     dead = next(m for m in mutants if m.module == "DirUpdate" and m.kind == "stuck1"
                 and "`io_ways_0_sharers == 2'h0`" in m.what)
     bug = next(m for m in mutants if m.module == "CoherenceCore" and m.kind == "reset"
-               and m.line and "io_decodeErr_REG_valid <=" in (RTL / g.variant / g.file).read_text().splitlines()[m.line - 1])
+               and m.line and "io_decodeErr_r_valid_REG <=" in (RTL / g.variant / g.file).read_text().splitlines()[m.line - 1])
     assert mutation.prove_equivalent(g, dead)
     assert mutation.prove_equivalent(g, bug) is None
