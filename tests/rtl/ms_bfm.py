@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import random
 from collections import deque
 from pathlib import Path
@@ -44,6 +45,23 @@ def build_ms(variant: str):
     return runner, bdir
 
 
+def require_ms_netlist(variant: str) -> None:
+    """Skips, or fails, a memory-server test whose variant has no MemoryServer: skipped when
+    RTL_DIR does not declare the variant or `make rtl` has not run; failed when RTL_DIR declares it
+    (a partial netlist directory must not pass by skipping) or under APTA_RTL (make test)."""
+    import pytest
+    from core_bfm import declared_variants, rtl_dir_lacks, variant_dir
+    lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
+    if lack and lack[0] == "skip":           # under RTL_DIR: a variant it does not declare
+        pytest.skip(lack[1])
+    if not any((variant_dir(variant) / f"MemoryServer.{x}").exists() for x in ("sv", "v")):
+        if declared_variants() is not None:
+            pytest.fail(f"{variant}: no MemoryServer netlist under RTL_DIR, which declares it", pytrace=False)
+        if os.environ.get("APTA_RTL"):
+            raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
+        pytest.skip("run `make rtl` first")
+
+
 def run_ms(variant: str, test_module: str, env: dict | None = None, testcase=None):
     runner, bdir = build_ms(variant)
     env = dict(env or {})
@@ -53,7 +71,6 @@ def run_ms(variant: str, test_module: str, env: dict | None = None, testcase=Non
 
 def set_mutant(dut):
     """io_mutant (variants with mutantPort, e.g. ms3_mutants) := APTA_MUTANT (default 0, the correct design)."""
-    import os
     if hasattr(dut, "io_mutant"):
         dut.io_mutant.value = int(os.environ.get("APTA_MUTANT", "0"))
 

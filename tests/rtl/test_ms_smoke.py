@@ -268,16 +268,7 @@ if cocotb is not None:
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
                          else ["ms3", "ms3t"])
 def test_ms_smoke_runner(variant):
-    from ms_bfm import run_ms
-    from core_bfm import declared_variants, rtl_dir_lacks, variant_dir
-    lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
-    if lack and lack[0] == "skip":           # under RTL_DIR: a variant it does not declare
-        pytest.skip(lack[1])
-    if not any((variant_dir(variant) / f"MemoryServer.{x}").exists() for x in ("sv", "v")):
-        if declared_variants() is not None:
-            pytest.fail(f"{variant}: no MemoryServer netlist under RTL_DIR, which declares it", pytrace=False)
-        if os.environ.get("APTA_RTL"):
-            raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
-        pytest.skip("run `make rtl` first")
+    from ms_bfm import require_ms_netlist, run_ms
+    require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
     assert tests >= 7 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
