@@ -420,6 +420,12 @@ def _ms_alloc(variant: str, env: dict) -> str | None:
     return f"{failed} of {n} allocator tests failed" if failed or n < 3 else None
 
 
+def _ms_hold(variant: str, env: dict) -> str | None:
+    from ms_bfm import run_ms
+    n, failed = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
+    return f"{failed} of {n} hold-table tests failed" if failed or n < 6 else None
+
+
 def _ms_workflows(variant: str, env: dict) -> str | None:
     import test_ms_workflows as tw
     failed, res = tw._run_ms(variant, f"-mutant{env['APTA_RTL_MUTANT']}", {"APTA_MS_SEEDS": "1"})
@@ -452,9 +458,11 @@ GROUPS = {
     # the memory server in the model's geometry: its vectors, then the workflows with crashes
     "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
                  [("ms-vectors", _ms_vectors), ("ms-workflows", _ms_workflows)]),
-    # two staging slots and a bigger directory: the directed races of the smoke tests, the workflows
+    # two staging slots and a bigger directory: the directed races of the smoke tests, the
+    # allocator, the hold table of versioned gets (issue 19), the workflows
     "ms3": Group("ms3", "ms3", "MemoryServer", "MemoryServer.sv",
-                 [("ms-smoke", _ms_smoke), ("ms-alloc", _ms_alloc), ("ms-workflows", _ms_workflows)]),
+                 [("ms-smoke", _ms_smoke), ("ms-alloc", _ms_alloc), ("ms-hold", _ms_hold),
+                  ("ms-workflows", _ms_workflows)]),
 }
 
 
