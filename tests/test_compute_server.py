@@ -238,7 +238,7 @@ def _rsp(name, **f):
 def test_get_miss_then_hit():
     m, t = _model()
     op = m.start_get(5)
-    assert t.sent == [("req", "ObjGet", {"server": 1, "epoch": 3, "obj": 5})] and m.state(5) == "IS_D"
+    assert t.sent == [("req", "ObjGet", {"server": 1, "epoch": 3, "obj": 5, "version": 0})] and m.state(5) == "IS_D"  # unversioned
     for l in (0, 1):
         m.receive("rsp", _rsp("ObjData", epoch=3, obj=5, line=l, data=line_data(5, 7, l)))
     assert op.done and not op.hit and m.state(5) == "S" and [decode_line(5, l, d) for l, d in enumerate(op.data)] == [7, 7]

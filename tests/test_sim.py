@@ -398,7 +398,10 @@ def test_vectors_replay_on_the_simulator_engine(sim):
         r = subprocess.run([str(sim), "--replay-vectors", str(f)], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         st = json.loads(r.stdout)
-        assert st["failed"] == 0 and st["scenarios"] > 0
+        assert st["failed"] == 0
+        if st["scenarios"] == 0:  # a configuration that targets memory-server cells only (versioned*)
+            ms = VECTORS / "ms" / f.name
+            assert ms.exists() and ms.read_text().strip(), f"{f.name}: no core scenarios and no memory-server ones"
         total += st["scenarios"]
     assert total >= 50
 
