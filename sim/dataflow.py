@@ -105,22 +105,11 @@ def analyse(apps: dict, params) -> dict:
         if runs:
             fail[a] = {c: {"completed": r["completed"], "makespan_ns": r["makespan_ns"], "preemptions": r["preemptions"],
                            "restarts": sum(i["restarts"] for i in r["instances"]), "why": r["why"]} for c, r in runs.items()}
-    early = {a: sorted({f"{p['function']}" for k, p in enumerate(apps[a]["plan"]["instances"])
-                        if _early(apps[a]["plan"], k)}) for a in names}
+    # the simulator says which functions it invoked early (one rule, sim/src/system.cpp)
+    early = {a: sorted({x["function"] for x in apps[a]["by"][f"inv{_pval(params, 'sweeps', 'dataflow_invoke_us')}"]["apta_dataflow"]["instances"]
+                        if x["early"]}) for a in names}
     return {"invoke_us": _pval(params, "sweeps", "invoke_us"), "headline_us": _pval(params, "sweeps", "dataflow_invoke_us"),
             "sweep": sweep, "failure": fail, "early_functions": early}
-
-
-def _early(plan, k) -> bool:
-    """Whether instance k is invoked before its predecessors finish: it has predecessors and every
-    object it reads has at most one writer (the simulator's rule, sim/src/system.cpp)."""
-    if not plan["instances"][k]["deps"]:
-        return False
-    writers = {}
-    for p in plan["instances"]:
-        for o in p["writes"]:
-            writers[o] = writers.get(o, 0) + 1
-    return all(writers.get(o, 0) <= 1 for o in plan["instances"][k]["reads"])
 
 
 def plot(D, out, save_fig, plt, app_colors) -> str:

@@ -288,6 +288,7 @@ json::Value RunResult::to_json(const Plan& plan) const {
     x["get_hit"] = r.has_get ? json::Value(r.get_hit) : json::Value();
     x["put_inv"] = r.has_put ? json::Value(r.put_inv) : json::Value();
     x["restarts"] = r.restarts;
+    x["early"] = r.early;
     arr.push(x);
   }
   o["instances"] = arr;

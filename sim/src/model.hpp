@@ -97,6 +97,7 @@ struct InstResult {
   // Table IV per object (each object got / put counts once; the last execution's, like get_hit/put_inv)
   int obj_get_hit = 0, obj_get_miss = 0, obj_put_no_inv = 0, obj_put_inv = 0;
   int restarts = 0;
+  bool early = false;  // invoked before its predecessors finished (Config::early and its reads allow it)
 };
 
 struct RunResult {

@@ -100,6 +100,7 @@ RunResult& System::finish() {
   R.obj_gets_hit = R.obj_gets_miss = R.obj_puts_no_inv = R.obj_puts_inv = 0;
   for (size_t i = 0; i < runs_.size(); ++i) {
     auto& ir = R.inst[i];
+    ir.early = early_[i] && !plan_.instances[i].deps.empty();
     if (runs_[i].state != 2) continue;
     R.makespan_ns = std::max(R.makespan_ns, ir.end);
     R.get_ns += ir.get_ns; R.put_ns += ir.put_ns; R.compute_ns += ir.compute_ns;
