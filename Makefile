@@ -411,10 +411,10 @@ test-sched-daemon: e2e-bin daemon runner workloads
 # started as root with no masquerading and no forwarding (scheduler-plugin/kind/docker.sh); kind-down
 # deletes the cluster and stops a dockerd that kind started. scheduler-plugin/README.md "Deploy on kind".
 .PHONY: kind kind-images kind-down kind-check-net
-kind: go-check
+kind: go-check runner
 	bash scheduler-plugin/kind/build.sh cluster
 
-kind-images: go-check
+kind-images: go-check runner
 	bash scheduler-plugin/kind/build.sh images
 
 kind-down:
@@ -428,7 +428,7 @@ kind-check-net:
 # mid-workflow, fenced, rejoined), the negative control with the default scheduler, the network rule;
 # the cluster deleted and a dockerd we started stopped on any exit (trap).
 .PHONY: test-kind
-test-kind: go-check venv
+test-kind: go-check venv runner
 	bash -c 'trap "$(MAKE) --no-print-directory kind-down" EXIT; \
 	  bash scheduler-plugin/kind/build.sh images && bash scheduler-plugin/kind/build.sh delete && \
 	  bash scheduler-plugin/kind/build.sh cluster && \

@@ -110,8 +110,13 @@ build_images() {
     cp "$ROOT/build/scheduler/controlplane" "$ctx/apta-controlplane"
     printf 'FROM %s\nCOPY kube-scheduler apta-agent apta-controlplane /bin/\n' $BASE_IMAGE > "$ctx/Dockerfile"
     docker build -q -t apta-scheduler:dev "$ctx" >/dev/null
-    # a function pod's container (function/apta-function: reports its start to the control plane)
-    image apta-function apta-function:dev '["/usr/local/bin/apta-function"]' "$HERE/function/apta-function"
+    # the runner of a compute server (function/apta-runner: the host-built static aptarun of
+    # `make runner`) and a function pod's container (function/apta-function: admission with the
+    # placed epoch, then the function's job on the node's runner); function/apta-report: a probe
+    # pod reporting its start to the conforming control plane (the negative control of test_kind)
+    image apta-function apta-function:dev "" "$HERE/function/apta-runner" "$HERE/function/apta-function" \
+        "$HERE/function/apta-report" \
+        "$ROOT/build/qemu-cxl/runner/aptarun-static"
 }
 
 build_node() {
@@ -178,9 +183,13 @@ cluster() {
     if ! "$B/bin/kind" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
         step "kind create cluster $CLUSTER"
         local s; s=$(date +%s)
+        # the daemon's rack directory, mounted into the workers (cluster.yaml's @RACK@)
+        mkdir -p "$B/rack"
+        sed "s#@RACK@#$B/rack#" "$HERE/cluster.yaml" > "$B/cluster.yaml"
         $NICE "$B/bin/kind" create cluster --name "$CLUSTER" --image $NODE_IMAGE \
-            --config "$HERE/cluster.yaml" --kubeconfig "$B/kubeconfig" --wait 5m
+            --config "$B/cluster.yaml" --kubeconfig "$B/kubeconfig" --wait 5m
         echo "$(( $(date +%s) - s ))" > "$B/create-seconds"
+        CREATED=true
         step "cluster created in $(cat "$B/create-seconds") s"
     fi
     step "load apta-scheduler:dev and apta-function:dev, apply manifests/apta"
@@ -203,9 +212,14 @@ cluster() {
     step "cluster $CLUSTER up: KUBECONFIG=$B/kubeconfig"
 }
 
+# one line per run in build/kind/timings.jsonl (the measured `make kind` times of README.md and
+# build/bench/kind.json): what ran, its seconds, whether it created the cluster
+CREATED=false
+timing() { printf '{"what": "%s", "seconds": %d, "created_cluster": %s, "at": "%s"}\n' "$1" $(( $(date +%s) - t0 )) $CREATED "$(date -u +%FT%TZ)" >> "$B/timings.jsonl"; }
+
 case "${1:-cluster}" in
-    images) "$HERE/docker.sh" up; build_binaries; build_rootfs; build_images; build_node; step done ;;
-    cluster) "$HERE/docker.sh" up; build_binaries; build_rootfs; build_images; build_node; cluster ;;
+    images) "$HERE/docker.sh" up; build_binaries; build_rootfs; build_images; build_node; step done; timing images ;;
+    cluster) "$HERE/docker.sh" up; build_binaries; build_rootfs; build_images; build_node; cluster; timing cluster ;;
     delete) "$B/bin/kind" delete cluster --name "$CLUSTER" --kubeconfig "$B/kubeconfig" ;;
     *) echo "usage: $0 [images|cluster|delete]" >&2; exit 2 ;;
 esac
