@@ -30,6 +30,8 @@ KMOD=$($GO env GOMODCACHE)/k8s.io/kubernetes@$K8S_VERSION
 PAUSE_VERSION=$(sed -n 's/^\tPauseVersion = "\(.*\)"/\1/p' "$KMOD/cmd/kubeadm/app/constants/constants.go")
 KIND_MOD=$($GO env GOMODCACHE)/sigs.k8s.io/kind@$KIND_VERSION
 NODE_IMAGE=apta-kind/node:$K8S_VERSION
+# the images imported into the node image (apta-scheduler and apta-function are `kind load`ed)
+NODE_IMAGES="kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause apta-cni"
 BASE_IMAGE=apta-kind/debian:bookworm
 # The node's root filesystem: Debian's systemd, containerd, runc and CNI plugins and what kind's
 # base image installs (iptables, conntrack, mount tools ...)
@@ -137,7 +139,10 @@ build_node() {
     # the node image: base + node binaries + the images kubeadm and kind need, imported into the
     # node's containerd (as `kind build node-image` does, which would fetch them from registries)
     local key
-    key=$( { docker image inspect -f '{{.Id}}' apta-kind/node-base:dev; cat "$B"/images/*.id;
+    # (the images imported below only: apta-scheduler and apta-function are loaded into a running
+    # cluster by `kind load`, so a change there needs no new node image)
+    key=$( { docker image inspect -f '{{.Id}}' apta-kind/node-base:dev
+             for f in $NODE_IMAGES; do cat "$B/images/$f.id"; done
              sha256sum "$B/bin/kubelet" "$B/bin/kubeadm" "$B/bin/kubectl" "$HERE"/node/*.yaml; } | sha256sum | cut -c1-16)
     if [ "$(docker image inspect -f '{{index .Config.Labels "apta.inputs"}}' $NODE_IMAGE 2>/dev/null)" = "$key" ]; then
         return 0
@@ -153,7 +158,7 @@ build_node() {
     docker cp "$HERE/node/default-cni.yaml" $c:/kind/manifests/default-cni.yaml
     docker cp "$HERE/node/default-storage.yaml" $c:/kind/manifests/default-storage.yaml
     docker exec $c sh -c 'nohup containerd >/tmp/containerd.log 2>&1 & for i in $(seq 50); do [ -S /run/containerd/containerd.sock ] && break; sleep 0.2; done; ctr version >/dev/null'
-    for f in kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns pause apta-cni; do
+    for f in $NODE_IMAGES; do
         docker exec -i $c ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - < "$B/images/$f.tar" >/dev/null
     done
     docker exec $c sh -c 'pkill containerd; for i in $(seq 50); do pgrep -x containerd >/dev/null || break; sleep 0.2; done; rm -f /tmp/containerd.log'

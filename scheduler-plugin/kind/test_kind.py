@@ -361,7 +361,7 @@ def pod_template(plugin: bool = True) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "template"}, "spec": spec}
 
 
-def kube_access(workers: list[str]) -> dict:
+def kube_access(workers: list[str], plugin: bool = True) -> dict:
     """kube.py's access for the kind cluster: its API server (127.0.0.1), a ServiceAccount token
     that may manage pods in NS, the nodes (each worker is the compute server of its name)."""
     import base64
@@ -377,7 +377,8 @@ def kube_access(workers: list[str]) -> dict:
     kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": rbac}))
     tok = kubectl("-n", NS, "create", "token", "apta-executor", "--duration", "3h").strip()
     return {"server": cl["server"], "ca": base64.b64decode(cl["certificate-authority-data"]).decode(), "token": tok,
-            "namespace": NS, "nodes": {w: w for w in workers}, "pod": pod_template(), "label": "apta.io/function",
+            "namespace": NS, "nodes": {w: w for w in workers}, "pod": pod_template(plugin), "label": "apta.io/function",
+            "plugin": plugin,
             "annotations": {"inputs": "apta.io/inputs", "predecessorNodes": "apta.io/predecessor-nodes",
                             "minSeq": "apta.io/min-seq", "minSeqInstance": "apta.io/min-seq-instance",
                             "placedEpoch": "apta.io/placed-epoch", "placedSeq": "apta.io/placed-seq"}}
@@ -509,6 +510,14 @@ def daemon_world(cluster):
                 f()
         if rack is not None:
             sys.stderr.write(rack.log.read_text()[-1500:])
+
+
+def executor_for(dw, placer, first_obj: int):
+    import executor as exmod
+    from unittest import mock
+    with mock.patch.object(exmod, "Api", PlainTokenApi(token("executor")).make(exmod)):
+        return exmod.Executor(RACK, dw["rack"].port, guests=len(dw["workers"]), out_dir=OUT, first_obj=first_obj,
+                              placer=placer, dead_after_s=LEASE_MS / 1000)
 
 
 def run_workflows(dw, tmp_path, stop_during: str | None = None) -> dict:
@@ -664,6 +673,52 @@ def test_six_workflows_on_the_cluster_with_a_worker_stopped(daemon_world, tmp_pa
         "pod_created_to_started_s": {"median": med(start), "max": start[-1], "n": len(start)},
         "on_victim": on_victim}
     print("kind workflows:", json.dumps(MEASURED["cluster"]))
+
+
+def test_negative_control_default_scheduler_on_the_daemon(daemon_world, tmp_path):
+    """The daemon fences a live worker (the failure detector's API call); a workflow's pods prefer
+    it. The default scheduler binds them there: their containers refuse the start (fenced), which
+    KubePlacer counts as violations (the daemon reported the server unschedulable when the pods were
+    created); the workflow still completes on the others. The plugin, same preference: none."""
+    import executor as exmod
+    import kube as kubemod
+    from apta import workflow as wfmod
+    dw = daemon_world
+    workers, rack = dw["workers"], dw["rack"]
+    victim = workers[0]
+    g = 0
+    wf = next(w for w in wfmod.load_all() if w.name == "sentiment")
+    ref = exmod.host_reference(wf, "tiny", tmp_path)
+    req = urllib.request.Request(f"http://127.0.0.1:{rack.port}/v1/servers/{victim}/fence", method="POST", data=b"",
+                                 headers={"Authorization": f"Bearer {token('failure-detector')}"})
+    urllib.request.urlopen(req, timeout=10).read()
+    try:
+        wait_for(lambda: rack.server(g)["fenced"], "the daemon fenced the worker", 10, 0.05)
+        wait_for(lambda: kjson("get", "node", victim)["metadata"].get("annotations", {}).get("apta.io/fenced") == "true",
+                 "the agent mirrors the fence", 60)
+        out = {}
+        for plugin in (False, True):
+            placer = make_placer(kubemod, kube_access(workers, plugin))
+            placer.prefer = [victim]
+            # ids of their own: an earlier executor's objects a server still caches stay registered
+            ex = executor_for(dw, placer, first_obj=10000 * (2 if plugin else 1))
+            try:
+                r = ex.run(wf, ref, timeout_s=240)
+            finally:
+                ex.close()
+            assert r["outputs_equal"] and not r["violations"], r
+            assert victim not in set(r["placement"].values()), r["placement"]
+            out[plugin] = {"bound_on_fenced": sorted({b["pod"] for b in placer.bindings + placer.refusals if b["server"] == victim}),
+                           "violations": placer.violations(), "pod_refusals": placer.pod_refusals}
+        assert out[False]["bound_on_fenced"] and out[False]["violations"], out[False]
+        assert all("fenced" in x["why"] for x in out[False]["pod_refusals"]), out[False]
+        assert not out[True]["bound_on_fenced"] and not out[True]["violations"], out[True]
+        MEASURED["negative_control_daemon"] = {"default_scheduler": {k: len(v) for k, v in out[False].items()},
+                                               "plugin": {k: len(v) for k, v in out[True].items()}}
+    finally:
+        # the fenced runner comes back: a new runner pod, a Rejoin
+        kubectl("-n", NS, "delete", "pod", "-l", "app=apta-runner", "--field-selector", f"spec.nodeName={victim}", "--wait=false")
+        wait_for(lambda: not rack.server(g)["fenced"], "the worker's new runner rejoined", 120)
 
 
 def test_host_runner_makespans(tmp_path):
