@@ -377,7 +377,10 @@ def kube_access(workers: list[str], plugin: bool = True) -> dict:
     kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": rbac}))
     tok = kubectl("-n", NS, "create", "token", "apta-executor", "--duration", "3h").strip()
     return {"server": cl["server"], "ca": base64.b64decode(cl["certificate-authority-data"]).decode(), "token": tok,
-            "namespace": NS, "nodes": {w: w for w in workers}, "pod": pod_template(plugin), "label": "apta.io/function",
+            # (manifests/apta's admission policy refuses a pod labelled apta.io/function that is not
+            # the plugin's: the default scheduler's pods of the negative control carry another label)
+            "namespace": NS, "nodes": {w: w for w in workers}, "pod": pod_template(plugin),
+            "label": "apta.io/function" if plugin else "apta.io/negative-control",
             "plugin": plugin,
             "annotations": {"inputs": "apta.io/inputs", "predecessorNodes": "apta.io/predecessor-nodes",
                             "minSeq": "apta.io/min-seq", "minSeqInstance": "apta.io/min-seq-instance",
@@ -425,7 +428,7 @@ def make_placer(kubemod, access: dict):
                     pod["admitted"] = True
                     self.admitted.append({"pod": pod["name"], "server": server, "wf": self.seq})
                     self.on_admit(ex, pod["name"], server)
-                if gs is None or int(adm.read_text().split()[1]) != gs.jb.post_seq:
+                if gs is None or int(adm.read_text().split()[-1]) != gs.jb.post_seq:
                     return None
             return super().__call__(ex, k, inst, ids)
 
@@ -469,7 +472,8 @@ def daemon_world(cluster):
         for p in (RACK / "admit").glob("*"):
             p.unlink()
         # function pods of an earlier run on the same cluster (their names would be taken)
-        kubectl("-n", NS, "delete", "pods", "-l", "apta.io/function", "--grace-period=0", "--force", check=False)
+        for lab in ("apta.io/function", "apta.io/negative-control"):
+            kubectl("-n", NS, "delete", "pods", "-l", lab, "--grace-period=0", "--force", check=False)
         rack = harness.Rack(exe, schema, B, lease_ms=LEASE_MS, data_bytes=harness.WORLD_DATA_BYTES,
                             token=token("executor"),
                             extra=["--names", ",".join(workers), "--token-file", str(tf), "--rejoin-rate", "0"])
