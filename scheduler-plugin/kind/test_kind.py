@@ -2,20 +2,23 @@
 built the images and created the cluster (scheduler-plugin/kind/build.sh).
 
 Everything is judged from the cluster's own view: the API server's pods, bindings and leases, the
-nodes' annotations written by the agent, and the conforming control plane's log (the Deployment
-of manifests/apta), where every function pod's start is judged (fenced server? another epoch than
-the placement chose?). The test reaches the control plane by `kubectl port-forward` on 127.0.0.1.
+nodes' annotations written by the agent, the conforming control plane's log of judged starts (the
+first three tests), then the memory-server daemon's state and the executor's history.
 
 - the manifests' Deployments run; our kube-scheduler holds the leader-election lease;
-- a workflow of function pods (a pipeline, then a fan-out) placed by the Apta plugin: every pod
-  bound with apta.io/placed-epoch and placed-seq, started, its start judged clean;
-- a worker's node container `docker stop`ped mid-workflow and fenced by the test (the failure
-  detector): the pods of the workflow's next stage that prefer it are bound elsewhere, nothing is
-  bound there until it rejoins; after `docker start` and the rejoin (epoch 2) pods preferring it
-  are bound there again, in epoch 2; the agent mirrored fenced=true then epoch 2;
-- negative control, the default scheduler: with a worker fenced (alive), pods preferring it are
-  bound there and the control plane logs their starts as violations;
-- the network rule (docker.sh check) holds, and the check fails on a masquerading rule.
+- the network rule (docker.sh check) holds, and the check fails on a masquerading rule;
+- negative control on the conforming control plane: with a worker fenced (alive), pods of the
+  default scheduler preferring it are bound there and logged as violations; the plugin's are not;
+- the six workflows on the cluster (README "The workflows on kind"): the daemon on the host serving
+  build/kind/rack (the workers' /apta/rack), the manifests' Service pointed at it, a runner per
+  worker (runner.yaml), every function a pod placed by our scheduler that admits its own start with
+  the placed epoch and ends with its function's rc; outputs equal to the host run's, histories
+  clean; a worker `docker stop`ped at a function pod's admission: fenced by the daemon, mirrored by
+  the agent, the function placed again elsewhere, nothing bound there until it is back, its runner
+  rejoined in the next epoch, a workflow pinned to it completes there;
+- negative control on the daemon: a fenced live worker preferred by a workflow's pods: the default
+  scheduler binds them there (violations), the plugin does not;
+- the host-runner e2e's makespans of the same workflows beside the cluster's: build/bench/kind.json.
 Needs APTA_KIND=1.
 """
 from __future__ import annotations
