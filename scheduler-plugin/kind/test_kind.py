@@ -18,6 +18,8 @@ first three tests), then the memory-server daemon's state and the executor's his
   rejoined in the next epoch, a workflow pinned to it completes there;
 - negative control on the daemon: a fenced live worker preferred by a workflow's pods: the default
   scheduler binds them there (violations), the plugin does not;
+- the function container's own admission: a pod bound with a stale placed epoch ends Failed
+  naming both epochs, one with the current epoch is admitted;
 - the host-runner e2e's makespans of the same workflows beside the cluster's: build/bench/kind.json.
 Needs APTA_KIND=1.
 """
@@ -737,6 +739,45 @@ def test_negative_control_default_scheduler_on_the_daemon(daemon_world, tmp_path
         # the fenced runner comes back: a new runner pod, a Rejoin
         kubectl("-n", NS, "delete", "pod", "-l", "app=apta-runner", "--field-selector", f"spec.nodeName={victim}", "--wait=false")
         wait_for(lambda: not rack.server(g)["fenced"], "the worker's new runner rejoined", 120)
+
+
+def test_function_container_admits_only_the_placed_epoch(daemon_world):
+    """The function pod's own admission (function/apta-function), bound directly to a worker (no
+    scheduler): a pod whose apta.io/placed-epoch is not the server's current epoch ends Failed,
+    its termination message naming both; the same pod with the current epoch is admitted
+    (admit/<pod> names the epoch and the runner's post_seq) and waits for its job."""
+    dw = daemon_world
+    w, g = dw["workers"][1], 1
+    e = dw["rack"].server(g)["epoch"]
+
+    def pod(name, epoch):
+        p = pod_template(plugin=False)
+        p["metadata"] = {"name": name, "labels": {"apta.io/negative-control": name},
+                         "annotations": {"apta.io/placed-epoch": str(epoch)}}
+        p["spec"]["nodeName"] = w
+        kubectl("-n", NS, "apply", "-f", "-", input=json.dumps(p))
+    try:
+        pod("admit-stale", e + 5)
+        p = wait_for(lambda: (lambda p: p["status"].get("phase") == "Failed" and p)(kjson("-n", NS, "get", "pod", "admit-stale")),
+                     "the stale-epoch pod refused", 90)
+        msg = p["status"]["containerStatuses"][0]["state"]["terminated"].get("message", "")
+        assert f"placed in epoch {e + 5}, {w} is in epoch {e}" in msg, msg
+        assert not (RACK / "admit" / "admit-stale").exists()
+        pod("admit-current", e)
+        adm = RACK / "admit" / "admit-current"
+        wait_for(adm.exists, "the current-epoch pod admitted", 90)
+        import jobs
+        r = jobs.Rack(RACK)
+        try:
+            post = jobs.JobBlock(r, g).post_seq
+        finally:
+            r.close()
+        assert adm.read_text().split() == [str(e), str(post)], (adm.read_text(), e, post)
+        assert kjson("-n", NS, "get", "pod", "admit-current")["status"].get("phase") == "Running"
+    finally:
+        # (the admitted pod holds its node's runner until deleted)
+        kubectl("-n", NS, "delete", "pod", "admit-stale", "admit-current", "--grace-period=0", "--force",
+                "--ignore-not-found", check=False)
 
 
 def test_host_runner_makespans(tmp_path):
