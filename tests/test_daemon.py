@@ -654,8 +654,9 @@ def test_versioned_get_held_until_its_commit(rack):
     assert g0.get(2, 4) == lines_of(2, 0, 4)          # its port is not blocked by the held get
     g1.put(1000, txn=1, lines=lines_of(1000, 1, 4))
     assert _recv_obj(g0, 1000, 4) == lines_of(1000, 1, 4)
+    g1.put(2, txn=4, lines=lines_of(2, 1, 4))           # a commit of object 2, in object 1's row
     g2.send("ObjGet", obj=1, version=1)                # object 1 (row 0) has not been written
-    assert g2.quiet(wait=0.3)
+    assert g2.quiet(wait=0.3), "a commit of object 2 changed object 1's version"
     g1.put(1, txn=2, lines=lines_of(1, 1, 8))
     assert _recv_obj(g2, 1, 8) == lines_of(1, 1, 8)
     g1.put(1, txn=3, lines=lines_of(1, 2, 8))

@@ -23,8 +23,8 @@ class VerEvent(implicit p: AptaParams) extends Bundle {
   * object that has not been written. So the table is still swept, but a row at a time: the counters
   * are stored `rowSlots` (64) to a memory row and the sweep writes a whole row of zeros per cycle,
   * `mapEntries / 64` cycles (msemu's 131,072 slots: 2,048 cycles instead of 131,072; the model-sized
-  * variants: 1 cycle). Commits and clears write one lane of a row (a masked write), so the storage
-  * and the semantics are those of one counter per slot; `ready` is low during the sweep (the memory
+  * variants: 1 cycle). Commits and clears change one lane of a row (read, change, write back), so
+  * the semantics are those of one counter per slot; `ready` is low during the sweep (the memory
   * server takes no input), so no state survives a reset.
   */
 class VersionTable(implicit val p: AptaParams) extends Module with HasAptaParameters {
@@ -51,6 +51,9 @@ class VersionTable(implicit val p: AptaParams) extends Module with HasAptaParame
   def slot(o: UInt): UInt = if (E == 1) 0.U else o(log2Ceil(E) - 1, 0)
   def row(o: UInt): UInt = if (R == 1) 0.U else slot(o)(log2Ceil(E) - 1, log2Ceil(W))
   def lane(o: UInt): UInt = if (W == 1) 0.U else slot(o)(log2Ceil(W) - 1, 0)
+  // Rows are written whole (no write masks: firtool drops a Mem's masks, so a masked write would
+  // clobber the row's other counters): a commit or clear reads its row and writes it back with one
+  // lane changed.
   val vers = Mem(R, Vec(W, UInt(p.versionBits.W)))
   val sweeping = RegInit(true.B)
   val sweep = RegInit(0.U(log2Up(R).W))
@@ -58,30 +61,31 @@ class VersionTable(implicit val p: AptaParams) extends Module with HasAptaParame
   val zeros = VecInit(Seq.fill(W)(0.U(p.versionBits.W)))
   when(sweeping) {
     // the mutant clears lane 0 of each row only: every other slot keeps what it held before the reset
-    val m = Mux(mut.on(Mutants.holdSweepLane0), 1.U(W.W), Fill(W, 1.U(1.W)))
-    vers.write(sweep, zeros, m.asBools)
+    val old = vers(sweep)
+    vers(sweep) := Mux(mut.on(Mutants.holdSweepLane0), VecInit(old.zipWithIndex.map { case (v, i) =>
+      if (i == 0) 0.U else v }), zeros)
     sweep := sweep + 1.U
     when(sweep === (R - 1).U) { sweeping := false.B }
   }
-  val cur = vers(row(io.commit.bits))(lane(io.commit.bits))
-  val next = cur + 1.U                                  // wraps at 2^versionBits (messages.json)
+  val comRow = vers(row(io.commit.bits))
+  val next = comRow(lane(io.commit.bits)) + 1.U       // wraps at 2^versionBits (messages.json)
   io.bumped.valid := io.commit.valid
   io.bumped.bits.obj := io.commit.bits
   io.bumped.bits.ver := next
   // a registration or removal of one object may meet a commit of another (never of the same slot: a
   // removal is refused while a put of it is staged, a registration precedes its puts); when both
-  // fall in one row they are one masked write, so the two write ports never name the same row
+  // fall in one row they are one write, so the two write ports never name the same row
   val clr = !sweeping && io.clear.valid
   val com = !sweeping && io.commit.valid && !(io.clear.valid && slot(io.clear.bits) === slot(io.commit.bits))
   val sameRow = clr && com && row(io.clear.bits) === row(io.commit.bits)
-  val comData = VecInit(Seq.fill(W)(next))
-  val comMask = UIntToOH(lane(io.commit.bits), W)
-  val clrMask = UIntToOH(lane(io.clear.bits), W)
   when(com) {
-    val d = Mux(sameRow, VecInit(comMask.asBools.map(b => Mux(b, next, 0.U))), comData)
-    vers.write(row(io.commit.bits), d, Mux(sameRow, comMask | clrMask, comMask).asBools)
+    vers(row(io.commit.bits)) := VecInit(comRow.zipWithIndex.map { case (v, i) =>
+      Mux(lane(io.commit.bits) === i.U, next, Mux(sameRow && lane(io.clear.bits) === i.U, 0.U, v)) })
   }
-  when(clr && !sameRow) { vers.write(row(io.clear.bits), zeros, clrMask.asBools) }
+  when(clr && !sameRow) {
+    val clrRow = vers(row(io.clear.bits))
+    vers(row(io.clear.bits)) := VecInit(clrRow.zipWithIndex.map { case (v, i) => Mux(lane(io.clear.bits) === i.U, 0.U, v) })
+  }
   assert(!sweeping || !io.commit.valid, "no commit during the reset sweep")
   io.rdVer := Mux(io.commit.valid && slot(io.commit.bits) === slot(io.rdObj), next,
     vers(row(io.rdObj))(lane(io.rdObj)))

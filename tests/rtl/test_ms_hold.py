@@ -72,6 +72,9 @@ if cocotb is not None:
         assert ms.rsp_of("PutCommit", server=1, obj=1, txn=3), ms.rsp
         assert data_of(ms, 0, 1) == [val(1, 1, l) for l in range(SIZE)], "served version 1 on the commit"
         assert ms.held() == 0 and not ms.err, ms.err
+        ms.send(2, "ObjGet", epoch=0, obj=2, version=1)   # object 1's commit left object 2 at version 0
+        await ms.settle()
+        assert ms.held() == 1 and not ms.rsp_of("ObjData", server=2), ms.rsp
 
     @cocotb.test()
     async def committed_version_served_at_once(dut):
