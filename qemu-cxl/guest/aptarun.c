@@ -220,7 +220,7 @@ static int parse(uint32_t args_bytes, uint32_t input_bytes) {
         return bad(ln, orig, "bytes outside the %u input bytes posted", input_bytes);
       if (dup_name(J.cx.inputs, J.cx.ninputs, w[1])) return bad(ln, orig, "%s declared twice", w[1]);
       if (J.cx.ninputs == APTA_CXL_MAXDECL) return bad(ln, orig, "more than %d inputs", APTA_CXL_MAXDECL);
-      J.cx.inputs[J.cx.ninputs++] = (apta_cxl_decl){w[1], 0, 0, a, b};
+      J.cx.inputs[J.cx.ninputs++] = (apta_cxl_decl){w[1], 0, 0, a, b, 0};
     } else if (!strcmp(d, "emit")) {
       for (int i = 0; i < J.nemits; i++)
         if (!strcmp(J.emits[i], w[1])) return bad(ln, orig, "%s declared twice", w[1]);
