@@ -28,7 +28,14 @@ the memory server holds them until that commit, and it goes to any live, unfence
 idle runner (the pending-invalidation rule is for gets without a version). Ancestors, not only
 predecessors: a placed early instance whose producer died must never hold the last guest the
 producer's re-execution needs, so nothing whose ancestor is unplaced (a crashed run waiting for a
-guest) is placed early. Re-executions are placed first. `early_before_commit` counts the instances
+guest) is placed early. Re-executions are placed first. When a re-execution finds no usable guest
+(the live ones all run early instances waiting for it), the waiting instances are stopped: the
+object manager cancels the versions they wait for whose writer has not finished (`POST /v1/cancel`;
+409 when it committed meanwhile), their gets end with GetCancelled (the guest library's
+ACX_ECANCELLED, `get_ret` `cancelled` in the history), the run ends (`done`: it made no put) and its
+instance is placed again after its predecessors are done (still reading with versions); the
+re-executed writer's commit lifts the cancellation (the daemon, as the Go control plane). Any run
+that fails on a cancelled get is treated so. `early_before_commit` counts the instances
 started while an input they name had not committed (the daemon's version read after the start is
 still below the version named).
 
@@ -321,6 +328,26 @@ class Executor:
                 self.early_before_commit += 1
         return True
 
+    def _stop_waiting(self, objs: dict, done: dict):
+        """A re-execution waits for a guest and every live one is taken: the early instances waiting
+        for a writer that has not finished are stopped (the module's docstring)."""
+        writer = {o: k for k, inst in enumerate(self.insts) for o in inst.writes}
+        for gs in self.G:
+            r = gs.run
+            if r is None or r.k not in self.early_k or getattr(r, "stopping", False):
+                continue
+            for o, v in self.early_k[r.k].items():
+                if writer.get(o) in done:
+                    continue
+                try:
+                    self.api.call("POST", "/v1/cancel", {"object": str(objs[o][0]), "version": v})
+                except ExecutorError as e:
+                    if "HTTP 409" not in str(e):        # 409: committed meanwhile, nothing to stop
+                        raise
+                r.stopping = True
+            if getattr(r, "stopping", False):
+                self.log(f"  {gs.name}: stopping {r.rid}, which waits for a writer being re-executed")
+
     def _plan_early(self, wf, insts, objs: dict) -> dict:
         """{k: {object: version}} for the instances placed early (the module's docstring)."""
         writers: dict[str, list[int]] = {}
@@ -357,7 +384,8 @@ class Executor:
         self.wf, self.ref, self.size = wf, ref, size
         self.history, self.t_start = [], time.monotonic()
         self.requeue, self.reexec, self.attempts, self.putlat = [], 0, {}, []
-        self.early_runs, self.early_before_commit = 0, 0
+        self.early_runs, self.early_before_commit, self.stopped = 0, 0, []
+        self.demoted: set[int] = set()        # early instances stopped once: placed after completion now
         insts = self.insts = wf.instances()
         if hasattr(self.placer, "new_workflow"):
             self.placer.new_workflow()
@@ -383,6 +411,14 @@ class Executor:
                 if gs.jb.done(gs.job):
                     self._tail(gs)
                     r, rc = gs.run, gs.jb.rc()
+                    if rc != 0 and r.k in self.early_k and any(
+                            x.get("ev") == "get_ret" and x.get("cancelled") for x in r.recs):
+                        self.emit({"ev": "done", "run": r.rid})     # stopped: it made no put
+                        self.stopped.append(r.rid)
+                        self.demoted.add(r.k)
+                        self.requeue.append(r.k)
+                        gs.run, gs.job = None, 0
+                        continue
                     if rc != 0:
                         errs = [x["error"] for x in r.recs if "error" in x]
                         raise ExecutorError(f"{wf.name}: run {r.rid} on {gs.name} failed (rc {rc}): {errs}")
@@ -393,12 +429,14 @@ class Executor:
                     gs.run, gs.job = None, 0
             free = any(gs.alive and gs.run is None and gs.jb.idle() for gs in self.G)
             placed = set(done) | {gs.run.k for gs in self.G if gs.run is not None}
-            reexec = [k for k in pending if self.attempts.get(k)]
+            reexec = [k for k in pending if self.attempts.get(k) and k not in self.demoted]
+            if reexec and not any(self.usable(gs) for gs in self.G):
+                self._stop_waiting(objs, done)
             # re-executions first; nothing early while one waits for a guest (module docstring)
             for k in sorted(pending, key=lambda k: (k not in reexec, k)) if free else []:
                 inst = insts[k]
                 after = set(wf.function(inst.function).get("after", []))
-                if k in self.early_k and not reexec:
+                if k in self.early_k and k not in self.demoted and not reexec:
                     ready = all(j in placed for j in self.anc[k])
                 else:
                     ready = all(j in done for j, other in enumerate(insts) if other.function in after)
@@ -460,5 +498,5 @@ class Executor:
                 "wall_s": round(time.monotonic() - self.t_start, 3),
                 "placement": {r.rid: self.G[r.guest].name for r in done.values()},   # run -> guest
                 "early": sorted(self.early_k), "early_runs": self.early_runs,
-                "early_before_commit": self.early_before_commit,
+                "early_before_commit": self.early_before_commit, "stopped": self.stopped,
                 "outputs_equal": True}

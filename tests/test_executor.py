@@ -204,7 +204,7 @@ def test_early_placement_with_a_killed_runner(world, tmp_path):
             mins = [e["min"] for e in ex.history if e["ev"] == "get" and "min" in e]
             assert set(mins) <= {1} and (bool(mins) == bool(res["early"])), (mins, res["early"])
             summary[wf.name] = {k: res[k] for k in ("instances", "runs", "reexecuted", "early_runs",
-                                                    "early_before_commit", "wall_s")}
+                                                    "early_before_commit", "stopped", "wall_s")}
             print(f"executor early: {wf.name}: {json.dumps(summary[wf.name])}")
     finally:
         ex.close()
