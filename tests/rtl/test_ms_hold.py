@@ -7,7 +7,7 @@ port free), served with that version on the commit; a get naming a version alrea
 older than the current one) is served at once; a full table answers GetRetry; the producer's fence
 aborts its put but keeps the held gets (served by the re-executed put); the reader's fence drops
 its held get; a cancel answers GetCancelled. tests/rtl/test_ms_mutants.py runs this module on
-`ms3_mutants` too: each hold-table mutant (rtl/Mutants.scala ids 16-19) fails one of these tests.
+`ms3_mutants` too: each hold-table mutant (rtl/Mutants.scala ids 16-20) fails one of these tests.
 """
 from __future__ import annotations
 
