@@ -251,7 +251,7 @@ test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
 # Early placement (issue 19) against placement after completion, the six workflows in 3 QEMU guests,
 # a guest killed mid-run in every run, side by side in one run (qemu-cxl/early.py) -> build/bench/qemu-early.json
 bench-qemu-early: venv qemu-image daemon runner
-	nice -n 10 $(PY) qemu-cxl/early.py --out build/bench/qemu-early.json
+	nice -n 10 $(PY) qemu-cxl/early.py --no-kill-too --out build/bench/qemu-early.json
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
