@@ -245,8 +245,13 @@ runner: daemon workloads
 
 test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
 	APTA_QEMU=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_qemu_cxl.py tests/test_daemon.py tests/test_daemon_http.py tests/test_daemon_tls.py \
-	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py tests/test_qemu_trace.py
-	echo "test-qemu: guests, daemon (TLS, tokens), guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow; a QEMU run's trace validated"
+	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py tests/test_qemu_trace.py tests/test_qemu_early.py
+	echo "test-qemu: guests, daemon (TLS, tokens), guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow; a QEMU run's trace validated; early placement with a guest killed"
+
+# Early placement (issue 19) against placement after completion, the six workflows in 3 QEMU guests,
+# a guest killed mid-run in every run, side by side in one run (qemu-cxl/early.py) -> build/bench/qemu-early.json
+bench-qemu-early: venv qemu-image daemon runner
+	nice -n 10 $(PY) qemu-cxl/early.py --no-kill-too --out build/bench/qemu-early.json
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
@@ -286,6 +291,7 @@ test-rtl: rtl deps-rtl-sim
 test-long: rtl deps-rtl-sim qemu-image daemon runner
 	APTA_STRESS_OPS=1000000 APTA_STRESS_DEFAULT_OPS=100000 $(RTL_PYTEST) tests/rtl/test_core_stress.py
 	APTA_QEMU=1 APTA_QEMU_KILL_IN=all nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_workflows.py
+	APTA_QEMU=1 APTA_QEMU_EARLY=all nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_early.py
 	$(MAKE) --no-print-directory e2e-bin
 	APTA_QEMU=1 APTA_QEMU_KILL_IN=all APTA_QEMU_PLACER=kube nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_workflows.py
 	echo "test-long: RTL stress (1M ops); the six workflows in QEMU guests with a guest killed in every one, placed by the executor and by kube-scheduler with the Apta plugin (the daemon as its control plane)"
@@ -302,8 +308,8 @@ rtl-mutation: rtl deps-rtl-sim vectors
 
 bench: rtl deps-rtl-sim
 	APTA_BENCH=1 $(RTL_PYTEST) -s tests/rtl/test_core_bench.py tests/rtl/test_ms_bench.py
-	$(MAKE) --no-print-directory bench-sim bench-scheduler bench-qemu
-	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl,daemon-stall,daemon-stall-tls}.json"
+	$(MAKE) --no-print-directory bench-sim bench-scheduler bench-qemu bench-qemu-early
+	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl,daemon-stall,daemon-stall-tls,qemu-early}.json"
 
 # The store contract end to end (issue 5): python/apta/history.py (P1-P4 history checker), the workflow
 # scripts (workloads/patterns/, tests/workflows/), the compute-server models and runner on a plumbing

@@ -133,7 +133,7 @@ class Pki:
 def role_for(method: str, path: str) -> str:
     """The role a call needs (controlplane.yaml x-apta-roles, as the daemon enforces them)."""
     p = path.split("?")[0]
-    if method == "POST" and p == "/v1/objects":
+    if method == "POST" and p in ("/v1/objects", "/v1/cancel"):
         return "object-manager"
     if method == "POST" and re.fullmatch(r"/v1/servers/[^/]+/(fence|rejoin)", p):
         return "failure-detector"

@@ -18,6 +18,27 @@ holds (the file survives the guest), records `crash` and later `fence`, and plac
 again as a new run; a runner's new life (`runner_life` changes) is recorded as `rejoin` and the
 guest is used again.
 
+Early placement (issue 19, `early=True`; the workflow runner's Early mode, scheduler-plugin
+FRESHNESS.md "Early placement"): an instance whose functions has predecessors, and every object it
+reads or writes has exactly one writer instance in the workflow, that writer an ancestor of every
+reader, is placed as soon as all its ancestors are placed (running or done), not when its
+predecessors are done. Its gets name the version their writer will commit (the object's version
+at the daemon when the workflow starts, plus one: `get <name> <obj> <lines> <version>`, JOBS.md),
+the memory server holds them until that commit, and it goes to any live, unfenced guest with an
+idle runner (the pending-invalidation rule is for gets without a version). Ancestors, not only
+predecessors: a placed early instance whose producer died must never hold the last guest the
+producer's re-execution needs, so nothing whose ancestor is unplaced (a crashed run waiting for a
+guest) is placed early. Re-executions are placed first. When a re-execution finds no usable guest
+(the live ones all run early instances waiting for it), the waiting instances are stopped: the
+object manager cancels the versions they wait for whose writer has not finished (`POST /v1/cancel`;
+409 when it committed meanwhile), their gets end with GetCancelled (the guest library's
+ACX_ECANCELLED, `get_ret` `cancelled` in the history), the run ends (`done`: it made no put) and its
+instance is placed again after its predecessors are done (still reading with versions); the
+re-executed writer's commit lifts the cancellation (the daemon, as the Go control plane). Any run
+that fails on a cancelled get is treated so. `early_before_commit` counts the instances
+started while an input they name had not committed (the daemon's version read after the start is
+still below the version named).
+
 Allocation policy: the object sizes are not known before a run, so every store object gets a map
 entry sized from the host reference run (its largest version, rounded up to a power of two lines,
 header line included; JOBS.md object format), a fresh object id (no two live ids share a slot of
@@ -139,10 +160,13 @@ class Run:
 
 class Executor:
     def __init__(self, rack_path, api_port: int, guests: int = 3, out_dir: Path | None = None,
-                 dead_after_s: float = 1.0, first_obj: int = 1, log=print, placer=None, auth=None):
+                 dead_after_s: float = 1.0, first_obj: int = 1, log=print, placer=None, auth=None,
+                 early: bool = False):
         self.region = jobs.Rack(rack_path)    # the rack directory: server file + guest files (RINGS.md)
         self.api = Api(api_port, auth=auth)
         self.dead_after_s = dead_after_s
+        self.early = early                    # place early (the module's docstring)
+        self.early_k: dict[int, dict] = {}    # instance k placed early -> {object: version its gets name}
         # placer(executor, k, instance, input ids) -> a usable Guest or None (not yet): the
         # executor's own choice, or the kube-scheduler's binding (qemu-cxl/kube.py)
         self.placer = placer or (lambda ex, k, inst, ids: ex.choose(k, inst, ids))
@@ -270,10 +294,12 @@ class Executor:
         return gs.alive and not gs.fenced and gs.run is None and gs.jb.idle() and gs.jb.life == gs.life
 
     def choose(self, k: int, inst, ids: list[int]) -> Guest | None:
-        """The executor's own placement (the default `placer`): see the module's docstring."""
+        """The executor's own placement (the default `placer`): see the module's docstring. An early
+        instance reads with versions: any live, unfenced guest will do (FRESHNESS.md step 1)."""
         cand = []
         for gs, s in zip(self.G, self.api.servers(ids)):
-            if self.usable(gs) and s["live"] and s["schedulableFor"]:
+            ok = (not s["fenced"]) if k in self.early_k else s["schedulableFor"]
+            if self.usable(gs) and s["live"] and ok:
                 cand.append((-len(s.get("caches", [])), gs.runs, gs.g))
         return self.G[min(cand)[2]] if cand else None
 
@@ -285,16 +311,71 @@ class Executor:
         rid = f"{self.wf.name}/{inst.function}#{inst.index}@{gs.name}.{self.attempts[k]}"
         params = {**self.wf.params, **self.wf.sizes[self.size].get("params", {}), **inst.params}
         d = [f"run {rid}", f"fn {self.wf.app} {inst.source}", f"label {inst.label}", f"instance {inst.index} {inst.count}"]
-        d += [f"get {o} {objs[o][0]} {objs[o][1]}" for o in inst.reads]
+        vers = self.early_k.get(k, {})
+        d += [f"get {o} {objs[o][0]} {objs[o][1]}" + (f" {vers[o]}" if o in vers else "") for o in inst.reads]
         d += [f"put {o} {objs[o][0]} {objs[o][1]}" for o in inst.writes]
         d += [f"emit {e}" for e in inst.emits] + [f"param {k_}={v}" for k_, v in params.items()]
         after = sorted({f for f in self.wf.function(inst.function).get("after", [])})
+        self.placing = k                        # the instance of the place event (for hooks)
         self.emit({"ev": "place", "run": rid, "fn": inst.function, "server": gs.name, "epoch": gs.life[1],
                    "after": after, "inputs": list(inst.reads)})
         job = gs.jb.post(d, {i: self.ref.ext[i] for i in inst.inputs})
         gs.run, gs.job, gs.log_off = Run(rid, inst, k, gs.g, job, time.monotonic()), job, 0
         gs.runs += 1
+        if vers:                                # started before an input committed? (versions only grow)
+            self.early_runs += 1
+            if any(self.api.call("GET", f"/v1/objects/{objs[o][0]}")["version"] < v for o, v in vers.items()):
+                self.early_before_commit += 1
         return True
+
+    def _stop_waiting(self, objs: dict, done: dict):
+        """A re-execution waits for a guest and every live one is taken: the early instances waiting
+        for a writer that has not finished are stopped (the module's docstring)."""
+        writer = {o: k for k, inst in enumerate(self.insts) for o in inst.writes}
+        for gs in self.G:
+            r = gs.run
+            if r is None or r.k not in self.early_k or getattr(r, "stopping", False):
+                continue
+            for o, v in self.early_k[r.k].items():
+                if writer.get(o) in done:
+                    continue
+                try:
+                    self.api.call("POST", "/v1/cancel", {"object": str(objs[o][0]), "version": v})
+                except ExecutorError as e:
+                    if "HTTP 409" not in str(e):        # 409: committed meanwhile, nothing to stop
+                        raise
+                r.stopping = True
+            if getattr(r, "stopping", False):
+                self.log(f"  {gs.name}: stopping {r.rid}, which waits for a writer being re-executed")
+
+    def _plan_early(self, wf, insts, objs: dict) -> dict:
+        """{k: {object: version}} for the instances placed early (the module's docstring)."""
+        writers: dict[str, list[int]] = {}
+        for k, inst in enumerate(insts):
+            for o in inst.writes:
+                writers.setdefault(o, []).append(k)
+        fn_after = {f["name"]: set(f.get("after", [])) for f in wf.functions}
+        anc_fn: dict[str, set] = {}
+
+        def ancestors(fn):
+            if fn not in anc_fn:
+                anc_fn[fn] = set()
+                for a in fn_after[fn]:
+                    anc_fn[fn] |= {a} | ancestors(a)
+            return anc_fn[fn]
+        self.anc = {k: [j for j, o in enumerate(insts) if o.function in ancestors(inst.function)]
+                    for k, inst in enumerate(insts)}
+        plan = {}
+        for k, inst in enumerate(insts):
+            if not fn_after[inst.function] or not inst.reads:
+                continue
+            objs_k = set(inst.reads) | set(inst.writes)
+            if any(len(writers.get(o, [])) != 1 for o in objs_k):
+                continue                        # two writers, or an input nobody in the workflow writes
+            if any(writers[o][0] not in self.anc[k] for o in inst.reads):
+                continue                        # its input's writer is not an ancestor (it would wait for ever)
+            plan[k] = {o: self.api.call("GET", f"/v1/objects/{objs[o][0]}")["version"] + 1 for o in inst.reads}
+        return plan
 
     # -- a workflow ---------------------------------------------------------------------------
     def run(self, wf, ref: Reference, size: str = "tiny", timeout_s: float = 300.0) -> dict:
@@ -303,10 +384,13 @@ class Executor:
         self.wf, self.ref, self.size = wf, ref, size
         self.history, self.t_start = [], time.monotonic()
         self.requeue, self.reexec, self.attempts, self.putlat = [], 0, {}, []
+        self.early_runs, self.early_before_commit, self.stopped = 0, 0, []
+        self.demoted: set[int] = set()        # early instances stopped once: placed after completion now
         insts = self.insts = wf.instances()
         if hasattr(self.placer, "new_workflow"):
             self.placer.new_workflow()
         objs = self.allocate(wf, ref)
+        self.early_k = self._plan_early(wf, insts, objs) if self.early else {}
         digests = {jobs.digest_hex(ref.initial.get(o, b"")): "initial" for o in objs}
         self.emit({"ev": "meta", "format": 1, "source": "qemu-cxl", "initial": {o: "initial" for o in objs},
                    "digests": digests, "floor": "place"})
@@ -327,6 +411,14 @@ class Executor:
                 if gs.jb.done(gs.job):
                     self._tail(gs)
                     r, rc = gs.run, gs.jb.rc()
+                    if rc != 0 and r.k in self.early_k and any(
+                            x.get("ev") == "get_ret" and x.get("cancelled") for x in r.recs):
+                        self.emit({"ev": "done", "run": r.rid})     # stopped: it made no put
+                        self.stopped.append(r.rid)
+                        self.demoted.add(r.k)
+                        self.requeue.append(r.k)
+                        gs.run, gs.job = None, 0
+                        continue
                     if rc != 0:
                         errs = [x["error"] for x in r.recs if "error" in x]
                         raise ExecutorError(f"{wf.name}: run {r.rid} on {gs.name} failed (rc {rc}): {errs}")
@@ -336,12 +428,21 @@ class Executor:
                     done[r.k] = r
                     gs.run, gs.job = None, 0
             free = any(gs.alive and gs.run is None and gs.jb.idle() for gs in self.G)
-            for k in list(pending) if free else []:
+            placed = set(done) | {gs.run.k for gs in self.G if gs.run is not None}
+            reexec = [k for k in pending if self.attempts.get(k) and k not in self.demoted]
+            if reexec and not any(self.usable(gs) for gs in self.G):
+                self._stop_waiting(objs, done)
+            # re-executions first; nothing early while one waits for a guest (module docstring)
+            for k in sorted(pending, key=lambda k: (k not in reexec, k)) if free else []:
                 inst = insts[k]
                 after = set(wf.function(inst.function).get("after", []))
-                if all(j in done for j, other in enumerate(insts) if other.function in after):
-                    if self._place(k, inst, objs):
-                        pending.remove(k)
+                if k in self.early_k and k not in self.demoted and not reexec:
+                    ready = all(j in placed for j in self.anc[k])
+                else:
+                    ready = all(j in done for j, other in enumerate(insts) if other.function in after)
+                if ready and self._place(k, inst, objs):
+                    pending.remove(k)
+                    placed.add(k)
             time.sleep(0.005)
         # the end: every object's final contents in the memory server's DRAM
         final = {}
@@ -396,4 +497,6 @@ class Executor:
                 "crashes": [e for e in self.history if e["ev"] in ("crash", "fence", "rejoin")],
                 "wall_s": round(time.monotonic() - self.t_start, 3),
                 "placement": {r.rid: self.G[r.guest].name for r in done.values()},   # run -> guest
+                "early": sorted(self.early_k), "early_runs": self.early_runs,
+                "early_before_commit": self.early_before_commit, "stopped": self.stopped,
                 "outputs_equal": True}

@@ -273,6 +273,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   osc.io.cancel <> io.cancel
   if (p.holdSlots > 0) {
     val vers = Module(new VersionTable)
+    vers.io.mutant.foreach(_ := io.mutant.get)
     vers.io.commit := opc.io.committed
     vers.io.clear.valid := map.io.updDone.valid && map.io.updDone.bits.code === MapUpdCode.ok
     vers.io.clear.bits := map.io.updDone.bits.obj

@@ -60,12 +60,14 @@ object Mutants {
     "the version comparator tests equality instead of >=: a get naming a version older than the current one is held for ever (model: M_RELEASE_EXACT)", "ms")
   val holdFullNoRetry = Mutant(19, "hold_full_no_retry",
     "a versioned get meeting a full hold table is dropped without its GetRetry", "ms")
+  val holdSweepLane0 = Mutant(20, "hold_sweep_lane0",
+    "the version table's reset sweep clears one counter per row, not the whole row: a slot keeps its pre-reset (or power-up) count and a get naming a version never committed is served at once", "ms")
 
   val all: Seq[Mutant] = Seq(sharersKeptOnCommit, ackNotDecremented, acceptInSI, fenceIgnored,
     oldEpochAck, getSAtoS, commitStalledInSA,
     oscNoForward, noGetCommitInterlock, fenceKeepsOpenPut, retryNotIdempotent, commitBeforeCore,
     epochWraps, allocOverlap, allocNoExhaustion,
-    holdReleaseOld, holdDropAtWriterFence, holdWakeExact, holdFullNoRetry)
+    holdReleaseOld, holdDropAtWriterFence, holdWakeExact, holdFullNoRetry, holdSweepLane0)
   require(all.map(_.id).distinct.size == all.size && !all.exists(_.id == 0), "mutant ids unique, 0 = none")
 
   /** width of io_mutant */

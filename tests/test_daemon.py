@@ -628,3 +628,107 @@ def test_rack_files_bad_input_and_resume(exe, schema, tmp_path):
     make_rack(rack, 3, DATA_BYTES)
     rc, err = run("--file", server, "--init", "--guest-file", str(rack / "guest%u.mem"), until="serving")
     assert rc == 0 and f"initialized {server} and 3 guest files ({rack}/guest%u.mem)" in err, err
+
+
+# ---- versioned gets (issue 19): the OSC's hold table through the daemon ---------------------------
+def _recv_obj(guest, obj: int, size: int) -> list[int]:
+    got = guest.recv(size)
+    assert all(n == "ObjData" and f["obj"] == obj for n, f in got), got
+    return [f["data"] for _, f in sorted(got, key=lambda x: x[1]["line"])]
+
+
+def test_versioned_get_held_until_its_commit(rack):
+    """A get naming version 1 of an object nobody has written yet gets no answer (held in the RTL's
+    hold table, io_status_held), while the same guest's other gets are served; the commit of
+    version 1 serves it with that version's data; a get naming an older version than the current
+    one is served at once. Objects 1 and 1000 lie in different rows of msemu's version table
+    (64 counters a row, VersionTable.scala)."""
+    OBJS.update({1000: 4})
+    try:
+        setup_objects(rack)
+    finally:
+        del OBJS[1000]
+    g0, g1, g2 = rack.guests
+    g0.send("ObjGet", obj=1000, version=1)
+    assert g0.quiet(wait=0.3), "a get of an uncommitted version was answered"
+    assert g0.get(2, 4) == lines_of(2, 0, 4)          # its port is not blocked by the held get
+    g1.put(1000, txn=1, lines=lines_of(1000, 1, 4))
+    assert _recv_obj(g0, 1000, 4) == lines_of(1000, 1, 4)
+    g1.put(2, txn=4, lines=lines_of(2, 1, 4))           # a commit of object 2, in object 1's row
+    g2.send("ObjGet", obj=1, version=1)                # object 1 (row 0) has not been written
+    assert g2.quiet(wait=0.3), "a commit of object 2 changed object 1's version"
+    g1.put(1, txn=2, lines=lines_of(1, 1, 8))
+    assert _recv_obj(g2, 1, 8) == lines_of(1, 1, 8)
+    g1.put(1, txn=3, lines=lines_of(1, 2, 8))
+    g0.send("ObjGet", obj=1, version=1)                # version 2 committed: version 1 is served at once
+    assert _recv_obj(g0, 1, 8) == lines_of(1, 2, 8)
+    assert rack.api("GET", "/v1/objects/1")[1]["version"] == 2
+    assert rack.api("GET", "/v1/objects/1000")[1]["version"] == 1
+
+
+def test_hold_table_full_answers_get_retry(rack, schema):
+    """msemu's hold table has holdSlots entries (build/rtl/msemu/params.json, from schema/params.json):
+    that many gets of uncommitted versions are held, the next one is answered GetRetry (naming its
+    version) at once; the cancel of their objects answers the held ones GetCancelled."""
+    slots = msemu_params()["holdSlots"]
+    assert slots > 0, "msemu has no hold table"
+    g0 = rack.guests[0]
+    for o in range(1, slots + 1):                       # unregistered objects: version 0 until registered
+        g0.send("ObjGet", obj=o, version=1)
+    assert g0.quiet(wait=0.3)
+    g0.send("ObjGet", obj=slots + 1, version=3)
+    (n, f), = g0.recv(1)
+    assert (n, f["obj"], f["version"], f["server"]) == ("GetRetry", slots + 1, 3, 0), (n, f)
+    for o in range(1, slots + 1):
+        code, ans = rack.api("POST", "/v1/cancel", {"object": str(o), "version": 1})
+        assert code == 200 and ans["seq"] > 0, ans
+    got = g0.recv(slots)
+    assert sorted((n, f["obj"], f["version"]) for n, f in got) == [("GetCancelled", o, 1) for o in range(1, slots + 1)]
+
+
+def test_cancel_answers_held_and_later_gets(rack):
+    """POST /v1/cancel {object, version} (object-manager, controlplane.yaml): the get held for that
+    version is answered GetCancelled by the RTL (io_cancel); a later get naming it or a later version
+    is answered GetCancelled by the daemon before the RTL sees it; an older version, and plain gets,
+    are not affected; a version already committed cannot be cancelled (409); a commit that makes
+    the version after all lifts the cancellation."""
+    setup_objects(rack)
+    g0, g1, g2 = rack.guests
+    g1.put(2, txn=1, lines=lines_of(2, 1, 4))            # object 2 at version 1
+    g0.send("ObjGet", obj=2, version=2)
+    assert g0.quiet(wait=0.2)
+    code, ans = rack.api("POST", "/v1/cancel", {"object": "2", "version": 1})
+    assert code == 409 and ans["field"] == "version" and "already committed" in ans["error"], ans
+    seq0 = rack.api("GET", "/v1/status")[1]["seq"]
+    code, ans = rack.api("POST", "/v1/cancel", {"object": "2", "version": 2})
+    assert code == 200 and ans["seq"] > seq0, ans
+    (n, f), = g0.recv(1)
+    assert (n, f["obj"], f["version"], f["server"], f["epoch"]) == ("GetCancelled", 2, 2, 0, 0), (n, f)
+    g2.send("ObjGet", obj=2, version=3)                  # later, and a later version: the daemon answers
+    (n, f), = g2.recv(1)
+    assert (n, f["obj"], f["version"], f["server"]) == ("GetCancelled", 2, 3, 2), (n, f)
+    g2.send("ObjGet", obj=2, version=1)                  # committed: served
+    assert _recv_obj(g2, 2, 4) == lines_of(2, 1, 4)
+    assert g2.get(2, 4) == lines_of(2, 1, 4)             # an unversioned get: served
+    g1.put(2, txn=2, lines=lines_of(2, 2, 4))            # version 2 made after all: lifted
+    g0.send("ObjGet", obj=2, version=2)
+    assert _recv_obj(g0, 2, 4) == lines_of(2, 2, 4)
+
+
+def test_malformed_cancel_is_refused_and_changes_nothing(rack):
+    """Bad cancel bodies get a 400 naming the field; nothing is cancelled: the held get is still
+    served by its commit afterwards."""
+    setup_objects(rack)
+    g0, g1, _ = rack.guests
+    g0.send("ObjGet", obj=1, version=1)
+    seq0 = rack.api("GET", "/v1/status")[1]["seq"]
+    for body, word in (({"object": 1, "version": 1}, "object"), ({"object": "1", "version": 0}, "version"),
+                       ({"object": "1"}, "missing field version"), ({"object": "1", "version": 1, "x": 1}, "unknown field x"),
+                       ({"object": "99999999999", "version": 1}, "object"), ([1, 1], "JSON object")):
+        code, ans = rack.api("POST", "/v1/cancel", body)
+        assert code == 400 and word in ans["error"], (body, code, ans)
+    assert rack.api("GET", "/v1/cancel")[0] == 405
+    assert rack.api("GET", "/v1/status")[1]["seq"] == seq0
+    assert g0.quiet(wait=0.2)
+    g1.put(1, txn=1, lines=lines_of(1, 1, 8))
+    assert _recv_obj(g0, 1, 8) == lines_of(1, 1, 8)

@@ -76,6 +76,17 @@ MALFORMED = [
     ("invalid UTF-8", req("POST", "/v1/objects", b'{"obj": 5, "size": 8, "\xff": 1}'), 400, "not JSON"),
     ("empty body", req("POST", "/v1/objects", b""), 400, "not JSON"),
     ("unknown server", req("POST", "/v1/servers/cs9/fence", b""), 400, "unknown server"),
+    # POST /v1/cancel (issue 19): {"object": "<decimal id>", "version": 1..2^versionBits-1}
+    ("GET on cancel", req("GET", "/v1/cancel"), 405, "not allowed"),
+    ("cancel: object as a number", req("POST", "/v1/cancel", b'{"object": 5, "version": 1}'), 400, "object"),
+    ("cancel: object not an id", req("POST", "/v1/cancel", b'{"object": "x5", "version": 1}'), 400, "object"),
+    ("cancel: version 0", req("POST", "/v1/cancel", b'{"object": "5", "version": 0}'), 400, "version"),
+    ("cancel: version 2^32", req("POST", "/v1/cancel", b'{"object": "5", "version": 4294967296}'), 400, "version"),
+    ("cancel: version as a string", req("POST", "/v1/cancel", b'{"object": "5", "version": "1"}'), 400, "version"),
+    ("cancel: missing version", req("POST", "/v1/cancel", b'{"object": "5"}'), 400, "missing field version"),
+    ("cancel: unknown field", req("POST", "/v1/cancel", b'{"object": "5", "version": 1, "obj": 5}'), 400, "unknown field obj"),
+    ("cancel: duplicate key", req("POST", "/v1/cancel", b'{"object": "5", "version": 1, "version": 2}'), 400, "duplicate key version"),
+    ("cancel: not JSON", req("POST", "/v1/cancel", b'object=5'), 400, "not JSON"),
     ("bad percent-escape", req("GET", "/v1/objects/%zz"), 400, "percent"),
 ]
 
@@ -88,6 +99,7 @@ VALID = {
     "register": post_obj('{"obj": 5, "size": 8}'),
     "register-invalid": post_obj('{"obj": 6, "valid": 0}'),
     "fence": req("POST", "/v1/servers/cs0/fence", b"{}"),
+    "cancel": req("POST", "/v1/cancel", b'{"object": "5", "version": 1}'),
     "rejoin-with-token": req("POST", "/v1/servers/cs1/rejoin", b"", "Authorization: Bearer fd-token-0123456789abc\r\n"),
     "http-1-0": b"GET /v1/status HTTP/1.0\r\n\r\n",
 }
@@ -255,7 +267,8 @@ def test_tokens_and_roles(authed):
     before = st()
     reg = b'{"obj": 5, "size": 8}'
     writes = [("POST", "/v1/objects", reg, "object-manager"), ("POST", "/v1/servers/cs1/fence", b"{}", "failure-detector"),
-              ("POST", "/v1/servers/cs1/rejoin", b"{}", "failure-detector")]
+              ("POST", "/v1/servers/cs1/rejoin", b"{}", "failure-detector"),
+              ("POST", "/v1/cancel", b'{"object": "5", "version": 1}', "object-manager")]
     for bad in (None, "", "wrong-token-0123456789", TOK["reader"] + "x", TOK["reader"][:-1]):
         for m, p, b in [("GET", "/v1/status", None), ("GET", "/v1/nothing", None)] + [w[:3] for w in writes]:
             code, ans = call(rack, m, p, bad, b)
@@ -285,6 +298,8 @@ def test_tokens_and_roles(authed):
     assert after[2] == (200,) and after[1][1][0] is True and after[0] > before[0], after
     code, ans = call(rack, "POST", "/v1/servers/cs1/rejoin", TOK["failure-detector"], b"{}")
     assert code == 200, ans
+    code, ans = call(rack, "POST", "/v1/cancel", TOK["object-manager"], b'{"object": "5", "version": 1}')
+    assert code == 200 and ans["seq"] > after[0], ans
 
 
 @pytest.mark.parametrize("content,error", [

@@ -157,3 +157,58 @@ def test_wrong_credentials_fail_closed(world, tmp_path):
     finally:
         ex.close()
     assert world.rack.api("GET", "/v1/status")[1]["seq"] > seq0
+
+
+def test_early_placement_with_a_killed_runner(world, tmp_path):
+    """Early placement (issue 19, executor.py `early=True`, the workflow runner's Early mode): the six
+    workflows with their one-writer instances placed as soon as their ancestors are placed, reading
+    with versioned gets the memory server holds until the producer's commit. In video, as an early
+    instance is placed, the runner of one of its ancestors still running is SIGKILLed; the
+    workflow completes (the lost run re-executed, held gets still served by the re-executed commit),
+    outputs equal the host run's, every history passes apta.history, V1 included. Some instances
+    must have started before an input they name had committed (else nothing was early)."""
+    w = world
+    ex = exmod.Executor(w.rack.path, w.rack.port, guests=3, out_dir=OUT / "host-early", first_obj=100,
+                        auth=w.rack.auth, early=True)
+    killed = {}
+
+    def restart(g):
+        deadline = time.time() + 20
+        while not w.rack.server(g)["fenced"]:
+            assert time.time() < deadline
+            time.sleep(0.02)
+        w.start(g, 1, min_epoch=2)
+
+    def hook(ex_, ev):
+        # as an early instance is placed, the runner of one of its ancestors still running is killed:
+        # the producer dies while its successor waits for its commit
+        if ex_.wf.name != "video" or killed or ev["ev"] != "place":
+            return
+        k = ex_.placing
+        if k not in ex_.early_k:
+            return
+        gs = next((x for x in ex_.G if x.run is not None and x.run.k in ex_.anc[k] and not x.jb.done(x.job)), None)
+        if gs is None:
+            return
+        w.runners[gs.g].kill()
+        killed.update(g=gs.g, run=gs.run.rid, t=time.time())
+        threading.Thread(target=restart, args=(gs.g,), daemon=True).start()
+    ex.hooks.append(hook)
+    summary = {}
+    try:
+        for wf in sorted(wfmod.load_all(), key=lambda x: x.name != "video"):
+            res = ex.run(wf, exmod.host_reference(wf, "tiny", tmp_path))
+            assert res["outputs_equal"] and not res["violations"], res
+            rep = history.check_file(res["history"])
+            assert rep.ok, rep
+            mins = [e["min"] for e in ex.history if e["ev"] == "get" and "min" in e]
+            assert set(mins) <= {1} and (bool(mins) == bool(res["early"])), (mins, res["early"])
+            summary[wf.name] = {k: res[k] for k in ("instances", "runs", "reexecuted", "early_runs",
+                                                    "early_before_commit", "stopped", "wall_s")}
+            print(f"executor early: {wf.name}: {json.dumps(summary[wf.name])}")
+    finally:
+        ex.close()
+    assert killed and summary["video"]["reexecuted"] >= 1, (killed, summary["video"])
+    assert sum(s["early_runs"] for s in summary.values()) > 0
+    assert sum(s["early_before_commit"] for s in summary.values()) > 0, summary
+    (OUT / "host-early-summary.json").write_text(json.dumps({"killed": killed, "workflows": summary}, indent=1) + "\n")

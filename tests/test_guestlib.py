@@ -95,6 +95,75 @@ def test_get_put_cache_invalidate(world):
     assert rack.api("GET", "/v1/status")[1]["servers"][2]["schedulable"]
 
 
+def _answer(d: Driver, timeout: float) -> str | None:
+    """The driver's answer line within `timeout` s, or None (its get is still waiting)."""
+    r, _, _ = select.select([d.p.stdout], [], [], timeout)
+    return d.p.stdout.readline().strip() if r else None
+
+
+def test_versioned_get_waits_for_its_commit(world):
+    """acx_get_v (issue 19): a get naming commit 1 of object 1 waits (held by the memory server) until
+    guest 1's put commits, then returns that put's data; a cached copy whose version is not known to
+    be at least the one named is a miss (guest 0's unversioned copy does not answer a get of
+    version 1), a copy from a get of version 1 answers a later get of version 1; a get naming a
+    version already committed is served at once."""
+    rack, (d0, d1, d2), _ = world
+    assert d0.ok("get 1 8")["ver"] == 0                          # a copy of version 0
+    d0.p.stdin.write("getv 1 8 1\n")
+    d0.p.stdin.flush()
+    assert _answer(d0, 0.5) is None, "served before version 1 was committed (from the old copy?)"
+    assert d1.ok("put 1 8 5")["ver"] == 5
+    line = _answer(d0, 10)
+    assert line and line.startswith("OK getv obj=1 ver=5 cached=0"), line
+    a = d2.ok("getv 1 8 1")                                       # committed: at once
+    assert (a["ver"], a["cached"]) == (5, 0), a
+    assert d2.ok("getv 1 8 1")["cached"] == 1                     # its copy is at least version 1
+    d2.p.stdin.write("getv 1 8 2\n")
+    d2.p.stdin.flush()
+    assert _answer(d2, 0.3) is None
+    d1.ok("put 1 8 6")
+    line = _answer(d2, 10)
+    assert line and line.startswith("OK getv obj=1 ver=6"), line
+    assert d0.ok("getv 1 8 2")["ver"] == 6                        # its copy was invalidated by the commit
+
+
+def test_versioned_get_retries_a_full_hold_table_and_fails_cancelled(world, schema):
+    """Guest 2's life is played by raw flits here: it fills the memory server's hold table
+    (holdSlots gets of versions nobody writes); guest 0's versioned get is answered GetRetry and
+    the library resends it after a back-off until an entry frees (the control plane cancels the
+    filler objects), then it is held and served by guest 1's commit. A get whose version the
+    control plane cancels fails with ACX_ECANCELLED (-7), the filler gets with GetCancelled."""
+    rack, (d0, d1, d2), _ = world
+    d2.close()
+    slots = json.loads(PARAMS_PATH.read_text())["holdSlots"]
+    g2 = rack.guests[2]
+    g2.alive = True
+    g2.epoch = rack.server(2)["epoch"]
+    for o in range(50, 50 + slots):                               # held: never registered, version 0
+        g2.send("ObjGet", obj=o, version=1)
+    time.sleep(0.2)
+    d0.p.stdin.write("getv 2 4 1\n")
+    d0.p.stdin.flush()
+    time.sleep(0.5)
+    for o in range(50, 50 + slots):
+        assert rack.api("POST", "/v1/cancel", {"object": str(o), "version": 1})[0] == 200
+    assert _answer(d0, 0.5) is None                               # now held (its resend found a free entry)
+    d1.ok("put 2 4 3")
+    line = _answer(d0, 10)
+    assert line and line.startswith("OK getv obj=2 ver=3"), line
+    st = d0.ok("stats")
+    assert st["get_retries"] >= 1, st
+    got = g2.recv(slots)
+    assert sorted(f["obj"] for n, f in got if n == "GetCancelled") == list(range(50, 50 + slots)), got
+    d0.p.stdin.write("getv 3 8 1\n")
+    d0.p.stdin.flush()
+    assert _answer(d0, 0.3) is None
+    assert rack.api("POST", "/v1/cancel", {"object": "3", "version": 1})[0] == 200
+    line = _answer(d0, 10)
+    assert line == "ERR getv obj=3 rc=-7 code=0", line
+    assert d0.ok("stats")["cancelled"] == 1
+
+
 def test_put_retry_under_contention(world):
     """Three writers, two staging slots: PutRetry happens and every put still commits (same txn)."""
     rack, drivers, _ = world

@@ -65,6 +65,57 @@ bool parse_objects_query(const std::string& query, std::vector<uint32_t>& ids, s
   return true;
 }
 
+namespace {
+// nlohmann-json with a callback that notes the first duplicate key (a parser that keeps the first or
+// the last would disagree with another); false: `err` says why the body is no JSON.
+bool parse_json_once(const std::string& body, nlohmann::json& j, std::string& err) {
+  using json = nlohmann::json;
+  std::vector<std::set<std::string>> keys;
+  std::string dup;
+  json::parser_callback_t cb = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+             dup.empty())
+      dup = parsed.get<std::string>();
+    return true;
+  };
+  try {
+    j = json::parse(body, cb);
+  } catch (const json::exception& e) {
+    err = dup.empty() ? std::string("body is not JSON: ") + e.what() : "duplicate key " + dup;
+    return false;
+  }
+  if (!dup.empty()) { err = "duplicate key " + dup; return false; }
+  return true;
+}
+}  // namespace
+
+bool parse_cancel_request(const std::string& body, Call& c, std::string& err) {
+  nlohmann::json j;
+  if (!parse_json_once(body, j, err)) return false;
+  if (!j.is_object()) { err = "body must be a JSON object {object, version}"; return false; }
+  for (auto& kv : j.items())
+    if (kv.key() != "object" && kv.key() != "version") { err = "unknown field " + kv.key().substr(0, 64); return false; }
+  if (!j.contains("object")) { err = "missing field object"; return false; }
+  if (!j.contains("version")) { err = "missing field version"; return false; }
+  uint32_t o;
+  if (!j["object"].is_string() || !parse_obj(j["object"].get<std::string>(), o)) {
+    err = "object: expected a decimal object id below 2^" + std::to_string(APTA_P_objIdBits) + " as a string, got " +
+          j["object"].dump().substr(0, 32);
+    return false;
+  }
+  if (!j["version"].is_number_unsigned() || j["version"].get<uint64_t>() == 0 ||
+      j["version"].get<uint64_t>() >= (1ull << APTA_P_versionBits)) {
+    err = "version: expected an integer 1.." + std::to_string((1ull << APTA_P_versionBits) - 1) + ", got " +
+          j["version"].dump().substr(0, 32);
+    return false;
+  }
+  c.obj = o;
+  c.version = j["version"].get<uint64_t>();
+  return true;
+}
+
 bool parse_object_request(const std::string& body, Call& c, std::string& err) {
   using json = nlohmann::json;
   std::vector<std::set<std::string>> keys;
@@ -139,6 +190,13 @@ bool classify(const apta_http::Request& q, Call& c, Reply& rep) {
     std::string err;
     if (!parse_object_request(q.body, c, err)) { rep = error_reply(400, err); return false; }
     c.kind = Call::PostObject;
+    return true;
+  }
+  if (path == "/v1/cancel") {
+    if (!method("POST")) return false;
+    std::string err;
+    if (!parse_cancel_request(q.body, c, err)) { rep = error_reply(400, err); return false; }
+    c.kind = Call::Cancel;
     return true;
   }
   if (path.rfind(op, 0) == 0 && path.size() > op.size() && path.find('/', op.size()) == std::string::npos) {

@@ -16,9 +16,10 @@ using apta_http::Reply;
 
 // An API request as the HTTP thread validated it (http.h, classify()), executed by the RTL loop.
 struct Call {
-  enum Kind { Schedulable, Object, PostObject, Ctrl } kind = Schedulable;
+  enum Kind { Schedulable, Object, PostObject, Ctrl, Cancel } kind = Schedulable;
   std::string arg;                 // the query (Schedulable), object name (Object), server name (Ctrl)
   uint64_t obj = 0, size = 0, valid = 1;
+  uint64_t version = 0;            // Cancel: no put will make this version (or a later one) of obj
   bool fence = false;
   uint64_t id = 0;                 // the HTTP server's connection id
 };
@@ -43,6 +44,11 @@ bool parse_objects_query(const std::string& query, std::vector<uint32_t>& ids, s
 // names the base). A key twice is refused (a parser that keeps the first or the last would
 // disagree with another). false: `err` names the field or the problem.
 bool parse_object_request(const std::string& body, Call& c, std::string& err);
+
+// POST /v1/cancel's body (controlplane.yaml CancelRequest): {"object": "<decimal id>", "version": n},
+// nothing else, no key twice; version 1..2^versionBits-1 (the RTL's counter width: a larger one could
+// never be reached). false: `err` names the field or the problem.
+bool parse_cancel_request(const std::string& body, Call& c, std::string& err);
 
 // On the HTTP thread: route and validate a request. true: a Call for the RTL loop; false: `rep`
 // is the answer (404, 405, 400), and nothing was changed.

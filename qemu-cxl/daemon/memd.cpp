@@ -11,6 +11,8 @@
 //   io_ctrl                 <- the failure detector (heartbeat lease) and the HTTP API
 //   io_status_*, io_query   -> the control-plane API (schema/controlplane.yaml)
 //   io_mapUpd/io_mapUpdDone <- POST /v1/objects ({obj, size}: the RTL allocates the storage and answers)
+//   io_cancel               <- POST /v1/cancel ({object, version}: the OSC answers the object's held
+//                              gets GetCancelled; later gets naming the version are answered here)
 // Nothing a guest writes is trusted: a request's compute-server id is the ring it came through,
 // every slot is checked with the generated codec before it reaches the RTL, and a malformed slot
 // is answered with a refusal slot (RINGS.md) while the daemon carries on.
@@ -279,6 +281,9 @@ class Daemon {
   // its MapUpdCode (APTA_MAP_UPD_CODE_*) and base (schema/core.json).
   bool map_update(uint32_t obj, unsigned size, bool valid, unsigned& code, uint64_t& base, std::string& err);
   bool ctrl_and_wait(unsigned op, unsigned g, std::string& err, unsigned& epoch_out);
+  // POST /v1/cancel (issue 19): no put will make `version` (or a later one) of obj. 0: done; 409: that
+  // version has committed (err says so); 503: io_cancel not taken (err).
+  int cancel(uint32_t obj, uint64_t version, std::string& err);
   const std::string& name(unsigned g) const { return opt_.names[g]; }
   int server_by_name(const std::string& s) const {
     for (unsigned g = 0; g < N; g++)
@@ -317,6 +322,7 @@ class Daemon {
   void on_snp(const Flit& f);
   void on_ctrl_resp(const Flit& f);
   void on_err();
+  bool cancelled_get(unsigned g, const Flit& f);
   void trace(const char* port, const Flit& f);
   void housekeeping(uint64_t t);
   void fence(unsigned g, const char* why);
@@ -356,7 +362,13 @@ class Daemon {
   std::deque<std::pair<uint32_t, ObjState>> query_resp_;
 
   std::map<uint32_t, std::pair<uint64_t, unsigned>> objects_;  // registered: obj -> (base, size)
-  std::map<uint32_t, uint64_t> versions_;                       // PutCommits seen per object
+  std::map<uint32_t, uint64_t> versions_;                       // PutCommits per object since its registration (the RTL's VersionTable)
+  // POST /v1/cancel: obj -> the first version no put will make. The RTL's io_cancel answers the gets
+  // held at that moment; a get naming such a version that reaches the port later (the RTL keeps no
+  // record of cancellations) is answered GetCancelled here, before the RTL sees it. A commit that
+  // makes the version after all (a cancel racing a last put) lifts it, as the Go control plane does.
+  std::map<uint32_t, uint64_t> cancelled_;
+  std::deque<uint32_t> cancel_q_;                               // io_cancel: objects to cancel
   // Objects that may have acks owed (issue 16: a status query asks the directory about these and the
   // requested ones only, never every registered object). Every owed ack comes from a BISnp round
   // (a commit or an eviction) whose ObjBISnp leaves on io_snp, so an object enters here when its
@@ -382,6 +394,7 @@ class Daemon {
   uint64_t api_queries = 0;              // io_query issued for the API (the status queries' work)
   uint64_t api_cycles = 0;               // RTL cycles run while reading snapshots for the API
   uint64_t cycles = 0, req_fires = 0, ack_fires = 0, rsp_out = 0, snp_out = 0, axi_rd = 0, axi_wr = 0;
+  uint64_t get_retries = 0, get_cancelled = 0;   // issue 19's versioned gets
 };
 
 // ---- the rack's files ---------------------------------------------------------------------------
@@ -621,12 +634,18 @@ void Daemon::on_rsp(const Flit& f) {
   if (op == APTA_OP_PutCommit) {
     apta_PutCommit m;
     apta_unpack_PutCommit(f.data(), &m);
-    versions_[m.obj]++;
+    uint64_t v = ++versions_[m.obj];
+    auto c = cancelled_.find(m.obj);
+    if (c != cancelled_.end() && v >= c->second) cancelled_.erase(c);   // made after all
     maybe_pending_.insert(m.obj);    // the commit's round made the old sharers owe acks
     if (opt_.mutant_commit_waits && (held_commits_.size() || (st_pending_ & ~(1u << g)))) {
       held_commits_.push_back(f);
       return;
     }
+  } else if (op == APTA_OP_GetRetry) {
+    get_retries++;                   // the hold table was full: the guest library backs off and resends
+  } else if (op == APTA_OP_GetCancelled) {
+    get_cancelled++;
   } else if (op == APTA_OP_RejoinAck) {
     apta_RejoinAck m;
     apta_unpack_RejoinAck(f.data(), &m);
@@ -697,6 +716,11 @@ void Daemon::cycle() {
   if (tlog_.on()) tlog_.cycle(cycles);
   // 1. inputs for this cycle
   for (unsigned g = 0; g < N; g++) pull_ring(g);
+  for (unsigned g = 0; g < N; g++)
+    while (!guests_[g].req_q.empty() && cancelled_get(g, guests_[g].req_q.front())) {
+      guests_[g].req_q.pop_front();
+      if (tlog_.on()) tidx_req_[g].pop_front();
+    }
   bool gate = gate_inputs_;
   Flit* req_head[N] = {};
   for (unsigned g = 0; g < N; g++) {
@@ -727,6 +751,8 @@ void Daemon::cycle() {
   }
   t.io_query_valid = !query_q_.empty();
   if (!query_q_.empty()) t.io_query_bits_obj = query_q_.front();
+  t.io_cancel_valid = !cancel_q_.empty();
+  if (!cancel_q_.empty()) t.io_cancel_bits = cancel_q_.front();
   // outputs are always taken: the rings have backlogs, so the shared ports never wait for a guest
   t.io_rsp_ready = 1;
   t.io_snp_ready = 1;
@@ -763,6 +789,7 @@ void Daemon::cycle() {
   bool ctrl_fire = t.io_ctrl_valid && t.io_ctrl_ready;
   bool map_fire = t.io_mapUpd_valid && t.io_mapUpd_ready;
   bool query_fire = t.io_query_valid && t.io_query_ready;
+  bool cancel_fire = t.io_cancel_valid && t.io_cancel_ready;
   bool r_fire = t.axi_r_valid && t.axi_r_ready;
   bool b_fire = t.axi_b_valid && t.axi_b_ready;
   bool rsp_fire = t.io_rsp_valid, snp_fire = t.io_snp_valid, cresp_fire = t.io_ctrlResp_valid;
@@ -835,6 +862,7 @@ void Daemon::cycle() {
   }
   if (map_fire) map_q_.pop_front();
   if (query_fire) query_q_.pop_front();
+  if (cancel_fire) cancel_q_.pop_front();
   if (r_fire) { rd_q_.pop_front(); axi_rd++; }
   if (b_fire) b_q_.pop_front();
   while (!aw_q_.empty() && !w_q_.empty()) {  // single-beat writes: one W per AW, in order
@@ -920,6 +948,8 @@ void Daemon::stats(double secs) const {
           " reads %" PRIu64 " writes\n",
           secs, cycles, cycles / secs, req_fires, ack_fires, (req_fires + ack_fires) / secs, rsp_out, snp_out,
           axi_rd, axi_wr);
+  fprintf(stderr, "apta-memd stats: versioned gets: %" PRIu64 " GetRetry (hold table full), %" PRIu64 " GetCancelled\n",
+          get_retries, get_cancelled);
   fprintf(stderr, "apta-memd stats: api: %" PRIu64 " directory queries for status/object answers (%" PRIu64
                   " cycles), %zu objects registered\n", api_queries, api_cycles, objects_.size());
   for (unsigned g = 0; g < N; g++)
@@ -945,6 +975,8 @@ bool Daemon::map_update(uint32_t obj, unsigned size, bool valid, unsigned& code,
         }
         if (valid) objects_[obj] = {base, size};
         else objects_.erase(obj);
+        versions_.erase(obj);          // the RTL's version of the object restarts at 0 (VersionTable)
+        cancelled_.erase(obj);
         if (tlog_.on())
           tlog_.reg(obj, base, size, valid, valid && base + 64ull * size <= R_.data_bytes() ? R_.base + APTA_DATA_OFFSET + base : nullptr);
         status_changes_++;             // a state change of the API (unknown <-> known): seq advances
@@ -985,6 +1017,47 @@ bool Daemon::ctrl_and_wait(unsigned op, unsigned g, std::string& err, unsigned& 
   }
   err = "no answer on ctrlResp";
   return false;
+}
+
+// A guest's ObjGet naming a cancelled version of an object that has not reached it: answered
+// GetCancelled (the OSC's own answer to a held get, same fields) instead of entering the RTL, where
+// it would be held for a commit that will never come. Checked at the head of the guest's queue, so
+// a get is either here before the cancel (then in the RTL, answered by io_cancel) or after it.
+bool Daemon::cancelled_get(unsigned g, const Flit& f) {
+  if (cancelled_.empty() || apta_opcode(f.data()) != APTA_OP_ObjGet) return false;
+  apta_ObjGet m;
+  apta_unpack_ObjGet(f.data(), &m);
+  auto c = cancelled_.find(m.obj);
+  if (m.version == 0 || c == cancelled_.end() || m.version < c->second || m.version <= version(m.obj)) return false;
+  apta_GetCancelled r{};
+  r.server = g;
+  r.epoch = m.epoch;
+  r.obj = m.obj;
+  r.version = m.version;
+  Flit out{};
+  apta_pack_GetCancelled(out.data(), &r);
+  get_cancelled++;
+  say("get of object %u version %" PRIu64 " by guest %u: cancelled (from version %" PRIu64 " on)", unsigned(m.obj),
+      uint64_t(m.version), g, c->second);
+  emit(guests_[g].rsp, out, 0, 0, g, "response");
+  return true;
+}
+
+int Daemon::cancel(uint32_t obj, uint64_t v, std::string& err) {
+  if (version(obj) >= v) {
+    err = "version " + std::to_string(v) + " of object " + std::to_string(obj) + " is already committed (" +
+          std::to_string(version(obj)) + ")";
+    return 409;
+  }
+  auto c = cancelled_.find(obj);
+  if (c == cancelled_.end() || v < c->second) cancelled_[obj] = v;
+  // every held get of obj is for a version not committed (a woken one has left the table)
+  cancel_q_.push_back(obj);
+  for (int i = 0; i < 100000 && !cancel_q_.empty(); i++) cycle();
+  if (!cancel_q_.empty()) { err = "io_cancel not taken"; return 503; }
+  status_changes_++;                   // a state change of the API: seq advances
+  say("cancel: object %u from version %" PRIu64 " on (held gets answered GetCancelled)", obj, v);
+  return 0;
 }
 
 // One instant: guests' inputs are held back while every object is queried, and the reads are
@@ -1161,6 +1234,16 @@ Reply api_post_object(Daemon& d, const Call& c) {
   return {200, o + "}"};
 }
 
+Reply api_cancel(Daemon& d, const Call& c) {
+  std::string err;
+  int code = d.cancel(uint32_t(c.obj), c.version, err);
+  if (code == 409) return {409, "{\"error\":" + json_str(err) + ",\"field\":\"version\"}"};
+  if (code) return error_reply(code, err);
+  Daemon::Snapshot s;
+  if (!d.snapshot({}, s, err)) return error_reply(503, err);
+  return {200, "{\"seq\":" + std::to_string(s.seq) + ",\"instance\":" + json_str(d.instance()) + "}"};   // ChangeAnswer
+}
+
 Reply api_ctrl(Daemon& d, const std::string& server, bool fence) {
   int g = d.server_by_name(server);
   if (g < 0) return error_reply(400, "unknown server " + server);
@@ -1206,7 +1289,8 @@ bool enqueue(Daemon& d, uint64_t id, apta_http::Request& q, Reply& rep) {
       return true;
     }
     if (!classify(q, c, rep)) return true;
-    const char* need = c.kind == Call::PostObject ? "object-manager" : c.kind == Call::Ctrl ? "failure-detector" : nullptr;
+    const char* need = c.kind == Call::PostObject || c.kind == Call::Cancel ? "object-manager"
+                       : c.kind == Call::Ctrl ? "failure-detector" : nullptr;
     if (need && who->role != need) {
       rep = error_reply(403, "caller " + who->name + " (role " + who->role + ") may not do this: role " + need + " required");
       return true;
@@ -1233,6 +1317,7 @@ Reply execute(Daemon& d, const Call& c) {
     case Call::Object: return api_object(d, c.arg);
     case Call::PostObject: return api_post_object(d, c);
     case Call::Ctrl: return api_ctrl(d, c.arg, c.fence);
+    case Call::Cancel: return api_cancel(d, c);
   }
   return error_reply(500, "unknown call");
 }

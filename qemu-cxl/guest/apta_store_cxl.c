@@ -101,6 +101,7 @@ static const char *acx_err(int rc, int code) {
   case ACX_EREFUSED: snprintf(b, sizeof b, "refused by the daemon (code %d)", code); return b;
   case ACX_EOBJ: snprintf(b, sizeof b, "ObjErr code %d from the memory server", code); return b;
   case ACX_EARG: return "bad size (0 or beyond linesPerObject)";
+  case ACX_ECANCELLED: return "cancelled: the version named will never be made (GetCancelled)";
   case ACX_EEPOCHS: return "rejoin refused: the server is at its last epoch (fenced until the memory server is reset)";
   default: snprintf(b, sizeof b, "error %d", rc); return b;
   }
@@ -116,8 +117,14 @@ static apta_bytes cxl_get(const char *name) {
   char id[512], qn[512], qr[512];
   snprintf(id, sizeof id, "%s/g%u", J->run, J->gk++);
   q(qn, sizeof qn, name), q(qr, sizeof qr, J->run);
-  logline("{\"ev\": \"get\", \"id\": \"%s\", \"run\": \"%s\", \"obj\": \"%s\"}", q((char[512]){0}, 512, id), qr, qn);
-  int hit = 0, rc = acx_get(J->c, d->obj, buf, d->lines, &hit);
+  if (d->version)   /* a versioned get (issue 19): `min` is the commit it names (history.py V1) */
+    logline("{\"ev\": \"get\", \"id\": \"%s\", \"run\": \"%s\", \"obj\": \"%s\", \"min\": %llu}",
+            q((char[512]){0}, 512, id), qr, qn, (unsigned long long)d->version);
+  else
+    logline("{\"ev\": \"get\", \"id\": \"%s\", \"run\": \"%s\", \"obj\": \"%s\"}", q((char[512]){0}, 512, id), qr, qn);
+  int hit = 0, rc = acx_get_v(J->c, d->obj, d->version, buf, d->lines, &hit);
+  if (rc == ACX_ECANCELLED)
+    logline("{\"ev\": \"get_ret\", \"id\": \"%s\", \"cancelled\": true}", q((char[512]){0}, 512, id));
   if (rc) apta_die("%s: get(%s): object %u (%u lines): %s", fn, name, d->obj, d->lines, acx_err(rc, J->c->last_code));
   if (memcmp(buf + APTA_OBJF_MAGIC, APTA_OBJ_MAGIC, 8))
     apta_die("%s: get(%s): object %u: bad magic (not an object of the JOBS.md format)", fn, name, d->obj);

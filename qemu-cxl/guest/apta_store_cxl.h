@@ -17,6 +17,7 @@ typedef struct {
   const char *name;
   uint32_t obj, lines; /* get/put: CXL object and its map entry's lines */
   uint64_t off, len;   /* input: bytes at off of the inputs area */
+  uint64_t version;    /* get: the version it needs (its producer's commit; 0: any, an unversioned get) */
 } apta_cxl_decl;
 
 typedef struct apta_cxl_job {

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -120,6 +121,7 @@ static void insert(acx *c, uint32_t obj, const void *data, unsigned nlines) {
   }
   e->obj = obj;
   e->nlines = nlines;
+  e->ver = 0;
   e->hits = 0;
   memcpy(e->data, data, (size_t)nlines * ACX_LINE);
   e->valid = 1;
@@ -207,6 +209,7 @@ int acx_init(acx *c, volatile void *base, unsigned guest, int heartbeat_thread) 
   c->base = base;
   c->g = guest;
   c->timeout_ms = 5000;
+  c->hold_timeout_ms = 600000;
   c->use_cache = 1;
   if (memcmp((const void *)c->base, APTA_MAGIC, APTA_MAGIC_BYTES) ||
       apta_ld32(c->base, APTA_HDR_VERSION) != APTA_LAYOUT_VERSION ||
@@ -288,12 +291,18 @@ int acx_rejoin(acx *c) {
 
 /* ---- get -------------------------------------------------------------------------------------- */
 int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached) {
+  return acx_get_v(c, obj, 0, buf, nlines, cached);
+}
+
+int acx_get_v(acx *c, uint32_t obj, uint64_t version, void *buf, unsigned nlines, int *cached) {
   if (cached) *cached = 0;
-  if (!nlines || nlines > ACX_MAX_LINES) return ACX_EARG;
+  if (!nlines || nlines > ACX_MAX_LINES || version >= (1ull << APTA_P_versionBits)) return ACX_EARG;
   c->st.gets++;
   acx_poll(c); /* snoops first: a copy invalidated by a committed put is never served */
   acx_entry *e = c->use_cache ? lookup(c, obj) : 0;
-  if (e && e->nlines == nlines) {
+  /* a versioned get hits only a copy known to be at least that version: a copy older than the
+     version named is a miss (the copy's version is the one its own get named, 0 when unknown) */
+  if (e && e->nlines == nlines && e->ver >= version) {
     memcpy(buf, e->data, (size_t)nlines * ACX_LINE);
     e->hits++;
     c->st.get_hits++;
@@ -306,12 +315,17 @@ int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached) {
   uint64_t got[(ACX_MAX_LINES + 63) / 64];
   memset(got, 0, ((nlines + 63) / 64) * sizeof got[0]);
   uint8_t f[APTA_FLIT_BYTES];
+  /* a versioned get may be held by the memory server until its producer commits (the producer's
+     whole run, a re-execution after a crash included): it waits hold_timeout_ms, not timeout_ms */
+  if (version) deadline = acx_now_ns() + (uint64_t)c->hold_timeout_ms * 1000000ull;
+  unsigned backoff_us = ACX_RETRY_MIN_US;
   drain_stale(c);
   if (wait_room(c, 1, deadline)) return c->st.timeouts++, ACX_ETIMEOUT;
-  apta_ObjGet m = {c->g, c->epoch, obj, 0};   /* version 0: any (unversioned get) */
-  apta_pack_ObjGet(f, &m);
+  apta_ObjGet m = {c->g, c->epoch, obj, version};   /* version 0: any (unversioned get) */
+  uint8_t req[APTA_FLIT_BYTES];                     /* kept: a GetRetry resends it */
+  apta_pack_ObjGet(req, &m);
   c->inflight = 1, c->inflight_obj = obj, c->inflight_snooped = 0;
-  uint32_t my = produce(c, f);
+  uint32_t my = produce(c, req);
   int rc = ACX_ETIMEOUT;
   for (;;) {
     acx_poll(c); /* a get of an object we owe an ack for stalls in the RTL until the ack */
@@ -335,6 +349,22 @@ int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached) {
         if (!objerr_for(c, f, obj)) continue;
         rc = ACX_EOBJ;
         break;
+      } else if (op == APTA_OP_GetRetry || op == APTA_OP_GetCancelled) {
+        apta_GetRetry r; /* the same fields, server epoch obj version, in both */
+        apta_unpack_GetRetry(f, &r);
+        if (!version || r.obj != obj || r.version != version || r.server != c->g || r.epoch != c->epoch) {
+          c->st.stale_rsp++;
+          continue;
+        }
+        if (op == APTA_OP_GetCancelled) { c->st.cancelled++; rc = ACX_ECANCELLED; break; }
+        /* the hold table was full: nothing is held; ask again after a bounded back-off */
+        c->st.get_retries++;
+        uint64_t until = acx_now_ns() + (uint64_t)backoff_us * 1000ull;
+        if (until > deadline) { c->st.timeouts++; break; }
+        while (acx_now_ns() < until) { acx_poll(c); acx_heartbeat(c); sched_yield(); }
+        backoff_us = backoff_us * 2 > ACX_RETRY_MAX_US ? ACX_RETRY_MAX_US : backoff_us * 2;
+        if (wait_room(c, 1, deadline)) { c->st.timeouts++; break; }
+        my = produce(c, req);
       } else {
         c->st.stale_rsp++;
       }
@@ -345,7 +375,11 @@ int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached) {
   }
   if (rc == ACX_OK) {
     acx_poll(c);
-    if (!c->inflight_snooped) insert(c, obj, buf, nlines);
+    if (!c->inflight_snooped) {
+      insert(c, obj, buf, nlines);
+      acx_entry *n = lookup(c, obj);
+      if (n) n->ver = version; /* what the data is known to be at least */
+    }
   }
   c->inflight = 0;
   return rc;

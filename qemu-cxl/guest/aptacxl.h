@@ -27,19 +27,26 @@
 #define ACX_EOBJ (-3)      /* ObjErr from the memory server (c->last_code = its code, 4..9) */
 #define ACX_EARG (-4)      /* bad argument (size 0 or > linesPerObject) */
 #define ACX_EREGION (-5)   /* the region's header is not a serving daemon's */
+#define ACX_ECANCELLED (-7) /* GetCancelled: the version a versioned get named will never be made (its
+                               workflow was cancelled: POST /v1/cancel); the function fails */
 #define ACX_EEPOCHS (-6)   /* RejoinRefused: the server's epoch is the last value (2^epochBits - 1); epochs
                               are never reused, so it stays fenced until the memory server is reset
                               (c->epoch = that epoch) */
 
+/* GetRetry back-off of a versioned get (the hold table was full): 50 us doubling to 5 ms */
+#define ACX_RETRY_MIN_US 50u
+#define ACX_RETRY_MAX_US 5000u
+
 typedef struct {
   uint32_t obj, nlines, valid;
+  uint64_t ver; /* the copy is at least this version (the version its get named; 0: unknown) */
   uint64_t hits;
   uint8_t data[ACX_MAX_LINES * ACX_LINE];
 } acx_entry;
 
 typedef struct {
   uint64_t gets, get_hits, puts, put_retries, snoops, acks, old_snoops, stale_rsp, refusals, objerrs,
-      timeouts;
+      timeouts, get_retries, cancelled;
 } acx_stats;
 
 typedef struct acx {
@@ -50,6 +57,7 @@ typedef struct acx {
   uint32_t seq;           /* request slots' running count */
   uint32_t txn;           /* next put transaction id */
   unsigned timeout_ms;    /* per get/put/rejoin (default 5000: above the daemon's lease) */
+  unsigned hold_timeout_ms; /* per versioned get (default 600000): held until its producer commits */
   int use_cache;          /* 1 (default): gets are served from the cache while the copy is valid */
   int last_code;          /* the refusal or ObjErr code of the last failed call */
   /* the get in flight: a snoop of its object while it streams means "do not cache the reply" */
@@ -89,6 +97,13 @@ int acx_rejoin(acx *c);
 /* The object's nlines lines into buf (nlines * 64 bytes): from the cache if a valid copy is held,
  * else ObjGet and the ObjData lines 0..nlines-1 of the current epoch. *cached = 1 for a hit. */
 int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached);
+
+/* A versioned get (issue 19): the object at version `version` or newer, its commit count at the
+ * memory server (0: any, = acx_get). A cached copy is used only if its get named at least that
+ * version. The memory server holds the get until the version commits (no polling); GetRetry (its
+ * hold table full) is resent after a back-off (ACX_RETRY_MIN_US doubling to ACX_RETRY_MAX_US) until
+ * hold_timeout_ms; GetCancelled -> ACX_ECANCELLED. */
+int acx_get_v(acx *c, uint32_t obj, uint64_t version, void *buf, unsigned nlines, int *cached);
 
 /* PutPrepare(obj, txn), PutLine 0..nlines-1, then PutCommit; PutRetry: the same txn again after a
  * back-off. On commit the writer (a sharer of the new version) keeps the data as its copy.

@@ -265,6 +265,11 @@ int main(int argc, char **argv) {
       c.use_cache = save;
       if (rc) printf("ERR get obj=%u rc=%d code=%d\n", o, rc, c.last_code);
       else printf("OK get obj=%u ver=%ld cached=%d us=%.1f\n", o, check(buf, o, n), hit, us_since(t));
+    } else if (!strcmp(w, "getv") && sscanf(line, "%*s %u %u %u", &o, &n, &v) == 3) {
+      int hit;                       /* a versioned get: object o at commit v or later (issue 19) */
+      rc = acx_get_v(&c, o, v, buf, n, &hit);
+      if (rc) printf("ERR getv obj=%u rc=%d code=%d\n", o, rc, c.last_code);
+      else printf("OK getv obj=%u ver=%ld cached=%d us=%.1f\n", o, check(buf, o, n), hit, us_since(t));
     } else if (!strcmp(w, "put") && sscanf(line, "%*s %u %u %u", &o, &n, &v) == 3) {
       unsigned r;
       fill(buf, o, v, n);
@@ -281,11 +286,12 @@ int main(int argc, char **argv) {
     } else if (!strcmp(w, "stats")) {
       acx_stats *q = &c.st;
       printf("OK stats epoch=%u gets=%llu hits=%llu puts=%llu retries=%llu snoops=%llu acks=%llu old=%llu "
-             "stale=%llu refusals=%llu objerrs=%llu timeouts=%llu\n", c.epoch,
+             "stale=%llu refusals=%llu objerrs=%llu timeouts=%llu get_retries=%llu cancelled=%llu\n", c.epoch,
              (unsigned long long)q->gets, (unsigned long long)q->get_hits, (unsigned long long)q->puts,
              (unsigned long long)q->put_retries, (unsigned long long)q->snoops, (unsigned long long)q->acks,
              (unsigned long long)q->old_snoops, (unsigned long long)q->stale_rsp, (unsigned long long)q->refusals,
-             (unsigned long long)q->objerrs, (unsigned long long)q->timeouts);
+             (unsigned long long)q->objerrs, (unsigned long long)q->timeouts, (unsigned long long)q->get_retries,
+             (unsigned long long)q->cancelled);
     } else {
       printf("ERR unknown command\n");
     }

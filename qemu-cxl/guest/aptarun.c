@@ -186,6 +186,7 @@ static int parse(uint32_t args_bytes, uint32_t input_bytes) {
              : !strcmp(d, "fn") || !strcmp(d, "instance") ? 3
              : !strcmp(d, "get") || !strcmp(d, "put") || !strcmp(d, "input") ? 4 : 0;
     if (!want) return bad(ln, orig, "unknown directive `%s`", d);
+    if (!strcmp(d, "get") && nw == 5) want = 5;   /* get <name> <obj> <lines> <version>: a versioned get */
     if (nw != want) return bad(ln, orig, "`%s` takes %d field(s), got %d", d, want - 1, nw - 1);
     uint64_t a, b;
     if (!strcmp(d, "run")) {
@@ -210,13 +211,16 @@ static int parse(uint32_t args_bytes, uint32_t input_bytes) {
       if (num(w[3], 1, ACX_MAX_LINES, &b)) return bad(ln, orig, "lines out of range (1..%u)", ACX_MAX_LINES);
       if (dup_name(set, *n, w[1])) return bad(ln, orig, "%s declared twice", w[1]);
       if (*n == APTA_CXL_MAXDECL) return bad(ln, orig, "more than %d %ss", APTA_CXL_MAXDECL, d);
-      set[(*n)++] = (apta_cxl_decl){w[1], (uint32_t)a, (uint32_t)b, 0, 0};
+      uint64_t v = 0;
+      if (nw == 5 && num(w[4], 1, (1ull << APTA_P_versionBits) - 1, &v))
+        return bad(ln, orig, "version out of range (1..2^%u-1)", APTA_P_versionBits);
+      set[(*n)++] = (apta_cxl_decl){w[1], (uint32_t)a, (uint32_t)b, 0, 0, v};
     } else if (!strcmp(d, "input")) {
       if (num(w[2], 0, input_bytes, &a) || num(w[3], 0, input_bytes - a, &b))
         return bad(ln, orig, "bytes outside the %u input bytes posted", input_bytes);
       if (dup_name(J.cx.inputs, J.cx.ninputs, w[1])) return bad(ln, orig, "%s declared twice", w[1]);
       if (J.cx.ninputs == APTA_CXL_MAXDECL) return bad(ln, orig, "more than %d inputs", APTA_CXL_MAXDECL);
-      J.cx.inputs[J.cx.ninputs++] = (apta_cxl_decl){w[1], 0, 0, a, b};
+      J.cx.inputs[J.cx.ninputs++] = (apta_cxl_decl){w[1], 0, 0, a, b, 0};
     } else if (!strcmp(d, "emit")) {
       for (int i = 0; i < J.nemits; i++)
         if (!strcmp(J.emits[i], w[1])) return bad(ln, orig, "%s declared twice", w[1]);

@@ -7,7 +7,7 @@ port free), served with that version on the commit; a get naming a version alrea
 older than the current one) is served at once; a full table answers GetRetry; the producer's fence
 aborts its put but keeps the held gets (served by the re-executed put); the reader's fence drops
 its held get; a cancel answers GetCancelled. tests/rtl/test_ms_mutants.py runs this module on
-`ms3_mutants` too: each hold-table mutant (rtl/Mutants.scala ids 16-19) fails one of these tests.
+`ms3_mutants` too: each hold-table mutant (rtl/Mutants.scala ids 16-20) fails one of these tests.
 """
 from __future__ import annotations
 
@@ -72,6 +72,9 @@ if cocotb is not None:
         assert ms.rsp_of("PutCommit", server=1, obj=1, txn=3), ms.rsp
         assert data_of(ms, 0, 1) == [val(1, 1, l) for l in range(SIZE)], "served version 1 on the commit"
         assert ms.held() == 0 and not ms.err, ms.err
+        ms.send(2, "ObjGet", epoch=0, obj=2, version=1)   # object 1's commit left object 2 at version 0
+        await ms.settle()
+        assert ms.held() == 1 and not ms.rsp_of("ObjData", server=2), ms.rsp
 
     @cocotb.test()
     async def committed_version_served_at_once(dut):
@@ -150,6 +153,30 @@ if cocotb is not None:
         await ms.settle()
         assert ms.rsp_of("GetCancelled", server=2, epoch=0, obj=2, version=2), ms.rsp
         assert ms.held() == 0 and not ms.rsp_of("ObjData", server=2)
+
+    @cocotb.test()
+    async def reset_clears_versions(dut):
+        """The version table's reset sweep (a row of 64 counters per cycle, rtl/osc/VersionTable.scala)
+        leaves every object at version 0: after two commits of object 1 and a reset, a get naming
+        version 1 is held again and served by the next commit, not at once with the pre-reset count
+        (mutant hold_sweep_lane0 clears one counter per row: object 1's survives)."""
+        from ms_bfm import reset
+        ms = await setup(dut)
+        put(ms, 1, 1, version=1, txn=1)
+        await ms.settle()
+        put(ms, 1, 1, version=2, txn=2)
+        await ms.settle()
+        assert len(ms.rsp_of("PutCommit", server=1, obj=1)) == 2, ms.rsp
+        await reset(dut)                               # DRAM (the map, version 2's data) survives
+        await ms.settle()
+        ms.send(0, "ObjGet", epoch=0, obj=1, version=1)
+        await ms.settle()
+        assert ms.held() == 1 and not ms.rsp_of("ObjData", server=0), \
+            f"version 1 served right after the reset: the table kept a count ({ms.rsp[-3:]})"
+        put(ms, 2, 1, version=3, txn=1)
+        await ms.settle()
+        assert data_of(ms, 0, 1) == [val(1, 3, l) for l in range(SIZE)], ms.rsp
+        assert ms.held() == 0
 
     @cocotb.test()
     async def versioned_stress(dut):
@@ -312,4 +339,4 @@ def test_ms_hold_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
-    assert tests >= 6 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 7 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"

@@ -191,6 +191,12 @@ void check_routing(const Request& q) {
               (unsigned long long)c.size, (unsigned long long)c.valid);
       return;   // its body: fuzz_json.cpp
     }
+    case apta_api::Call::Cancel:
+      REQUIRE(q.method == "POST" && path == "/v1/cancel", "%s %s routed to cancel", q.method.c_str(), excerpt(q.target).c_str());
+      REQUIRE(c.obj < (1ull << APTA_P_objIdBits) && c.version >= 1 && c.version < (1ull << APTA_P_versionBits),
+              "cancel accepted out of range: obj %llu version %llu", (unsigned long long)c.obj,
+              (unsigned long long)c.version);
+      return;
     case apta_api::Call::Ctrl:
       REQUIRE(q.method == "POST" && path == "/v1/servers/" + c.arg + (c.fence ? "/fence" : "/rejoin") && !c.arg.empty(),
               "%s %s routed to %s of \"%s\"", q.method.c_str(), excerpt(q.target).c_str(), c.fence ? "fence" : "rejoin",

@@ -1,0 +1,43 @@
+"""Early placement (issue 19) in the QEMU emulation (qemu-cxl/early.py): three QEMU guests running the
+static function runner, the memory-server daemon (the Verilated msemu top with its hold table), the
+executor. A workflow runs after completion and then early (its one-writer instances placed once their
+ancestors are placed, reading with versioned gets the memory server holds until the producer's
+commit), a guest's QEMU SIGKILLed mid-run in each run (and the pair again without a kill): outputs equal to the host run's, histories
+clean (apta.history P1-P4 and V1), the lost run re-executed, the killed guest fenced, rebooted and
+rejoined; in the early run some instance must have started before an input it names had committed.
+
+make test: video (APTA_QEMU_EARLY, comma-separated workflows, or `all`); the makespans are printed and
+written to build/qemu-cxl/runs/pytest-early/early-summary.json, never asserted (not a timed test): the
+measurement is `make bench-qemu-early` (build/bench/qemu-early.json). Needs APTA_QEMU=1."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import early
+import launch
+
+WORKFLOWS = os.environ.get("APTA_QEMU_EARLY", "video")
+NAMES = ["finra", "gemm", "image", "phi", "sentiment", "video"] if WORKFLOWS == "all" else WORKFLOWS.split(",")
+
+pytestmark = pytest.mark.skipif(os.environ.get("APTA_QEMU") != "1",
+                                reason="QEMU guests: set APTA_QEMU=1 (make test / make test-qemu do)")
+
+
+def test_early_vs_after_completion_with_a_guest_killed(qemu_clusters):
+    for pc in qemu_clusters:                    # never two clusters at once on 2 cores
+        pc.stop_all()
+    res = early.measure(NAMES, "pytest-early", log=lambda m: print(m, flush=True), no_kill=True)
+    (launch.RUNS / "pytest-early" / "early-summary.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    for name, p in res["workflows"].items():
+        for mode in ("after", "early"):
+            r = p[mode]
+            assert r["killed"] and r["killed"]["rejoined_epoch"] >= 2, (name, mode, r["killed"])
+            assert r["reexecuted"] >= 1 and r["history_ok"], (name, mode, r)
+        assert p["after"]["early_runs"] == 0
+    assert sum(p["early"]["early_runs"] for p in res["workflows"].values()) > 0, res
+    assert res["early_before_commit"] > 0, "no instance started before its input committed: nothing was early"
+    print(json.dumps({n: {"killed": (p["after"]["wall_s"], p["early"]["wall_s"], p["speedup"]), "no_kill": p["no_kill"]}
+                      for n, p in res["workflows"].items()}))
