@@ -200,6 +200,8 @@ if cocotb is not None:
         core.rng = random.Random(int(os.environ.get("APTA_SEED", "1")))
         # each scenario with outputs always ready, then under backpressure, then under backpressure
         # with illegal flits and queries competing with every stimulus
+        # a generated mutant (tests/rtl/mutation.py) needs one difference: the first is the evidence
+        first_only = os.environ.get("APTA_RTL_MUTANT", "0") != "0"
         for bp, cont in ((False, False), (True, False), (True, True)):
             core.ready_p = {k: BACKPRESSURE if bp else 1.0 for k in core.ready_p}
             for sc in scen:
@@ -207,6 +209,10 @@ if cocotb is not None:
                     await replay(core, sc, mutant, backpressure=bp, contention=cont)
                 except (Mismatch, AssertionError) as e:
                     fails.append(("[contention] " if cont else "[backpressure] " if bp else "") + str(e))
+                    if first_only:
+                        break
+            if fails and first_only:
+                break
         out = os.environ.get("APTA_RESULT")
         if out:
             Path(out).write_text(json.dumps({"variant": variant, "scenarios": len(scen), "failed": fails,
