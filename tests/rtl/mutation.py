@@ -526,12 +526,22 @@ SCHEMA_DIRS: dict[str, Path] = {}     # group -> the directory generate() put it
 _PROOF_TIMED_OUT: set = set()
 
 
+def _proof_file(group: Group) -> Path:
+    return RUNS / "proofs" / f"{SCHEMA_DIRS[group.name].name}.json"
+
+
+def known_proof(group: Group, m: Mutant) -> str | None:
+    """A yosys proof of m that an earlier run of the same schema found, or None."""
+    f = _proof_file(group)
+    return json.loads(f.read_text() or "{}").get(m.key) if f.exists() else None
+
+
 def cached_proof(group: Group, m: Mutant) -> str | None:
     """prove_equivalent, its verdict kept per schema (build/rtl-mutation/proofs/<schema dir>.json,
     the schema named by content): a survivor's yosys proof (up to two minutes) runs once, not in
     every run that meets it."""
     import fcntl
-    f = RUNS / "proofs" / f"{SCHEMA_DIRS[group.name].name}.json"
+    f = _proof_file(group)
     f.parent.mkdir(parents=True, exist_ok=True)
     if f.exists():
         known = json.loads(f.read_text() or "{}")
@@ -713,6 +723,11 @@ def main(argv=None) -> int:
             chosen = sorted(random.Random(args.seed).sample(chosen, min(args.sample, len(chosen))), key=lambda m: m.id)
 
         def one(m: Mutant) -> Mutant:
+            if (proof := known_proof(g, m)):  # yosys proved it equal to the design: no test can kill it
+                m.status, m.why = "equivalent", proof + " (proved by an earlier run of this schema)"
+                print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} proved earlier  "
+                      f"{m.module}:{m.line} {m.what[:90]}", flush=True)
+                return m
             m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module)
             if m.by:
                 m.status, m.why = "killed", why
