@@ -464,9 +464,11 @@ GROUPS = {
                          [("epochs", _core_epochs), ("vectors", _core_vectors), ("ctrl", _core_ctrl),
                           ("extent", _core_extent), ("flow", _core_flow)],
                          modules=frozenset({"CtrlUnit", "ServerTable"})),
-    # the memory server in the model's geometry: its vectors, then the workflows with crashes
+    # the memory server in the model's geometry: its vectors, the allocator tests (their refusal
+    # codes: an OSC pending-mask and an ObjMap code mutant of a sample survived the other two),
+    # then the workflows with crashes. The smoke and hold tests need ms3's two staging slots.
     "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
-                 [("ms-vectors", _ms_vectors), ("ms-workflows", _ms_workflows)]),
+                 [("ms-vectors", _ms_vectors), ("ms-alloc", _ms_alloc), ("ms-workflows", _ms_workflows)]),
     # two staging slots and a bigger directory: the directed races of the smoke tests, the
     # allocator, the hold table of versioned gets (issue 19), the workflows
     "ms3": Group("ms3", "ms3", "MemoryServer", "MemoryServer.sv",

@@ -2,12 +2,14 @@
 CoherenceCore: every scenario on the variant whose servers/dirSets/dirWays equal its params (no
 match is an error), one Verilator build and one simulation per variant, reset between scenarios.
 
-Per step: each stimulus is driven and the core run idle; then the step's messages are compared
+Per step: its stimuli are driven back to back (a queued image's two control flits wait on the ctrl
+channel: spec/murphi/vectors.py queued_images) and the core run idle; then the step's messages are compared
 (resp and ackResult and ctrlResp in order, snp as a multiset, nothing else, no decodeErr) and the
 state (io_query of every object of the scenario, io_status). A mismatch names the scenario id, the
 step, the model's rule, the field, expected and got. Three passes: outputs ready, random
 backpressure, and backpressure with contention (`replay`'s doc: inputs that change no state of
-the model compete with every stimulus, each with the answer the schema or CORE.md gives it).
+the model compete with every stimulus, each with the answer the schema or CORE.md gives it: illegal
+flits, queries, acks and requests of an absent object, stale Fences).
 """
 from __future__ import annotations
 
