@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,7 +92,9 @@ def scenarios(coverage) -> dict[str, dict]:
 
 
 def by_cell(scenarios: dict, cell: str) -> list[dict]:
-    return [sc for sc in scenarios.values() if sc["cell"] == cell]
+    """The model's scenarios of a cell and their renamings (not the queued images, whose last
+    step is two steps of the model)."""
+    return [sc for sc in scenarios.values() if sc["cell"] == cell and "@queued" not in sc["id"]]
 
 
 # --- coverage ---------------------------------------------------------------------------------
@@ -131,7 +134,8 @@ def test_every_scenario_validates_and_ends_in_its_cell(scenarios):
     for sc in scenarios.values():
         vectors_io.validate(sc, tuple(CELLS))
         # the model's scenario, or its image under a renaming of the servers (`@servers<perm>`)
-        assert sc["id"].split("@servers")[0] == f"{sc['config']}/{sc['cell']}"
+        # and/or with two control steps queued as one (`@queued<step>`)
+        assert re.sub(r"@queued\d+", "", sc["id"].split("@servers")[0]) == f"{sc['config']}/{sc['cell']}"
         assert sc["params"]["maxPendPerServer"] >= 1
 
 
@@ -466,3 +470,38 @@ def test_a_renamed_scenario_is_the_same_scenario_on_other_servers():
                                                      "schedulableFor": [False, True]}
     assert st["expect"]["state"]["epoch"] == [1, 0] and st["expect"]["state"]["fenced"] == [True, False]
     assert im["id"] == "x/c@servers10" and sc["steps"][0]["stimuli"][0]["server"] == 1   # the original untouched
+
+
+def test_queued_image_sends_two_control_steps_as_one():
+    """vectors.queued_images: two consecutive control steps (a Fence, then a Rejoin) become one step
+    with both flits, expecting both answers in order and the second step's state; a scenario with
+    no such pair has no image."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("murphi_vectors", GEN)
+    vectors = importlib.util.module_from_spec(spec)
+    sys.modules["murphi_vectors"] = vectors
+    spec.loader.exec_module(vectors)
+
+    def step(port, op, resp, state):
+        return {"rule": op, "stimuli": [{"port": port, "op": op, "server": 1, "epoch": 0}],
+                "expect": {"resp": [], "snp": [], "ackResult": [], "ctrlResp": resp, "state": state}}
+    s1, s2 = {"fenced": [False, True], "epoch": [0, 0]}, {"fenced": [False, False], "epoch": [0, 1]}
+    fence = step("ctrl", "Fence", [{"op": "Fence", "server": 1, "epoch": 0}], s1)
+    rejoin = step("ctrl", "Rejoin", [{"op": "RejoinAck", "server": 1, "epoch": 1}], s2)
+    sc = {"id": "x/rejoin.fenced", "params": {"servers": 2}, "steps": [fence, rejoin]}
+    out = vectors.queued_images([sc])
+    assert [x["id"] for x in out] == ["x/rejoin.fenced", "x/rejoin.fenced@queued0"] and out[0] is sc
+    (m,) = out[1]["steps"]
+    assert m["stimuli"] == fence["stimuli"] + rejoin["stimuli"]
+    assert m["expect"]["ctrlResp"] == fence["expect"]["ctrlResp"] + rejoin["expect"]["ctrlResp"]
+    assert m["expect"]["state"] == s2
+    get = step("req", "Get", [], s1)
+    assert vectors.queued_images([{**sc, "steps": [get, rejoin]}]) == [{**sc, "steps": [get, rejoin]}]
+
+
+def test_queued_images_are_in_the_vectors(scenarios):
+    """Every queued image the model's traces allow is written (a Fence then a Rejoin, in smoke)."""
+    q = [sc for sc in scenarios.values() if "@queued" in sc["id"]]
+    assert q and any(sc["params"]["servers"] == 2 for sc in q)
+    for sc in q:
+        assert any(len(st["stimuli"]) == 2 and {s["port"] for s in st["stimuli"]} == {"ctrl"} for st in sc["steps"])

@@ -178,7 +178,7 @@ type
                 V_commit_S_inval, V_commit_SA, V_commit_SI,
                 V_evict_S_clean, V_evict_S_sharers,
                 V_ack_SA_more, V_ack_SA_last, V_ack_SI_more, V_ack_SI_last, V_ack_stale, V_ack_stale_owing,
-                V_fence_owes, V_fence_sharer, V_fence_idle,
+                V_fence_owes, V_fence_others, V_fence_sharer, V_fence_idle,
                 V_rejoin_fenced, V_rejoin_live,
                 -- the OSC/OPC table of the memory-server top (rtl/MEMSERVER.md "Cells")
                 V_osc_get_mem, V_osc_get_forward, V_osc_get_open,
@@ -1014,6 +1014,8 @@ ruleset c: Server do
     cover "fence retires owed acks" PendingAt(c);
     cover "fence while a BISnp or its ack is in flight" snp[c].n > 0 | birsp[c].n > 0;
     if PendingAt(c) then VecCell(V_fence_owes); end;
+    -- the walk meets an entry another server still owes acks for: it must not settle it
+    if exists o: Obj do exists d: Server do d != c & pend[o][d] > 0 end end then VecCell(V_fence_others); end;
     if exists o: Obj do dir[o].sharers[c] end then VecCell(V_fence_sharer); end;
     if !PendingAt(c) & !(exists o: Obj do dir[o].sharers[c] end) then VecCell(V_fence_idle); end;
     Fence(c);

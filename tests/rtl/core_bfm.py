@@ -31,6 +31,29 @@ INIT_SEED = int(os.environ.get("APTA_INIT_SEED", "1"))
 VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O1", "--x-assign", "fast", "--x-initial", X_INITIAL]
 
 
+def out_root() -> Path:
+    """Where a run writes its results (cocotb's results XML, histories, traces, result JSON):
+    build/, or APTA_OUT_DIR when the caller gives each run its own directory
+    (tests/rtl/mutation.py: concurrent runs of the same mutant must not read each other's files).
+    The Verilator builds stay shared under build/sim/, keyed by the Verilog's hash."""
+    return Path(os.environ.get("APTA_OUT_DIR", ROOT / "build"))
+
+
+def locked_build(runner, bdir: Path, **kw) -> None:
+    """runner.build into bdir under an exclusive lock on bdir/.build.lock: two processes that
+    need the same (content-keyed) build wait for each other instead of compiling into the
+    same directory at once."""
+    import fcntl
+    # a mutant's test (tests/rtl/mutation.py) runs the build its group's unmutated run made: skip
+    # Verilator's and make's up-to-date checks (a second or more per test)
+    if os.environ.get("APTA_SIM_PREBUILT") == "1" and (bdir / kw["hdl_toplevel"]).exists():
+        return
+    bdir.mkdir(parents=True, exist_ok=True)
+    with open(bdir / ".build.lock", "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        runner.build(build_dir=bdir, **kw)
+
+
 def sim_plusargs() -> list[str]:
     """Plusargs of every simulation: the random initial state, and a mutant schema's live mutant
     (tests/rtl/mutation.py)."""
@@ -534,8 +557,7 @@ def build(variant: str, top: str = "CoherenceCore"):
     tag = "" if not rtl_dir_overridden() else "-ext"
     bdir = ROOT / "build" / "sim" / f"{variant}{tag}" / key
     runner = get_runner("verilator")
-    bdir.mkdir(parents=True, exist_ok=True)
-    runner.build(sources=srcs, hdl_toplevel=top, build_dir=bdir,
+    locked_build(runner, bdir, sources=srcs, hdl_toplevel=top,
                  build_args=VERILATOR_ARGS, always=False, log_file=bdir / "build.log")
     return runner, bdir
 
@@ -543,16 +565,16 @@ def build(variant: str, top: str = "CoherenceCore"):
 def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = None,
              testcase: str | None = None, results_name: str = "results.xml") -> tuple[int, int]:
     """Run the cocotb module `test_module` (in tests/rtl) on a built simulator and record its
-    results in bdir/results_name; returns (tests, failures). The one run-and-record tail of every
+    results in bdir/results_name (APTA_OUT_DIR/results_name when set); returns (tests, failures). The one run-and-record tail of every
     RTL test: a runner that exits because a test failed, or a simulation an RTL assertion stopped,
     counts as a failure, never as a pass."""
     from cocotb_tools.runner import get_results
     env = {k: str(v) for k, v in (env or {}).items()}
     plusargs = sim_plusargs()
     try:
-        results = runner.test(hdl_toplevel=top, test_module=test_module, test_dir=Path(__file__).parent,
+        results = runner.test(hdl_toplevel=top, hdl_toplevel_lang="verilog", test_module=test_module, test_dir=Path(__file__).parent,
                               build_dir=bdir, extra_env=env, testcase=testcase, plusargs=plusargs,
-                              results_xml=str(bdir / results_name))
+                              results_xml=str((out_root() if "APTA_OUT_DIR" in os.environ else bdir) / results_name))
         return get_results(results)
     except (SystemExit, RuntimeError):   # a failed test, or the simulator stopped (an RTL assertion)
         return 1, 1

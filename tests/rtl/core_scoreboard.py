@@ -403,6 +403,8 @@ class Scoreboard:
                 sharer = any(c in e.sharers for e in self.e.values())
                 if owes:
                     self._count("fence.owes")
+                if any(e.pend[d] for e in self.e.values() for d in range(len(e.pend)) if d != c):
+                    self._count("fence.others")
                 if sharer:
                     self._count("fence.sharer")
                 if not owes and not sharer:

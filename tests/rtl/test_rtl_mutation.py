@@ -98,3 +98,35 @@ def test_equivalence_proof_tells_dead_code_from_a_bug():
                and m.line and "io_decodeErr_r_valid_REG <=" in (RTL / g.variant / g.file).read_text().splitlines()[m.line - 1])
     assert mutation.prove_equivalent(g, dead)
     assert mutation.prove_equivalent(g, bug) is None
+
+
+@pytest.mark.rtl_variants("m2s1w1")
+def test_two_runs_at_once_keep_apart(tmp_path):
+    """Two runs of the same mutants at once (the `make test` sample beside `make rtl-mutation`):
+    each works in its own directory (APTA_MUTATION_DIR: every mutant's result files, cocotb's
+    results XML through APTA_OUT_DIR), they share one schema directory and Verilator build (named
+    by content, built under a lock), and both give every mutant the verdict a run alone gives.
+    The mutants: MsgDecoder's, run through the decoder test only (seconds each)."""
+    import subprocess
+    import sys
+    g = mutation.GROUPS["core"]
+    _, mutants = mutation.schema(RTL / g.variant / g.file, "core")
+    picked = [m for m in mutants if m.module == "MsgDecoder" and m.kind == "operator"][:3]
+    assert len(picked) == 3
+    sel = "^(" + "|".join(re.escape(m.key) for m in picked) + ")$"
+    env = {k: v for k, v in os.environ.items() if k not in ("APTA_MUTATION_DIR", "APTA_OUT_DIR")}
+    procs = [subprocess.Popen([sys.executable, mutation.__file__, "--groups", "core", "--tests", "decoder",
+                               "--select", sel, "--jobs", "1", "--allow-open", "--out", str(tmp_path / f"{i}.json")],
+                              env=env, cwd=mutation.HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=1800)[0] for p in procs]
+    reps = []
+    for i, (p, out) in enumerate(zip(procs, outs)):
+        assert (tmp_path / f"{i}.json").exists(), f"run {i} wrote no report (exit {p.returncode}):\n{out[-3000:]}"
+        reps.append(json.loads((tmp_path / f"{i}.json").read_text()))
+    assert reps[0]["workdir"] != reps[1]["workdir"]
+    verdicts = [{m["key"]: (m["status"], m["by"]) for m in r["groups"]["core"]["mutants"]} for r in reps]
+    assert set(verdicts[0]) == {m.key for m in picked}
+    assert verdicts[0] == verdicts[1], outs
+    # the decoder test tells these mutants from the design (each is an operator of its decode logic)
+    assert all(v == ("killed", "decoder") for v in verdicts[0].values()), verdicts[0]
