@@ -250,8 +250,9 @@ test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
 
 # Early placement (issue 19) against placement after completion, the six workflows in 3 QEMU guests,
 # a guest killed mid-run in every run, side by side in one run (qemu-cxl/early.py) -> build/bench/qemu-early.json
-bench-qemu-early: venv qemu-image daemon runner
+bench-qemu-early: venv qemu-image daemon runner e2e-bin
 	nice -n 10 $(PY) qemu-cxl/early.py --no-kill-too --out build/bench/qemu-early.json
+	nice -n 10 $(PY) qemu-cxl/early.py --no-kill-too --placer kube --out build/bench/qemu-early-kube.json
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
@@ -293,8 +294,9 @@ test-long: rtl deps-rtl-sim qemu-image daemon runner
 	APTA_QEMU=1 APTA_QEMU_KILL_IN=all nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_workflows.py
 	APTA_QEMU=1 APTA_QEMU_EARLY=all nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_early.py
 	$(MAKE) --no-print-directory e2e-bin
+	APTA_QEMU=1 APTA_QEMU_EARLY=gemm,video APTA_QEMU_PLACER=kube nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_early.py -k kube
 	APTA_QEMU=1 APTA_QEMU_KILL_IN=all APTA_QEMU_PLACER=kube nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_qemu_workflows.py
-	echo "test-long: RTL stress (1M ops); the six workflows in QEMU guests with a guest killed in every one, placed by the executor and by kube-scheduler with the Apta plugin (the daemon as its control plane)"
+	echo "test-long: RTL stress (1M ops); the six workflows in QEMU guests with a guest killed in every one, placed by the executor and by kube-scheduler with the Apta plugin (the daemon as its control plane); early placement by both"
 
 rtl-mutants: rtl deps-rtl-sim
 	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_core_epochs.py tests/rtl/test_ms_mutants.py

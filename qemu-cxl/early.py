@@ -37,6 +37,7 @@ from apta import workflow as wfmod                     # noqa: E402
 import apiauth                                         # noqa: E402
 import executor as exmod                               # noqa: E402
 import harness                                         # noqa: E402
+import kube as kubemod                                 # noqa: E402
 import launch                                          # noqa: E402
 
 N = 3
@@ -47,8 +48,13 @@ class Bench:
     """Three QEMU guests running aptarun, the daemon (TLS, a token per role), an executor; `close()`
     stops every process it started, also after a failure."""
 
-    def __init__(self, run: str, log=print):
+    def __init__(self, run: str, log=print, kube: bool = False):
+        """`kube`: every instance is placed by kube-scheduler with the Apta plugin (the e2e cluster
+        against the daemon, as tests/test_qemu_workflows.py's APTA_QEMU_PLACER=kube): an early
+        instance's pod carries apta.io/input-versions, so the binding path is what it hides."""
         self.log = log
+        self.e2e = self.placer = None
+        self.arming = False                      # kube placement: a kill thread is aimed at a run
         harness.build_runner(harness.RUNNER_STATIC)
         self.c = launch.Cluster(run=run, n=N, script="/apta/aptarun $APTA_GUEST $APTA_BOOT",
                                 files=[(harness.RUNNER_STATIC, "aptarun")], hold=True)
@@ -64,8 +70,12 @@ class Bench:
                 self.c.start(g)
             for g in range(N):
                 self.c.wait_ready(g, timeout=240)
+            if kube:
+                harness.build_e2e()
+                self.e2e = harness.E2E(self.d.port, self.c.dir / "e2e", True, self.c.dir, auth=self.d.auth)
+                self.placer = kubemod.KubePlacer(self.e2e.kube)
             self.ex = exmod.Executor(self.c.rack, self.d.port, guests=N, out_dir=self.c.dir,
-                                     dead_after_s=LEASE_MS / 1000, auth=self.d.auth, log=log)
+                                     dead_after_s=LEASE_MS / 1000, auth=self.d.auth, log=log, placer=self.placer)
             deadline = time.time() + 120
             while not all(gs.jb.idle() and gs.jb.life[1] >= 1 for gs in self.ex.G):
                 if time.time() > deadline:
@@ -80,18 +90,45 @@ class Bench:
             raise
 
     def _kill_hook(self, ex, ev):
-        if self.kill_in is None or ev["ev"] != "get_ret" or any(k["in"] == self.kill_in for k in self.kills):
+        if self.kill_in is None or any(k["in"] == self.kill_in for k in self.kills):
+            return
+        if self.placer is not None:
+            # kube placement: the executor's loop also lists pods, so it reads a tiny run's first
+            # get_ret after the run ended; the kill is aimed at a run just placed instead (one that
+            # reads inputs: its guest then holds copies), once its job is posted
+            if ev["ev"] == "place" and ev.get("inputs") and not self.arming:
+                self.arming = True
+                threading.Thread(target=self._kill_posted, args=(ex, ev["server"], ev["run"]), daemon=True).start()
+            return
+        if ev["ev"] != "get_ret":
             return
         gs = next((x for x in ex.G if x.run is not None and ev["id"].startswith(x.run.rid + "/")), None)
         if gs is None:
             return
+        self._kill(ex, gs)
+
+    def _kill_posted(self, ex, server: str, rid: str):
+        try:
+            gs = next(x for x in ex.G if x.name == server)
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline and not (gs.run is not None and gs.run.rid == rid):
+                time.sleep(0.001)
+            if gs.run is not None and gs.run.rid == rid:
+                self._kill(ex, gs)
+        finally:
+            self.arming = False
+
+    def _kill(self, ex, gs):
+        run, job = gs.run, gs.job                # read once: a kill thread races the executor's loop
+        if run is None:
+            return
         pid = self.c.guests[gs.g].proc.pid
         os.kill(pid, signal.SIGSTOP)
-        if not launch.frozen(pid) or gs.jb.done(gs.job):
+        if not launch.frozen(pid) or gs.jb.done(job):
             os.kill(pid, signal.SIGCONT)         # its run finished meanwhile: a later get is taken
             return
         self.c.kill(gs.g)
-        k = {"in": self.kill_in, "g": gs.g, "server": gs.name, "run": gs.run.rid,
+        k = {"in": self.kill_in, "g": gs.g, "server": gs.name, "run": run.rid,
              "t": round(time.monotonic() - ex.t_start, 3)}
         self.kills.append(k)
         threading.Thread(target=harness.reboot_after_fence, args=(self.c, self.d, k, LEASE_MS, self.done),
@@ -125,6 +162,11 @@ class Bench:
                                       "early_runs", "early_before_commit", "stopped")}
         out["killed"] = k
         out["history_ok"] = True
+        if self.placer:                         # the plugin never let a pod start where it must not
+            if self.placer.violations():
+                raise exmod.ExecutorError(f"{wf.name} ({mode}): placement violations {self.placer.violations()}")
+            out["pods"] = sum(1 for c in self.placer.created if c["wf"] == self.placer.seq)
+            out["pods_early"] = sum(1 for c in self.placer.created if c["wf"] == self.placer.seq and c.get("early"))
         self.log(f"qemu-early: {wf.name} {mode}: {json.dumps(out, default=str)}")
         return out
 
@@ -143,6 +185,8 @@ class Bench:
         self.done.set()
         if self.ex:
             self.ex.close()
+        if self.e2e:
+            self.e2e.close()
         self.c.stop_all()
         if self.d:
             self.d.close()
@@ -151,10 +195,10 @@ class Bench:
             raise RuntimeError(f"QEMU processes still alive: {left}")
 
 
-def measure(names: list[str], run: str, log=print, no_kill: bool = False) -> dict:
+def measure(names: list[str], run: str, log=print, no_kill: bool = False, kube: bool = False) -> dict:
     """Each workflow after completion, then early, a guest killed in each run; the makespan ratios
-    (`no_kill`: the same pair again without a kill)."""
-    b = Bench(run, log)
+    (`no_kill`: the same pair again without a kill; `kube`: placed by kube-scheduler)."""
+    b = Bench(run, log, kube=kube)
     try:
         per = {}
         for name in names:
@@ -173,6 +217,7 @@ def measure(names: list[str], run: str, log=print, no_kill: bool = False) -> dic
             "note": "functional emulation: TCG guests on 2 shared cores, region via /dev/mem (uncached MMIO); "
                     "makespan = executor wall time of a workflow with one guest SIGKILLed mid-run (fenced at the "
                     f"{LEASE_MS} ms lease, rebooted, rejoined); speedup = after-completion makespan / early makespan",
+            "placer": "kube-scheduler with the Apta plugin" if kube else "the executor's own",
             "boot_s": b.boot_s, "lease_ms": LEASE_MS, "workflows": per,
             "geomean_speedup": round(math.exp(sum(map(math.log, sp)) / len(sp)), 3) if sp else None,
             "early_before_commit": sum(p["early"]["early_before_commit"] for p in per.values()),
@@ -188,8 +233,11 @@ def main():
     ap.add_argument("--out", default="build/bench/qemu-early.json")
     ap.add_argument("--workflows", default="finra,gemm,image,phi,sentiment,video")
     ap.add_argument("--no-kill-too", action="store_true", help="each pair again without a kill")
+    ap.add_argument("--placer", choices=("executor", "kube"), default="executor",
+                    help="kube: every pod placed by kube-scheduler with the Apta plugin")
     a = ap.parse_args()
-    res = measure(a.workflows.split(","), "bench-early", log=lambda m: print(m, flush=True), no_kill=a.no_kill_too)
+    res = measure(a.workflows.split(","), "bench-early" + ("-kube" if a.placer == "kube" else ""),
+                  log=lambda m: print(m, flush=True), no_kill=a.no_kill_too, kube=a.placer == "kube")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1, default=str) + "\n")
     print(json.dumps({n: p["speedup"] for n, p in res["workflows"].items()} | {"geomean": res["geomean_speedup"]}))

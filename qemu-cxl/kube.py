@@ -98,6 +98,12 @@ class Kube:
         self.call("DELETE", self.pods_path(name), ok=(200, 202, 404))
 
 
+def ok_for(s: dict, early: bool) -> bool:
+    """May a pod start on server `s` (the daemon's answer)? A pod placed early reads every input
+    with a version: only a fenced or dead server is excluded; any other pod needs s(f)'s rule."""
+    return s["live"] and (not s["fenced"] if early else s["schedulableFor"])
+
+
 def pod_name(*parts) -> str:
     """A DNS-1123 label (also a valid label value): lowercase alphanumerics and '-', <= 63."""
     s = re.sub(r"[^a-z0-9-]+", "-", "-".join(map(str, parts)).lower()).strip("-")
@@ -157,7 +163,7 @@ class KubePlacer:
             return None                                    # the runner is busy: the start waits
         s = next(x for x in ex.api.servers(ids) if x["name"] == server)
         why = []
-        if not (s["live"] and s["schedulableFor"]):
+        if not ok_for(s, pod.get("early")):
             why.append("not schedulable for its inputs" if s["live"] and not s["fenced"] else
                        "fenced" if s["fenced"] else "not live")
         if self.plugin and a.get(self.ann["placedEpoch"]) != str(s["epoch"]):
@@ -172,22 +178,31 @@ class KubePlacer:
 
     def _create(self, ex, k: int, inst, ids: list[int]):
         ans = ex.api.schedulable(ids)
-        bad = {s["name"]: s["epoch"] for s in ans["servers"] if not (s["live"] and s["schedulableFor"])}
+        # placed early (issue 19): every input read with a version, so only fenced and dead servers
+        # are excluded (FRESHNESS.md "Early placement"), as the plugin filters such a pod
+        vers = ex.early_k.get(k, {}) if getattr(ex, "early", False) else {}
+        versions = {ids[i]: vers[o] for i, o in enumerate(inst.reads) if o in vers}
+        bad = {s["name"]: s["epoch"] for s in ans["servers"] if not ok_for(s, bool(versions))}
         after = set(ex.wf.function(inst.function).get("after", []))
         preds = sorted({self.node_of[ex.G[r.guest].name] for j, r in ex.done.items()
-                        if ex.insts[j].function in after})
+                        if ex.insts[j].function in after}
+                       # placed early: its predecessors may still run; their nodes are its inputs' producers'
+                       | ({self.node_of[g.name] for g in ex.G if g.run is not None and g.run.inst.function in after}
+                          if versions else set()))
         attempt = sum(1 for c in self.created if c["k"] == k and c["wf"] == self.seq) + 1
         name = pod_name(f"w{self.seq}", inst.function, inst.index, f"a{attempt}")
-        p = self.pod(name, ids, ans, preds, prefer=self.prefer if attempt == 1 else [], pin=self.pin)
+        p = self.pod(name, ids, ans, preds, prefer=self.prefer if attempt == 1 else [], pin=self.pin,
+                     versions=versions)
         self.k.create_pod(p)
-        self.pods[k] = {"name": name, "bad": bad}
-        self.created.append({"pod": name, "k": k, "wf": self.seq, "seq": ans["seq"], "bad": bad})
+        self.pods[k] = {"name": name, "bad": bad, "early": bool(versions)}
+        self.created.append({"pod": name, "k": k, "wf": self.seq, "seq": ans["seq"], "bad": bad, "early": bool(versions)})
 
     def pod(self, name: str, ids: list[int], ans: dict, preds: list[str] = (), prefer: list[str] = (),
-            pin: str | None = None) -> dict:
+            pin: str | None = None, versions: dict[int, int] | None = None) -> dict:
         """A function pod from the e2e's template: inputs, s(f) from the daemon's answer `ans`,
         predecessor nodes; `prefer` servers by node affinity (steers the default scheduler only:
-        a refused pod's next attempt is not steered); `pin` to one server's node."""
+        a refused pod's next attempt is not steered); `pin` to one server's node; `versions`
+        {input id: version} marks a function placed early (apta.io/input-versions)."""
         p = copy.deepcopy(self.k.acc["pod"])
         md = p["metadata"]
         md["name"] = name
@@ -196,6 +211,8 @@ class KubePlacer:
         ann = {self.ann["minSeq"]: str(ans["seq"]), self.ann["minSeqInstance"]: ans["instance"]}
         if ids:
             ann[self.ann["inputs"]] = ",".join(map(str, ids))
+        if versions:
+            ann[self.ann["inputVersions"]] = ",".join(f"{i}={v}" for i, v in sorted(versions.items()))
         if preds:
             ann[self.ann["predecessorNodes"]] = ",".join(preds)
         md["annotations"] = ann
@@ -209,7 +226,7 @@ class KubePlacer:
 
     def _refuse(self, ex, k, pod, server, why, s):
         was_bad = s is not None and server in pod["bad"] and pod["bad"][server] == s["epoch"] \
-            and not (s["live"] and s["schedulableFor"])
+            and not ok_for(s, pod.get("early"))
         self.refusals.append({"pod": pod["name"], "server": server, "why": why, "violation": was_bad})
         ex.log(f"  refused {pod['name']} on {server}: {why}" + (" (VIOLATION: known when the pod was created)" if was_bad else ""))
         self.k.delete_pod(pod["name"])

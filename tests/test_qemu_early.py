@@ -41,3 +41,25 @@ def test_early_vs_after_completion_with_a_guest_killed(qemu_clusters):
     assert res["early_before_commit"] > 0, "no instance started before its input committed: nothing was early"
     print(json.dumps({n: {"killed": (p["after"]["wall_s"], p["early"]["wall_s"], p["speedup"]), "no_kill": p["no_kill"]}
                       for n, p in res["workflows"].items()}))
+
+
+@pytest.mark.skipif(os.environ.get("APTA_QEMU_PLACER") != "kube",
+                    reason="kube-scheduler placement: APTA_QEMU_PLACER=kube (make test-long)")
+def test_early_placed_by_kube_scheduler(qemu_clusters):
+    """The same pair with every instance placed by kube-scheduler with the Apta plugin (the e2e
+    cluster against the daemon): early pods carry apta.io/input-versions and are bound while their
+    producers run; no start where the plugin's rule forbids one (early.Bench.run raises on a
+    violation), outputs and histories (V1) checked, a guest killed in each run."""
+    for pc in qemu_clusters:
+        pc.stop_all()
+    res = early.measure(NAMES, "pytest-early-kube", log=lambda m: print(m, flush=True), kube=True)
+    (launch.RUNS / "pytest-early-kube" / "early-summary.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    for name, p in res["workflows"].items():
+        for mode in ("after", "early"):
+            r = p[mode]
+            assert r["killed"] and r["killed"]["rejoined_epoch"] >= 2, (name, mode, r["killed"])
+            assert r["reexecuted"] >= 1 and r["history_ok"], (name, mode, r)
+        assert p["after"]["pods_early"] == 0 and p["after"]["early_runs"] == 0
+    assert sum(p["early"]["pods_early"] for p in res["workflows"].values()) > 0, res
+    assert sum(p["early"]["early_runs"] for p in res["workflows"].values()) > 0, res
+    print(json.dumps({n: (p["after"]["wall_s"], p["early"]["wall_s"], p["speedup"]) for n, p in res["workflows"].items()}))

@@ -200,7 +200,8 @@ func TestDaemonControlPlane(t *testing.T) {
 		Pod: workflow.FunctionPod(daemonNS, "template", schedulerName, map[string]string{}), Label: apta.LabelFunction,
 		Annotations: map[string]string{"inputs": apta.AnnotationInputs, "predecessorNodes": apta.AnnotationPredecessorNodes,
 			"minSeq": apta.AnnotationMinSeq, "minSeqInstance": apta.AnnotationMinSeqInstance,
-			"placedEpoch": apta.AnnotationPlacedEpoch, "placedSeq": apta.AnnotationPlacedSeq}}
+			"placedEpoch": apta.AnnotationPlacedEpoch, "placedSeq": apta.AnnotationPlacedSeq,
+			"inputVersions": apta.AnnotationInputVersions}}
 	writeJSON(t, os.Getenv("APTA_E2E_KUBE"), acc)
 	t.Logf("cluster up: %d nodes, scheduler plugin %v; waiting for the driver (stdin EOF, at most %v)", len(nodes), plugin, wait)
 
