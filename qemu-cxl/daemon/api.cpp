@@ -118,24 +118,8 @@ bool parse_cancel_request(const std::string& body, Call& c, std::string& err) {
 
 bool parse_object_request(const std::string& body, Call& c, std::string& err) {
   using json = nlohmann::json;
-  std::vector<std::set<std::string>> keys;
-  std::string dup;
-  json::parser_callback_t cb = [&](int, json::parse_event_t ev, json& parsed) {
-    if (ev == json::parse_event_t::object_start) keys.emplace_back();
-    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    else if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
-             dup.empty())
-      dup = parsed.get<std::string>();
-    return true;
-  };
   json j;
-  try {
-    j = json::parse(body, cb);
-  } catch (const json::exception& e) {
-    err = dup.empty() ? std::string("body is not JSON: ") + e.what() : "duplicate key " + dup;
-    return false;
-  }
-  if (!dup.empty()) { err = "duplicate key " + dup; return false; }
+  if (!parse_json_once(body, j, err)) return false;
   if (!j.is_object()) { err = "body must be a JSON object {obj, size[, valid]}"; return false; }
   for (auto& kv : j.items()) {
     if (kv.key() == "base") {
