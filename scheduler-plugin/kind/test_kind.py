@@ -198,10 +198,16 @@ def test_manifests_run_with_leader_election(cluster):
     for app in ("apta-scheduler", "apta-agent", "apta-controlplane"):
         for p in kjson("-n", "kube-system", "get", "pods", "-l", f"app={app}")["items"]:
             assert p["spec"].get("nodeName") not in workers, (app, p["spec"].get("nodeName"))
-    lease = kjson("-n", "kube-system", "get", "lease", "apta-scheduler")
-    holder = lease["spec"].get("holderIdentity", "")
-    pods = [p["metadata"]["name"] for p in kjson("-n", "kube-system", "get", "pods", "-l", "app=apta-scheduler")["items"]]
-    assert any(holder.startswith(p) for p in pods), (holder, pods)
+    # the lease names a running scheduler pod; a replica that exited released it (holder ""), and
+    # its successor takes it within the lease duration, so this waits rather than reads once
+    seen = {}
+
+    def held():
+        seen["holder"] = kjson("-n", "kube-system", "get", "lease", "apta-scheduler")["spec"].get("holderIdentity", "")
+        seen["pods"] = [p["metadata"]["name"] for p in
+                        kjson("-n", "kube-system", "get", "pods", "-l", "app=apta-scheduler")["items"]]
+        return any(seen["holder"].startswith(p) for p in seen["pods"])
+    wait_for(held, f"the apta-scheduler lease held by a running scheduler pod (last seen {seen})", 90, every=2)
 
 
 def test_network_rule_holds_and_its_check_has_teeth():
