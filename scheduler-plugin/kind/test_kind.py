@@ -207,7 +207,10 @@ def test_manifests_run_with_leader_election(cluster):
         seen["pods"] = [p["metadata"]["name"] for p in
                         kjson("-n", "kube-system", "get", "pods", "-l", "app=apta-scheduler")["items"]]
         return any(seen["holder"].startswith(p) for p in seen["pods"])
-    wait_for(held, f"the apta-scheduler lease held by a running scheduler pod (last seen {seen})", 90, every=2)
+    try:
+        wait_for(held, "the apta-scheduler lease held by a running scheduler pod", 90, every=2)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last seen {seen}") from None
 
 
 def test_network_rule_holds_and_its_check_has_teeth():
