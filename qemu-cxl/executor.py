@@ -147,6 +147,12 @@ class Guest:
     runs: int = 0
 
 
+def ok_for(s: dict, early: bool) -> bool:
+    """May an instance start on server `s` (the daemon's answer)? One placed early reads every input
+    with a version: only a fenced or dead server is excluded; any other needs s(f)'s rule."""
+    return s["live"] and (not s["fenced"] if early else s["schedulableFor"])
+
+
 @dataclass
 class Run:
     rid: str
@@ -298,8 +304,7 @@ class Executor:
         instance reads with versions: any live, unfenced guest will do (FRESHNESS.md step 1)."""
         cand = []
         for gs, s in zip(self.G, self.api.servers(ids)):
-            ok = (not s["fenced"]) if k in self.early_k else s["schedulableFor"]
-            if self.usable(gs) and s["live"] and ok:
+            if self.usable(gs) and ok_for(s, k in self.early_k):
                 cand.append((-len(s.get("caches", [])), gs.runs, gs.g))
         return self.G[min(cand)[2]] if cand else None
 

@@ -28,6 +28,8 @@ import ssl
 import time
 from pathlib import Path
 
+from executor import ok_for        # the executor's placement rule, which the plugin's Filter matches
+
 
 class KubeError(RuntimeError):
     pass
@@ -96,12 +98,6 @@ class Kube:
 
     def delete_pod(self, name: str):
         self.call("DELETE", self.pods_path(name), ok=(200, 202, 404))
-
-
-def ok_for(s: dict, early: bool) -> bool:
-    """May a pod start on server `s` (the daemon's answer)? A pod placed early reads every input
-    with a version: only a fenced or dead server is excluded; any other pod needs s(f)'s rule."""
-    return s["live"] and (not s["fenced"] if early else s["schedulableFor"])
 
 
 def pod_name(*parts) -> str:
@@ -180,7 +176,7 @@ class KubePlacer:
         ans = ex.api.schedulable(ids)
         # placed early (issue 19): every input read with a version, so only fenced and dead servers
         # are excluded (FRESHNESS.md "Early placement"), as the plugin filters such a pod
-        vers = ex.early_k.get(k, {}) if getattr(ex, "early", False) else {}
+        vers = ex.early_k.get(k, {})
         versions = {ids[i]: vers[o] for i, o in enumerate(inst.reads) if o in vers}
         bad = {s["name"]: s["epoch"] for s in ans["servers"] if not ok_for(s, bool(versions))}
         after = set(ex.wf.function(inst.function).get("after", []))

@@ -26,16 +26,23 @@ pytestmark = pytest.mark.skipif(os.environ.get("APTA_QEMU") != "1",
                                 reason="QEMU guests: set APTA_QEMU=1 (make test / make test-qemu do)")
 
 
-def test_early_vs_after_completion_with_a_guest_killed(qemu_clusters):
-    for pc in qemu_clusters:                    # never two clusters at once on 2 cores
-        pc.stop_all()
-    res = early.measure(NAMES, "pytest-early", log=lambda m: print(m, flush=True), no_kill=True)
-    (launch.RUNS / "pytest-early" / "early-summary.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+def check_killed_runs(res: dict):
+    """Every run, after completion and early, had a guest killed that rejoined, its run re-executed,
+    its history clean."""
     for name, p in res["workflows"].items():
         for mode in ("after", "early"):
             r = p[mode]
             assert r["killed"] and r["killed"]["rejoined_epoch"] >= 2, (name, mode, r["killed"])
             assert r["reexecuted"] >= 1 and r["history_ok"], (name, mode, r)
+
+
+def test_early_vs_after_completion_with_a_guest_killed(qemu_clusters):
+    for pc in qemu_clusters:                    # never two clusters at once on 2 cores
+        pc.stop_all()
+    res = early.measure(NAMES, "pytest-early", log=lambda m: print(m, flush=True), no_kill=True)
+    (launch.RUNS / "pytest-early" / "early-summary.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    check_killed_runs(res)
+    for p in res["workflows"].values():
         assert p["after"]["early_runs"] == 0
     assert sum(p["early"]["early_runs"] for p in res["workflows"].values()) > 0, res
     assert res["early_before_commit"] > 0, "no instance started before its input committed: nothing was early"
@@ -54,11 +61,8 @@ def test_early_placed_by_kube_scheduler(qemu_clusters):
         pc.stop_all()
     res = early.measure(NAMES, "pytest-early-kube", log=lambda m: print(m, flush=True), kube=True)
     (launch.RUNS / "pytest-early-kube" / "early-summary.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
-    for name, p in res["workflows"].items():
-        for mode in ("after", "early"):
-            r = p[mode]
-            assert r["killed"] and r["killed"]["rejoined_epoch"] >= 2, (name, mode, r["killed"])
-            assert r["reexecuted"] >= 1 and r["history_ok"], (name, mode, r)
+    check_killed_runs(res)
+    for p in res["workflows"].values():
         assert p["after"]["pods_early"] == 0 and p["after"]["early_runs"] == 0
     assert sum(p["early"]["pods_early"] for p in res["workflows"].values()) > 0, res
     assert sum(p["early"]["early_runs"] for p in res["workflows"].values()) > 0, res
