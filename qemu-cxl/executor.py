@@ -172,6 +172,9 @@ class Executor:
         self.api = Api(api_port, auth=auth)
         self.dead_after_s = dead_after_s
         self.early = early                    # place early (the module's docstring)
+        # ms each run of a source instance (no predecessors) waits before its function (JOBS.md
+        # `delay`): a test's producer slow enough that its successors placed early start before its commit
+        self.source_delay_ms = 0
         self.early_k: dict[int, dict] = {}    # instance k placed early -> {object: version its gets name}
         # placer(executor, k, instance, input ids) -> a usable Guest or None (not yet): the
         # executor's own choice, or the kube-scheduler's binding (qemu-cxl/kube.py)
@@ -321,6 +324,8 @@ class Executor:
         d += [f"put {o} {objs[o][0]} {objs[o][1]}" for o in inst.writes]
         d += [f"emit {e}" for e in inst.emits] + [f"param {k_}={v}" for k_, v in params.items()]
         after = sorted({f for f in self.wf.function(inst.function).get("after", [])})
+        if self.source_delay_ms and not after:
+            d.append(f"delay {self.source_delay_ms}")
         self.placing = k                        # the instance of the place event (for hooks)
         self.emit({"ev": "place", "run": rid, "fn": inst.function, "server": gs.name, "epoch": gs.life[1],
                    "after": after, "inputs": list(inst.reads)})

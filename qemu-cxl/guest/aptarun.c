@@ -107,6 +107,7 @@ typedef struct {
   const char *emits[APTA_CXL_MAXDECL];
   int nemits;
   long garbage; /* -1: not a garbage job */
+  long delay_ms; /* JOBS.md delay: a slow producer, so a test's successor placed early really waits */
   apta_fn_entry *fn;
   apta_cxl_job cx;
 } job_t;
@@ -144,7 +145,7 @@ static int dup_name(const apta_cxl_decl *d, int n, const char *name) {
 static int parse(uint32_t args_bytes, uint32_t input_bytes) {
   memset(&J.cx, 0, sizeof J.cx);
   J.run = J.app = J.src = J.label = 0;
-  J.inst = 0, J.ninst = 1, J.np = 0, J.nemits = 0, J.garbage = -1, J.fn = 0;
+  J.inst = 0, J.ninst = 1, J.np = 0, J.nemits = 0, J.garbage = -1, J.delay_ms = 0, J.fn = 0;
   if (args_bytes > APTA_JOB_AREA_ARGS_SIZE) {
     snprintf(ERR, sizeof ERR, "args_bytes %u exceeds the args area (%u)", args_bytes, APTA_JOB_AREA_ARGS_SIZE);
     return -1;
@@ -182,7 +183,7 @@ static int parse(uint32_t args_bytes, uint32_t input_bytes) {
     for (int i = 0; i < nw; i++)
       if (!*w[i]) return bad(ln, orig, "empty field (fields are separated by single spaces)");
     const char *d = w[0];
-    int want = !strcmp(d, "run") || !strcmp(d, "label") || !strcmp(d, "emit") || !strcmp(d, "param") || !strcmp(d, "garbage") ? 2
+    int want = !strcmp(d, "run") || !strcmp(d, "label") || !strcmp(d, "emit") || !strcmp(d, "param") || !strcmp(d, "garbage") || !strcmp(d, "delay") ? 2
              : !strcmp(d, "fn") || !strcmp(d, "instance") ? 3
              : !strcmp(d, "get") || !strcmp(d, "put") || !strcmp(d, "input") ? 4 : 0;
     if (!want) return bad(ln, orig, "unknown directive `%s`", d);
@@ -235,6 +236,9 @@ static int parse(uint32_t args_bytes, uint32_t input_bytes) {
     } else if (!strcmp(d, "garbage")) {
       if (num(w[1], 1, 1u << 20, &a)) return bad(ln, orig, "count out of range (1..2^20)");
       J.garbage = (long)a;
+    } else if (!strcmp(d, "delay")) {
+      if (num(w[1], 1, 10000, &a)) return bad(ln, orig, "milliseconds out of range (1..10000)");
+      J.delay_ms = (long)a;
     }
   }
   if (J.garbage >= 0) {
@@ -273,6 +277,7 @@ static int run_function(void) {
   J.cx.c = &C, J.cx.block = B, J.cx.run = J.run, J.cx.log = log_cb;
   const char *label = J.label ? J.label : e->source;
   fresh_state(e);
+  if (J.delay_ms) usleep((useconds_t)J.delay_ms * 1000);
   int rc;
   if (setjmp(JB) == 0) {
     IN_FN = 1;
