@@ -209,7 +209,8 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   }
 
   // ---- complete, commit -----------------------------------------------------------------------------
-  for (s <- slots) when(isSt(s, SlotSt.Open) && (s.got & sizeMask(s.size)) === sizeMask(s.size)) {
+  def allGot(s: Slot): Bool = (s.got & sizeMask(s.size)) === sizeMask(s.size)
+  for (s <- slots) when(isSt(s, SlotSt.Open) && allGot(s)) {
     s.st := SlotSt.Complete
   }
   val backoffBits = log2Up(p.stallBackoff + 1)
@@ -316,6 +317,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     when(rspArb.io.in(2).fire) { slots(ti).st := SlotSt.Free }
   }
 
-  io.idle := inState === sIn && slots.map(s => isSt(s, SlotSt.Free) || isSt(s, SlotSt.Open)).reduce(_ && _) &&
+  // an open slot that has all its lines becomes complete next cycle: it is in flight already
+  io.idle := inState === sIn && slots.map(s => isSt(s, SlotSt.Free) || isSt(s, SlotSt.Open) && !allGot(s)).reduce(_ && _) &&
     !inCore && !dActive && !rspQ.io.deq.valid
 }

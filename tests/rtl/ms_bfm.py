@@ -111,6 +111,49 @@ async def reset(dut, cycles: int = 3, mutant: int | None = None):
     await RisingEdge(dut.clock)
 
 
+class IdleWatch:
+    """io_idle's contract (MEMSERVER.md `idle`: nothing in flight), sampled in each cycle's ReadOnly
+    phase by a testbench's clock loop (`sample`): no output is valid while idle, and once idle with
+    no input accepted since, the memory server stays idle and sends nothing. An idle reported while a
+    request is still being served would let its caller read the state mid-way (the daemon and the
+    tests' settle take idle as "everything answered"). A refusal answered in the cycle its input is
+    accepted is no such case; an open slot timing out (opcTimeout cycles after its last line) is the
+    one thing the memory server does unprompted, so its err report counts as an input; a reset starts
+    over. A violation raises AssertionError naming the cycle."""
+
+    def __init__(self, dut, servers: int, opc_timeout: int):
+        self.dut = dut
+        self.timeout = opc_timeout
+        # every input handshake, also those a test drives itself (the vectors' queries)
+        self.ins = [(getattr(dut, v), getattr(dut, v[:-len("valid")] + "ready"))
+                    for v in [f"io_req_{i}_valid" for i in range(servers)] + list(IN_VALIDS) if hasattr(dut, v)]
+        self.outs = [(n, getattr(dut, n)) for n in OUT_VALIDS if hasattr(dut, n)]
+        self.since: int | None = None        # the cycle idle was seen with no input accepted since
+        self.trace: deque = deque(maxlen=4)  # (cycle, idle, input accepted), for the message
+
+    def sample(self, cycle: int):
+        d = self.dut
+        if int(d.reset.value):
+            self.since = None
+            return
+        idle = bool(int(d.io_idle.value))
+        fired = any(int(v.value) and int(r.value) for v, r in self.ins)
+        on = [n for n, h in self.outs if int(h.value)]
+        self.trace.append((cycle, idle, fired))
+        timed_out = self.timeout and int(d.io_err_valid.value) and ERR.get(int(d.io_err_bits_code.value)) == "timeout"
+        if not timed_out:
+            if idle and on:
+                raise AssertionError(f"cycle {cycle}: io_idle is 1 while {on[0]} is 1")
+            if self.since is not None and not fired and (on or not idle):
+                raise AssertionError(f"cycle {cycle}: io_idle was 1 at cycle {self.since} and no input was accepted "
+                                     "since, yet now " + (f"{on[0]} is 1" if on else "io_idle is 0") +
+                                     f" (cycle, idle, input accepted): {list(self.trace)}")
+        if fired or timed_out or not idle:
+            self.since = None
+        elif self.since is None:
+            self.since = cycle
+
+
 def axi_bus(dut):
     """cocotbext-axi AxiBus over Chisel's names (axi_aw_bits_addr for awaddr, axi_aw_valid ...)."""
     from cocotb_bus.bus import Bus
@@ -152,6 +195,7 @@ class Ms:
         self.req_fire = []      # (port, cycle) of each accepted req flit
         self.r_beats = []       # (AXI id, cycle) of each accepted DRAM read beat
         self.rsp_status = []    # io_status_{commitSeq,pending} as each rsp flit leaves (parallel to self.rsp)
+        self.idle = IdleWatch(dut, self.n, int(self.P.get("opcTimeout", 0)))   # io_idle's contract, every cycle
 
     # ---- memory and map -----------------------------------------------------------------------------
     def map_entry(self, obj: int, base: int, size: int, valid: int = 1, raw_reserved: int = 0) -> bytes:
@@ -259,6 +303,7 @@ class Ms:
             if int(d.axi_r_valid.value) and int(d.axi_r_ready.value):
                 self.r_beats.append((int(d.axi_r_bits_id.value), self.cycles))
             upd_fired = bool(int(d.io_mapUpd_valid.value)) and bool(int(d.io_mapUpd_ready.value))
+            self.idle.sample(self.cycles)
             for name, lst in outs:
                 if int(getattr(d, f"io_{name}_valid").value) and int(getattr(d, f"io_{name}_ready").value):
                     lst.append(self.S.decode(int(getattr(d, f"io_{name}_bits").value)))

@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
@@ -94,6 +95,7 @@ class Mutant:
     by: str | None = None
     seconds: float = 0.0
     why: str | None = None   # for an equivalent mutant: the argument
+    cached: bool = False     # the verdict came from an earlier, interrupted run (verdict_file)
 
 
 def tokens(text: str) -> list[tuple[str, str, int, int]]:
@@ -588,6 +590,33 @@ def generate(group: Group, rtl: Path) -> tuple[Path, list[Mutant]]:
     return d, mutants
 
 
+def verdict_file(group: Group, schema_dir: Path) -> Path:
+    """build/rtl-mutation/verdicts/<group>-<hash>.jsonl: each mutant's verdict (the killing test or
+    none) as it is reached, so that a full run that stops (a session's end, a machine's) goes on
+    where it stopped. The hash names everything a verdict depends on: the schema (the design and
+    every mutant), the group's tests, and the files they read (tests/rtl, python/apta, the
+    vectors); a change to any of them starts over."""
+    h = hashlib.sha256(schema_dir.name.encode() + json.dumps([n for n, _ in group.tests]).encode())
+    for f in sorted([*HERE.glob("*.py"), *(ROOT / "python" / "apta").glob("*.py"),
+                     *(ROOT / "build" / "vectors").rglob("*.jsonl"), *(ROOT / "schema").glob("*.json")]):
+        h.update(f.name.encode() + f.read_bytes())
+    return RUNS / "verdicts" / f"{group.name}-{h.hexdigest()[:16]}.jsonl"
+
+
+def read_verdicts(path: Path) -> dict[int, dict]:
+    """The verdicts of an earlier run of the same inputs (a torn last line, from a run killed while
+    writing it, is ignored: that mutant runs again)."""
+    out = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                v = json.loads(line)
+                out[int(v["id"])] = v
+            except (ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
 # A test whose simulation holds only some modules cannot tell a mutant of another from the design:
 # the decoder test's top is MsgDecoder alone.
 REACHES = {"decoder": frozenset({"MsgDecoder"})}
@@ -668,6 +697,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-factor", type=float, default=8, help="budget per test: this times the unmutated run")
     ap.add_argument("--rtl", default=str(ROOT / "build" / "rtl"))
     ap.add_argument("--out", default=str(ROOT / "build" / "bench" / "rtl-mutation.json"))
+    ap.add_argument("--fresh", action="store_true", help="run every mutant again (default: a verdict an "
+                    "earlier run of the same schema, tests and vectors reached is reused, verdict_file)")
     ap.add_argument("--reclassify", metavar="RESULTS", help="re-read a results file against the "
                     "equivalence arguments and open findings (after editing them) without running anything")
     args = ap.parse_args(argv)
@@ -713,6 +744,12 @@ def main(argv=None) -> int:
                 print(f"{gname}: the unmutated schema fails {by}: {why}", file=sys.stderr)
                 return 2
         budget = {n: max(args.budget, args.budget_factor * t) for n, t in base_t.items()}
+        vfile = verdict_file(g, d)
+        known = {} if args.fresh else read_verdicts(vfile)   # (--fresh still records: the last line wins)
+        vfile.parent.mkdir(parents=True, exist_ok=True)
+        vlock = threading.Lock()
+        print(f"{gname}: {len(known)} verdicts of an earlier run reused (marked *; --fresh runs them again): {vfile}",
+              flush=True)
         print(f"{gname}: unmutated: " + ", ".join(f"{n} {t:.1f} s (budget {budget[n]:.0f} s)" for n, t in base_t.items()),
               flush=True)
         chosen = mutants
@@ -730,7 +767,13 @@ def main(argv=None) -> int:
                 print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} proved earlier  "
                       f"{m.module}:{m.line} {m.what[:90]}", flush=True)
                 return m
-            m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module)
+            if (v := known.get(m.id)) and v.get("key") == m.key:
+                m.by, why, m.seconds, m.cached = v["by"], v["why"], v["seconds"], True
+            else:
+                m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module)
+                with vlock, open(vfile, "a") as f:
+                    f.write(json.dumps({"id": m.id, "key": m.key, "by": m.by, "why": why,
+                                        "seconds": round(m.seconds, 2)}) + "\n")
             if m.by:
                 m.status, m.why = "killed", why
             elif m.key in equivalent:
@@ -744,7 +787,7 @@ def main(argv=None) -> int:
             if m.status != "survived":      # a survivor's files stay for its analysis
                 shutil.rmtree(OUT / "runs" / g.variant / str(m.id), ignore_errors=True)
             print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} "
-                  f"{m.by or '':12s} {m.seconds:5.1f}s  {m.module}:{m.line} {m.what[:90]}", flush=True)
+                  f"{m.by or '':12s} {m.seconds:5.1f}s{'*' if m.cached else ' '} {m.module}:{m.line} {m.what[:90]}", flush=True)
             return m
 
         with ThreadPoolExecutor(args.jobs) as ex:
@@ -752,6 +795,9 @@ def main(argv=None) -> int:
         report["groups"][gname] = {"variant": g.variant, "generated": len(mutants), "run": len(done),
                                    "unmutated_seconds": {n: round(t, 2) for n, t in base_t.items()},
                                    "tests": [n for n, _ in g.tests], "seconds": round(time.monotonic() - t0, 1),
+                                   "cached": sum(m.cached for m in done),
+                                   # the time the group's mutants took to run, in this run and earlier ones
+                                   "mutant_seconds": round(sum(m.seconds for m in done), 1),
                                    "mutants": [asdict(m) for m in done]}
     covered = json.loads(COVERED.read_text()) if COVERED.exists() else {}
     for g in report["groups"].values():
@@ -799,6 +845,10 @@ def table(report: dict) -> str:
                         + ", ".join(f"{t} {n}" for t, n in by.items()) + f" | "
                         f"{sum(m['status'] == 'survived' for m in ms)} | {sum(m['status'] == 'open' for m in ms)} | "
                         f"{sum(m['status'] == 'equivalent' for m in ms)} | {sum(m['status'] == 'covered' for m in ms)} |")
+    for gname, g in report["groups"].items():
+        if "mutant_seconds" in g:
+            rows.append(f"\n{gname}: {g['run']} mutants, {g['mutant_seconds'] / 60:.0f} min of mutant runs "
+                        f"({g.get('cached', 0)} of them by an earlier run), {g['seconds'] / 60:.0f} min wall in this one")
     return "\n".join(rows)
 
 

@@ -73,7 +73,7 @@ def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
     n = os.environ.get("APTA_MUTATION_SAMPLE", "12")
     out = tmp_path / "rtl-mutation.json"
     groups = os.environ.get("APTA_MUTATION_GROUPS", "core")   # the memory-server groups' survivors are not yet all analysed
-    rc = mutation.main(["--groups", groups, "--sample", n, "--seed", str(seed), "--jobs", "2", "--allow-open",
+    rc = mutation.main(["--groups", groups, "--sample", n, "--seed", str(seed), "--jobs", "2", "--allow-open", "--fresh",
                         "--out", str(out)])
     rep = json.loads(out.read_text()) if out.exists() else {}
     surv = [f"#{m['id']} {m['module']}:{m['line']} {m['what']}" for g in rep.get("groups", {}).values()
@@ -116,7 +116,7 @@ def test_two_runs_at_once_keep_apart(tmp_path):
     sel = "^(" + "|".join(re.escape(m.key) for m in picked) + ")$"
     env = {k: v for k, v in os.environ.items() if k not in ("APTA_MUTATION_DIR", "APTA_OUT_DIR")}
     procs = [subprocess.Popen([sys.executable, mutation.__file__, "--groups", "core", "--tests", "decoder",
-                               "--select", sel, "--jobs", "1", "--allow-open", "--out", str(tmp_path / f"{i}.json")],
+                               "--select", sel, "--jobs", "1", "--allow-open", "--fresh", "--out", str(tmp_path / f"{i}.json")],
                               env=env, cwd=mutation.HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for i in range(2)]
     outs = [p.communicate(timeout=1800)[0] for p in procs]
