@@ -14,6 +14,9 @@ base and answers io_mapUpdDone with a MapUpdCode (schema/core.json).
   equal, live extents never overlap and lie in the arena, and each live object's data, written at
   its base, comes back whole from an ObjGet.
 
+- the translation cache (MEMSERVER.md "Lookup"): mapCacheEntries translations held, round-robin
+  replacement, a miss is one map read (AXI id 0).
+
 The mutants alloc_overlap and alloc_no_exhaustion (rtl/Mutants.scala) must fail here
 (tests/rtl/test_ms_mutants.py runs this module on ms3_mutants for each).
 """
@@ -88,6 +91,24 @@ if cocotb is not None:
         ms = Ms(dut, VARIANT, ram_size=ram_size)
         await ms.start()
         return ms
+
+    async def get_whole(ms, server: int, obj: int, size: int, limit: int = 5000) -> list[int]:
+        """An ObjGet of obj from `server` (epoch 0), its BISnps (directory evictions) acked, until its
+        `size` ObjData flits are in: their data in line order."""
+        from cocotb.triggers import RisingEdge
+        acked = len([f for n, f in ms.snp if n == "ObjBISnp" and f["server"] == server])
+        had = len(ms.rsp_of("ObjData", server=server, obj=obj))
+        ms.send(server, "ObjGet", epoch=0, obj=obj)
+        for _ in range(limit):
+            await RisingEdge(ms.dut.clock)
+            sn = [f for n, f in ms.snp if n == "ObjBISnp" and f["server"] == server]
+            for f in sn[acked:]:
+                ms.ack(server, f["epoch"], f["obj"])
+            acked = len(sn)
+            if len(ms.rsp_of("ObjData", server=server, obj=obj)) >= had + size:
+                break
+        got = ms.rsp_of("ObjData", server=server, obj=obj)[had:]
+        return [f["data"] for f in sorted(got, key=lambda f: f["line"])]
 
     def status(dut) -> tuple:
         return int(dut.io_status_commitSeq.value), int(dut.io_status_pending.value), int(dut.io_status_fenced.value)
@@ -198,21 +219,44 @@ if cocotb is not None:
             assert seen.get(code), f"the sequence never produced {code}: {seen}"
         # every live object's data is intact (no other registration was given its storage); server 2
         # acks the BISnps of directory evictions (more live objects than directory entries)
-        from cocotb.triggers import RisingEdge
-        acked = 0
         for obj, _base, size in model.slots.values():
-            ms.send(2, "ObjGet", epoch=0, obj=obj)
-            for _ in range(5000):
-                await RisingEdge(dut.clock)
-                sn = [f for n, f in ms.snp if n == "ObjBISnp" and f["server"] == 2]
-                for f in sn[acked:]:
-                    ms.ack(2, f["epoch"], f["obj"])
-                acked = len(sn)
-                if len(ms.rsp_of("ObjData", server=2, obj=obj)) >= size:
-                    break
-            got = sorted(ms.rsp_of("ObjData", server=2, obj=obj), key=lambda f: f["line"])
-            assert [f["data"] for f in got] == [pattern(obj, l) for l in range(size)], f"object {obj} damaged"
+            got = await get_whole(ms, 2, obj, size)
+            assert got == [pattern(obj, l) for l in range(size)], f"object {obj} damaged"
         dut._log.info(f"allocator: {seen} over {sum(seen.values())} operations, {len(model.slots)} live at the end")
+
+
+    @cocotb.test()
+    async def translation_cache_holds_every_entry(dut):
+        """MEMSERVER.md Lookup: a fully associative cache of mapCacheEntries good translations,
+        round-robin replacement; a miss reads the entry's line (AXI id 0). Gets of C objects miss once
+        each, then all hit; a C+1-th object replaces the first, which then misses (and replaces the
+        second) while the others still hit; registering another object leaves them cached."""
+        ms = await start(dut, 1 << 14)
+        C = ms.P["mapCacheEntries"]
+        objs = list(range(20, 21 + C))
+        for o in objs:
+            r = await ms.map_upd(o, 2)
+            assert r["code"] == "ok", r
+            ms.write_obj(r["base"], [pattern(o, l) for l in range(2)])
+
+        async def map_reads(o: int) -> int:
+            n = sum(1 for i, _ in ms.r_beats if i == 0)
+            assert await get_whole(ms, 1, o, 2) == [pattern(o, l) for l in range(2)], f"object {o}"
+            await ms.settle()
+            return sum(1 for i, _ in ms.r_beats if i == 0) - n
+
+        first = [await map_reads(o) for o in objs[:C]]
+        again = [await map_reads(o) for o in objs[:C]]
+        assert first == [1] * C and again == [0] * C, f"map reads: first gets {first}, again {again}"
+        extra, evicted = await map_reads(objs[C]), await map_reads(objs[0])
+        rest = [await map_reads(o) for o in objs[2:C]]
+        assert (extra, evicted, rest) == (1, 1, [0] * (C - 2)), \
+            f"map reads: object {C + 1} {extra}, the first again {evicted}, the third on {rest}"
+        # a registration invalidates its own object's translation only: the C cached ones still hit
+        assert (await ms.map_upd(objs[-1] + 1, 1))["code"] == "ok"
+        cached = [objs[C], objs[0], *objs[2:C]]
+        after = [await map_reads(o) for o in cached]
+        assert after == [0] * C, f"map reads after another object's registration: {after} (objects {cached})"
 
 
 @pytest.mark.parametrize("variant", [os.environ.get("APTA_MS_VARIANT", "ms3")])
@@ -227,4 +271,4 @@ def test_ms_alloc_runner(variant):
             raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
         pytest.skip("run `make rtl` first")
     tests, fails = run_ms(variant, "test_ms_alloc", {"APTA_MS_VARIANT": variant})
-    assert tests == 3 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests == 4 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
