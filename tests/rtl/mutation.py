@@ -321,6 +321,10 @@ class Group:
     # the modules mutated (None: every module of the controllers); a group on another variant
     # covers what the main group's variant cannot show (a one-set directory, 16-bit epochs)
     modules: frozenset | None = None
+    # a group mutating the same modules on another variant, run before this one: a mutant whose
+    # key (module, statement, operator, position: the same logic) it killed is covered here, not run
+    # again, and a survivor of that group that this one kills is covered there
+    cross: str | None = None
 
 
 def _core_vectors(variant: str, env: dict) -> str | None:
@@ -466,16 +470,18 @@ GROUPS = {
                          [("epochs", _core_epochs), ("vectors", _core_vectors), ("ctrl", _core_ctrl),
                           ("extent", _core_extent), ("flow", _core_flow)],
                          modules=frozenset({"CtrlUnit", "ServerTable"})),
-    # the memory server in the model's geometry: its vectors, the allocator tests (their refusal
-    # codes: an OSC pending-mask and an ObjMap code mutant of a sample survived the other two),
-    # then the workflows with crashes. The smoke and hold tests need ms3's two staging slots.
-    "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
-                 [("ms-vectors", _ms_vectors), ("ms-alloc", _ms_alloc), ("ms-workflows", _ms_workflows)]),
     # two staging slots and a bigger directory: the directed races of the smoke tests, the
-    # allocator, the hold table of versioned gets (issue 19), the workflows
+    # allocator and its translation cache, the hold table of versioned gets (issue 19), the workflows
     "ms3": Group("ms3", "ms3", "MemoryServer", "MemoryServer.sv",
                  [("ms-smoke", _ms_smoke), ("ms-alloc", _ms_alloc), ("ms-hold", _ms_hold),
                   ("ms-workflows", _ms_workflows)]),
+    # the memory server in the model's geometry: its vectors (the model's steps, its cells), the
+    # allocator tests, then the workflows with crashes. The smoke and hold tests need ms3's two
+    # staging slots; what ms3 killed is covered here (the same statement's mutant), so this group
+    # runs what only msv's Verilog has and ms3's survivors
+    "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
+                 [("ms-vectors", _ms_vectors), ("ms-alloc", _ms_alloc), ("ms-workflows", _ms_workflows)],
+                 cross="ms3"),
 }
 
 
@@ -768,7 +774,17 @@ def main(argv=None) -> int:
             # of the selected ones (without --select/--only-open: of all, the sample seeded runs measured)
             chosen = sorted(random.Random(args.seed).sample(chosen, min(args.sample, len(chosen))), key=lambda m: m.id)
 
+        crossed = ({o["key"]: o for o in report["groups"][g.cross]["mutants"] if o["status"] == "killed"}
+                   if g.cross in report["groups"] else {})
+        if crossed:
+            print(f"{gname}: {sum(m.key in crossed for m in chosen)} of its {len(chosen)} mutants are covered by "
+                  f"{g.cross}'s kills of the same statement's mutant (not run again)", flush=True)
+
         def one(m: Mutant) -> Mutant:
+            if (o := crossed.get(m.key)):      # the same logic's mutant killed on the other variant
+                m.status, m.by = "covered", f"{g.cross}: {o['by']}"
+                m.why = f"the same statement's mutant ({m.key}) is killed on {GROUPS[g.cross].variant} by {o['by']}"
+                return m
             if (proof := known_proof(g, m)):  # yosys proved it equal to the design: no test can kill it
                 m.status, m.why = "equivalent", proof + " (proved by an earlier run of this schema)"
                 print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} proved earlier  "
@@ -816,6 +832,14 @@ def main(argv=None) -> int:
             if all(k in other and other[k]["status"] == "killed" for k in c["keys"]):
                 m["status"], m["by"] = "covered", f"{c['group']}: {other[c['keys'][0]]['by']}"
                 m["why"] = c["why"]
+    for gname, g in report["groups"].items():     # the other direction of `cross`
+        other = GROUPS[gname].cross
+        if other in report["groups"]:
+            killed = {m["key"]: m for m in g["mutants"] if m["status"] == "killed"}
+            for m in report["groups"][other]["mutants"]:
+                if m["status"] in ("survived", "open") and m["key"] in killed:
+                    m["status"], m["by"] = "covered", f"{gname}: {killed[m['key']]['by']}"
+                    m["why"] = f"the same statement's mutant is killed on {g['variant']} by {killed[m['key']]['by']}"
     report["seconds"] = round(time.monotonic() - t_all, 1)
     report["table"] = table(report)
     report["workdir"] = str(OUT)
