@@ -305,7 +305,7 @@ rtl-mutants: rtl deps-rtl-sim
 # regression; results in build/bench/rtl-mutation.json, the table in rtl/README.md ("Mutation testing")
 rtl-mutation: rtl deps-rtl-sim vectors
 	@$(APT) yosys
-	nice -n 10 $(PY) tests/rtl/mutation.py --jobs 2
+	nice -n 10 $(PY) tests/rtl/mutation.py --jobs 2 $(MUTATION_ARGS)
 	echo "rtl-mutation: the kill table above; every mutant killed or argued equivalent (build/bench/rtl-mutation.json)"
 
 bench: rtl deps-rtl-sim

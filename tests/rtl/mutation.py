@@ -521,7 +521,7 @@ def prove_equivalent(group: Group, m: Mutant, timeout: float = 120) -> str | Non
     try:
         r = subprocess.run(["yosys", "-q", "-p", script], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        _PROOF_TIMED_OUT.add(m.key)      # no verdict: not kept (cached_proof)
+        _PROOF_TIMED_OUT.add(m.key)      # no verdict (cached_proof keeps it as TIMED_OUT)
         return None
     (d / "yosys.log").write_text(r.stdout + r.stderr)
     if r.returncode == 0:
@@ -534,6 +534,8 @@ SCHEMA_DIRS: dict[str, Path] = {}     # group -> the directory generate() put it
 
 
 _PROOF_TIMED_OUT: set = set()
+# kept like a failed proof, so that a later run of the schema does not spend the time again
+TIMED_OUT = "no verdict: yosys timed out"
 
 
 def _proof_file(group: Group) -> Path:
@@ -543,27 +545,26 @@ def _proof_file(group: Group) -> Path:
 def known_proof(group: Group, m: Mutant) -> str | None:
     """A yosys proof of m that an earlier run of the same schema found, or None."""
     f = _proof_file(group)
-    return json.loads(f.read_text() or "{}").get(m.key) if f.exists() else None
+    p = json.loads(f.read_text() or "{}").get(m.key) if f.exists() else None
+    return None if p == TIMED_OUT else p
 
 
 def cached_proof(group: Group, m: Mutant) -> str | None:
     """prove_equivalent, its verdict kept per schema (build/rtl-mutation/proofs/<schema dir>.json,
     the schema named by content): a survivor's yosys proof (up to two minutes) runs once, not in
-    every run that meets it."""
+    every run that meets it; a timeout is kept too."""
     import fcntl
     f = _proof_file(group)
     f.parent.mkdir(parents=True, exist_ok=True)
     if f.exists():
         known = json.loads(f.read_text() or "{}")
         if m.key in known:
-            return known[m.key]
+            return None if known[m.key] == TIMED_OUT else known[m.key]
     proof = prove_equivalent(group, m)
-    if m.key in _PROOF_TIMED_OUT:
-        return proof
     with open(f.with_suffix(".lock"), "w") as lk:
         fcntl.flock(lk, fcntl.LOCK_EX)
         known = json.loads(f.read_text() or "{}") if f.exists() else {}
-        known[m.key] = proof
+        known[m.key] = TIMED_OUT if m.key in _PROOF_TIMED_OUT else proof
         write_atomic(f, json.dumps(known, indent=1))
     return proof
 
@@ -614,6 +615,19 @@ def verdict_file(group: Group, schema_dir: Path) -> Path:
         h.update(f.name.encode() + "\n".join(json.dumps(json.loads(x), sort_keys=True)
                                              for x in f.read_text().splitlines() if x.strip()).encode())
     return RUNS / "verdicts" / f"{group.name}-{h.hexdigest()[:16]}.jsonl"
+
+
+def earlier_kills(group: Group, schema_dir: Path) -> dict[int, dict]:
+    """--keep-kills: the kills any earlier run of this group reached on the same schema (the same
+    design and mutants), whatever the tests were then; a test since weakened would leave such a
+    kill standing, so this is for closing survivors quickly, never for the measured run."""
+    out = {}
+    names = {n for n, _ in group.tests}
+    for f in sorted((RUNS / "verdicts").glob(f"{group.name}-*.jsonl"), key=lambda f: f.stat().st_mtime):
+        for i, v in read_verdicts(f).items():
+            if v.get("schema") == schema_dir.name and v.get("by") in names:
+                out[i] = v
+    return out
 
 
 def read_verdicts(path: Path) -> dict[int, dict]:
@@ -712,6 +726,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "build" / "bench" / "rtl-mutation.json"))
     ap.add_argument("--fresh", action="store_true", help="run every mutant again (default: a verdict an "
                     "earlier run of the same schema, tests and vectors reached is reused, verdict_file)")
+    ap.add_argument("--keep-kills", action="store_true", help="also reuse the kills of earlier runs of the same "
+                    "schema made with other tests (earlier_kills: to close survivors fast, not for the measured run)")
     ap.add_argument("--reclassify", metavar="RESULTS", help="re-read a results file against the "
                     "equivalence arguments and open findings (after editing them) without running anything")
     args = ap.parse_args(argv)
@@ -759,6 +775,8 @@ def main(argv=None) -> int:
         budget = {n: max(args.budget, args.budget_factor * t) for n, t in base_t.items()}
         vfile = verdict_file(g, d)
         known = {} if args.fresh else read_verdicts(vfile)   # (--fresh still records: the last line wins)
+        if args.keep_kills:
+            known = {**earlier_kills(g, d), **known}
         vfile.parent.mkdir(parents=True, exist_ok=True)
         vlock = threading.Lock()
         print(f"{gname}: {len(known)} verdicts of an earlier run reused (marked *; --fresh runs them again): {vfile}",
@@ -795,7 +813,7 @@ def main(argv=None) -> int:
             else:
                 m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module)
                 with vlock, open(vfile, "a") as f:
-                    f.write(json.dumps({"id": m.id, "key": m.key, "by": m.by, "why": why,
+                    f.write(json.dumps({"id": m.id, "key": m.key, "schema": d.name, "by": m.by, "why": why,
                                         "seconds": round(m.seconds, 2)}) + "\n")
             if m.by:
                 m.status, m.why = "killed", why
