@@ -840,6 +840,8 @@ def main(argv=None) -> int:
                                    # the time the group's mutants took to run, in this run and earlier ones
                                    "mutant_seconds": round(sum(m.seconds for m in done), 1),
                                    "mutants": [asdict(m) for m in done]}
+        # the groups so far, in case the run stops before the next one ends (covering not yet applied)
+        write_atomic(Path(args.out), json.dumps({**report, "partial": True, "table": table(report)}, indent=1))
     covered = json.loads(COVERED.read_text()) if COVERED.exists() else {}
     for g in report["groups"].values():
         for m in g["mutants"]:
