@@ -215,6 +215,36 @@ if cocotb is not None:
         assert ms.held() == 0 and not ms.rsp_of("ObjData", server=2)
 
     @cocotb.test()
+    async def reader_fence_or_rejoin_drops_either_entry(dut):
+        """osc.hold.drop in each hold entry: a held get of server 0 (entry 0, then entry 1 behind
+        server 2's get of a version never made) is dropped when server 0 is fenced, and when it
+        rejoins live (a new epoch); the later commit sends server 0 nothing, server 2's get stays."""
+        ms = await setup(dut)
+        e, v = 0, 0
+        for entry in (0, 1):
+            if entry:
+                ms.send(2, "ObjGet", epoch=0, obj=2, version=1000)
+                await ms.settle()
+            for how in ("fence", "rejoin"):
+                v += 1
+                ms.send(0, "ObjGet", epoch=e, obj=1, version=v)
+                await ms.settle()
+                assert ms.held() == 1 + entry, (entry, how, ms.held())
+                if how == "fence":
+                    ms.ctrl("Fence", 0, e)
+                    await ms.settle()
+                    assert ms.held() == entry, f"entry {entry}: the fence left server 0's held get"
+                ms.send(0, "Rejoin", epoch=e)
+                await ms.settle()
+                e += 1
+                assert ms.rsp_of("RejoinAck", server=0, epoch=e), ms.rsp
+                assert ms.held() == entry, f"entry {entry} ({how}): server 0's held get outlived its epoch"
+                put(ms, 1, 1, version=v, txn=v)
+                await ms.settle()
+                assert not ms.rsp_of("ObjData", server=0) and not ms.rsp_of("ObjData", server=2), ms.rsp
+                assert ms.held() == entry, (entry, how, ms.held())
+
+    @cocotb.test()
     async def reset_clears_versions(dut):
         """The version table's reset sweep (a row of 64 counters per cycle, rtl/osc/VersionTable.scala)
         leaves every object at version 0: after two commits of object 1 and a reset, a get naming
@@ -405,4 +435,4 @@ def test_ms_hold_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
-    assert tests >= 8 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 9 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
