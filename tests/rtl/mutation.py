@@ -96,6 +96,9 @@ class Mutant:
     seconds: float = 0.0
     why: str | None = None   # for an equivalent mutant: the argument
     cached: bool = False     # the verdict came from an earlier, interrupted run (verdict_file)
+    # the key with firtool's temporaries named by their definitions (_canon): the same logic's
+    # mutant on another variant has the same xkey (None: not comparable); used by Group.cross
+    xkey: str | None = None
 
 
 def tokens(text: str) -> list[tuple[str, str, int, int]]:
@@ -154,6 +157,51 @@ DECL = re.compile(r"^\s*(?:input|output|wire|reg|logic)\s+(?:\[(\d+):(\d+)\]\s*)
 CONT = re.compile(r"^\s+(\w+)\s*[,)]?\s*$")
 
 
+TEMP = re.compile(r"\b(_\w+|casez_tmp\w*)\b")   # firtool's temporaries: their numbers differ by variant
+
+
+def _temp_defs(body: list[str]) -> dict[str, str]:
+    """A module's temporaries defined by `wire ... name = expr;` (one or more lines): name -> expr."""
+    defs, k = {}, 0
+    while k < len(body):
+        m = re.match(r"^\s*wire\b[^=;]*?\b(\w+)\s*=(?!=)(.*)$", body[k])
+        if m and TEMP.fullmatch(m.group(1)):
+            text, j = m.group(2), k
+            while not text.rstrip().endswith(";") and j + 1 < len(body):
+                j += 1
+                text += " " + body[j]
+            defs[m.group(1)] = " ".join(text.rstrip()[:-1].split())
+            k = j
+        k += 1
+    return defs
+
+
+def _canon(text: str, defs: dict[str, str], memo: dict) -> str | None:
+    """`text` with every temporary replaced by a name made from its definition (recursively), so
+    that the same logic reads the same in two variants whatever firtool numbered it; None if a
+    temporary has no such definition (a case-block mux, a register named like one)."""
+    def name(t: str, depth: int = 0) -> str | None:
+        if t not in memo:
+            memo[t] = None                       # a cycle (none in combinational wires) stays None
+            d = defs.get(t)
+            c = None if d is None or depth > 200 else sub(d, depth + 1)
+            memo[t] = None if c is None else "T" + hashlib.sha1(c.encode()).hexdigest()[:12]
+        return memo[t]
+
+    def sub(x: str, depth: int) -> str | None:
+        bad = []
+
+        def rep(m):
+            n = name(m.group(1), depth)
+            if n is None:
+                bad.append(m.group(1))
+                return m.group(1)
+            return n
+        y = TEMP.sub(rep, x)
+        return None if bad else y
+    return sub(" ".join(text.split()), 0)
+
+
 def _widths(body: list[str]) -> dict[str, int]:
     """name -> width from the module's declarations (firtool's port lists continue a width on
     the next lines: `output [7:0] io_epochs_0,\\n io_epochs_1,`)."""
@@ -203,6 +251,8 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
     i = 0
     module = ctl = None
     widths: dict[str, int] = {}
+    defs: dict[str, str] = {}
+    memo: dict = {}
     ifdef = 0
     in_reset = 0
     header_done = False
@@ -215,8 +265,14 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
         h = hashlib.sha1(" ".join(stmt.split()).encode()).hexdigest()[:10]
         base = f"{module}:{h}:{kind}:{what}"
         mid = len(mutants) + 1
-        mutants.append(Mutant(mid, f"{base}#{seen_keys[base]}", module, ctl, lineno, kind, desc))
+        cs, cw = _canon(stmt, defs, memo), _canon(what, defs, memo)
+        xbase = (f"{module}:{hashlib.sha1(cs.encode()).hexdigest()[:10]}:{kind}:{cw}"
+                 if cs is not None and cw is not None else None)
+        xkey = f"{xbase}#{seen_keys[xbase]}" if xbase else None
+        mutants.append(Mutant(mid, f"{base}#{seen_keys[base]}", module, ctl, lineno, kind, desc, xkey=xkey))
         seen_keys[base] += 1
+        if xbase:
+            seen_keys[xbase] += 1
         return mid
 
     def emit_mutants(text, lineno, one_bit, reset, stmt):
@@ -243,6 +299,7 @@ def schema(src: Path, group: str) -> tuple[str, list[Mutant]]:
             ctl = _controller(module, group)
             end = next(j for j in range(i, len(lines)) if lines[j].startswith("endmodule"))
             widths = _widths(lines[i:end])
+            defs, memo = _temp_defs(lines[i:end]), {}
         if module is None or ctl is None:
             out.append(l)
             i += 1
@@ -322,8 +379,10 @@ class Group:
     # covers what the main group's variant cannot show (a one-set directory, 16-bit epochs)
     modules: frozenset | None = None
     # a group mutating the same modules on another variant, run before this one: a mutant whose
-    # key (module, statement, operator, position: the same logic) it killed is covered here, not run
-    # again, and a survivor of that group that this one kills is covered there
+    # xkey (module, statement with firtool's temporaries named by their definitions, operator,
+    # position: the same logic) it killed is covered here, not run again, and a survivor of that
+    # group that this one kills is covered there. The plain key would not do: the temporaries'
+    # numbers differ between variants, so one statement text can mean different logic in each
     cross: str | None = None
 
 
@@ -792,16 +851,17 @@ def main(argv=None) -> int:
             # of the selected ones (without --select/--only-open: of all, the sample seeded runs measured)
             chosen = sorted(random.Random(args.seed).sample(chosen, min(args.sample, len(chosen))), key=lambda m: m.id)
 
-        crossed = ({o["key"]: o for o in report["groups"][g.cross]["mutants"] if o["status"] == "killed"}
+        crossed = ({o["xkey"]: o for o in report["groups"][g.cross]["mutants"] if o["status"] == "killed" and o.get("xkey")}
                    if g.cross in report["groups"] else {})
         if crossed:
-            print(f"{gname}: {sum(m.key in crossed for m in chosen)} of its {len(chosen)} mutants are covered by "
+            print(f"{gname}: {sum(m.xkey in crossed for m in chosen)} of its {len(chosen)} mutants are covered by "
                   f"{g.cross}'s kills of the same statement's mutant (not run again)", flush=True)
 
         def one(m: Mutant) -> Mutant:
-            if (o := crossed.get(m.key)):      # the same logic's mutant killed on the other variant
+            if m.xkey and (o := crossed.get(m.xkey)):   # the same logic's mutant killed on the other variant
                 m.status, m.by = "covered", f"{g.cross}: {o['by']}"
-                m.why = f"the same statement's mutant ({m.key}) is killed on {GROUPS[g.cross].variant} by {o['by']}"
+                m.why = (f"the same logic's mutant ({o['key']} there, {m.xkey} by definitions) is killed on "
+                         f"{GROUPS[g.cross].variant} by {o['by']}")
                 return m
             if (proof := known_proof(g, m)):  # yosys proved it equal to the design: no test can kill it
                 m.status, m.why = "equivalent", proof + " (proved by an earlier run of this schema)"
@@ -855,11 +915,12 @@ def main(argv=None) -> int:
     for gname, g in report["groups"].items():     # the other direction of `cross`
         other = GROUPS[gname].cross
         if other in report["groups"]:
-            killed = {m["key"]: m for m in g["mutants"] if m["status"] == "killed"}
+            killed = {m["xkey"]: m for m in g["mutants"] if m["status"] == "killed" and m.get("xkey")}
             for m in report["groups"][other]["mutants"]:
-                if m["status"] in ("survived", "open") and m["key"] in killed:
-                    m["status"], m["by"] = "covered", f"{gname}: {killed[m['key']]['by']}"
-                    m["why"] = f"the same statement's mutant is killed on {g['variant']} by {killed[m['key']]['by']}"
+                if m["status"] in ("survived", "open") and m.get("xkey") in killed:
+                    k = killed[m["xkey"]]
+                    m["status"], m["by"] = "covered", f"{gname}: {k['by']}"
+                    m["why"] = f"the same logic's mutant ({k['key']} there) is killed on {g['variant']} by {k['by']}"
     report["seconds"] = round(time.monotonic() - t_all, 1)
     report["table"] = table(report)
     report["workdir"] = str(OUT)
