@@ -87,6 +87,55 @@ if cocotb is not None:
         assert not ms.err, ms.err
 
     @cocotb.test()
+    async def stalled_get_then_served_or_dropped(dut):
+        """get.owes (the core's Stall): a get from a server that owes an ack for the object gets no
+        data, its port waits, and it is retried (round-robin, stallBackoff) until the ack comes, then
+        served with the new version. A stalled get whose server is fenced meanwhile is a zombie at
+        the core (Drop): nothing is sent, the OSC lets it go, and the server's get after its rejoin
+        is served."""
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut, {1: 3})
+        for rnd, (how, e) in enumerate((("ack", 0), ("fence", 0))):
+            v = rnd + 1
+            ms.send(0, "ObjGet", epoch=e, obj=1)
+            await ms.settle()
+            ms.send(1, "PutPrepare", epoch=0, obj=1, txn=v)
+            for l in range(3):
+                ms.send(1, "PutLine", epoch=0, obj=1, txn=v, line=l, data=val(1, v, l))
+            await ms.settle()
+            assert ms.rsp_of("PutCommit", server=1, obj=1, txn=v) and int(dut.io_status_pending.value) & 1, ms.rsp
+            for _n, f in [x for x in ms.snp if x[1]["server"] == 2]:   # server 2 (a sharer since round 0) acks
+                ms.ack(2, f["epoch"], f["obj"])
+            ms.snp.clear()
+            n = len(ms.rsp_of("ObjData", server=0, obj=1))
+            ms.send(0, "ObjGet", epoch=e, obj=1)           # server 0 still owes the ack: Stall
+            await ClockCycles(dut.clock, 300)
+            assert len(ms.rsp_of("ObjData", server=0, obj=1)) == n and not int(dut.io_idle.value), \
+                f"round {rnd}: a get of a server owing an ack was answered, or given up: {ms.rsp[-4:]}"
+            n2 = len(ms.rsp_of("ObjData", server=2, obj=1))
+            ms.send(2, "ObjGet", epoch=0, obj=1)           # another server's get is not held up by it
+            await ClockCycles(dut.clock, 100)
+            got2 = sorted(ms.rsp_of("ObjData", server=2, obj=1)[n2:], key=lambda f: f["line"])
+            assert [f["data"] for f in got2] == [val(1, v, l) for l in range(3)], f"round {rnd}: {got2}"
+            if how == "ack":
+                ms.ack(0, e, 1)
+                await ms.settle()
+                got = sorted(ms.rsp_of("ObjData", server=0, obj=1)[n:], key=lambda f: f["line"])
+                assert [f["data"] for f in got] == [val(1, v, l) for l in range(3)], f"round {rnd}: {got}"
+            else:
+                ms.ctrl("Fence", 0, e)
+                await ms.settle()
+                assert len(ms.rsp_of("ObjData", server=0, obj=1)) == n, "a fenced server's stalled get was answered"
+                ms.send(0, "Rejoin", epoch=e)
+                await ms.settle()
+                assert ms.rsp_of("RejoinAck", server=0, epoch=e + 1), ms.rsp
+                ms.send(0, "ObjGet", epoch=e + 1, obj=1)
+                await ms.settle()
+                got = [f for f in ms.rsp_of("ObjData", server=0, obj=1)[n:]]
+                assert [f["data"] for f in sorted(got, key=lambda f: f["line"])] == [val(1, v, l) for l in range(3)] \
+                    and all(f["epoch"] == e + 1 for f in got), f"after the rejoin: {got}"
+
+    @cocotb.test()
     async def staging_full_and_fence(dut):
         ms = await setup(dut, {2: 2, 3: 2, 4: 2})
         ms.send(0, "PutPrepare", epoch=0, obj=2, txn=1)
@@ -271,4 +320,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 7 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 8 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
