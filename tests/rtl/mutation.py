@@ -557,6 +557,23 @@ def _module_text(text: str, name: str) -> str:
     return m.group(0)
 
 
+def _with_deps(text: str, name: str) -> str:
+    """The text before the first module (firtool's macros) and module `name` with every module it
+    instantiates, recursively: all a proof about `name` needs (the memory server's proofs read the
+    whole design before, and timed out)."""
+    mods = {m.group(1): m.group(0) for m in re.finditer(r"^module (\w+)\(.*?^endmodule\n", text, re.S | re.M)}
+    first = re.search(r"^module ", text, re.M)
+    out, todo, seen = [text[:first.start()] if first else ""], [name], set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        out.append(mods[n])
+        todo += [i for i in re.findall(r"^\s*(\w+)\s+\w+\s*\(", mods[n], re.M) if i in mods and i not in seen]
+    return "".join(out)
+
+
 def prove_equivalent(group: Group, m: Mutant, timeout: float = 120) -> str | None:
     """The argument that mutant m cannot be told from the design by any input sequence, or None:
     yosys matches the mutated module's signals with the original's by name (equiv_make; one
@@ -565,7 +582,7 @@ def prove_equivalent(group: Group, m: Mutant, timeout: float = 120) -> str | Non
     d = OUT / "equiv" / f"{group.name}-{m.id}"
     d.mkdir(parents=True, exist_ok=True)
     sch = (SCHEMA_DIRS[group.name] / group.file).read_text()
-    orig = fixed(sch, 0)
+    orig = _with_deps(fixed(sch, 0), m.module)
     mut = _module_text(fixed(sch, m.id), m.module).replace(f"module {m.module}(", f"module {m.module}__mut(", 1)
     (d / "orig.v").write_text(orig)
     (d / "mut.v").write_text(mut)
