@@ -30,6 +30,11 @@ async def setup(dut, objects: dict[int, int], **kw):
     return ms
 
 
+def ms_n(dut) -> int:
+    """The number of server ports of the design (io_req_<i>)."""
+    return sum(1 for i in range(64) if hasattr(dut, f"io_req_{i}_valid"))
+
+
 def data_of(ms, server: int, o: int) -> list[int]:
     fl = ms.rsp_of("ObjData", server=server, obj=o)
     return [f["data"] for f in sorted(fl, key=lambda f: f["line"])]
@@ -134,6 +139,30 @@ if cocotb is not None:
                 got = [f for f in ms.rsp_of("ObjData", server=0, obj=1)[n:]]
                 assert [f["data"] for f in sorted(got, key=lambda f: f["line"])] == [val(1, v, l) for l in range(3)] \
                     and all(f["epoch"] == e + 1 for f in got), f"after the rejoin: {got}"
+
+    @cocotb.test()
+    async def round_robin_serves_every_port(dut):
+        """MEMSERVER.md OSC: pending gets are served round-robin over servers. Every server keeps K
+        gets queued on its port: in the order the gets are served (their first ObjData), no server
+        is served twice in a row while another still has gets, and every window of n services
+        while all have gets holds every server (no port starves)."""
+        K = 6
+        ms = await setup(dut, {o: 2 for o in range(1, ms_n(dut) + 1)})
+        n = ms.n
+        for _ in range(K):
+            for s in range(n):
+                ms.send(s, "ObjGet", epoch=0, obj=s + 1)
+        await ms.settle(limit=20000)
+        order = [f["server"] for name, f in ms.rsp if name == "ObjData" and f["line"] == 0]
+        assert sorted(order) == sorted(list(range(n)) * K), order
+        left = {s: K for s in range(n)}
+        for i, s in enumerate(order):
+            if i and order[i - 1] == s:
+                assert all(left[o] == 0 for o in range(n) if o != s), f"server {s} served twice in a row at {i}: {order}"
+            if all(left.values()) and i + n <= len(order):
+                window = order[i:i + n]
+                assert sorted(window) == list(range(n)), f"services {i}..{i + n - 1} {window} miss a server: {order}"
+            left[s] -= 1
 
     @cocotb.test()
     async def staging_full_and_fence(dut):
@@ -320,4 +349,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 8 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 9 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
