@@ -574,7 +574,7 @@ def _with_deps(text: str, name: str) -> str:
     return "".join(out)
 
 
-def prove_equivalent(group: Group, m: Mutant, timeout: float = 120) -> str | None:
+def prove_equivalent(group: Group, m: Mutant, timeout: float = 30) -> str | None:
     """The argument that mutant m cannot be told from the design by any input sequence, or None:
     yosys matches the mutated module's signals with the original's by name (equiv_make; one
     expression differs), then proves every matched pair equal for all inputs, registers assumed
@@ -627,7 +627,7 @@ def known_proof(group: Group, m: Mutant) -> str | None:
 
 def cached_proof(group: Group, m: Mutant) -> str | None:
     """prove_equivalent, its verdict kept per schema (build/rtl-mutation/proofs/<schema dir>.json,
-    the schema named by content): a survivor's yosys proof (up to two minutes) runs once, not in
+    the schema named by content): a survivor's yosys proof (up to 30 s: the core's take about a second, the memory server's OSC never finished in 80) runs once, not in
     every run that meets it; a timeout is kept too."""
     import fcntl
     f = _proof_file(group)
