@@ -627,8 +627,9 @@ def known_proof(group: Group, m: Mutant) -> str | None:
 
 def cached_proof(group: Group, m: Mutant) -> str | None:
     """prove_equivalent, its verdict kept per schema (build/rtl-mutation/proofs/<schema dir>.json,
-    the schema named by content): a survivor's yosys proof (up to 30 s: the core's take about a second, the memory server's OSC never finished in 80) runs once, not in
-    every run that meets it; a timeout is kept too."""
+    the schema named by content): a survivor's yosys proof (up to 30 s: the core's take about a
+    second, none of the memory server's OSC proofs finished in 80) runs once, not in every run that
+    meets it; a timeout is kept too."""
     import fcntl
     f = _proof_file(group)
     f.parent.mkdir(parents=True, exist_ok=True)
