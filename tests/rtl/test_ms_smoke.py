@@ -30,6 +30,11 @@ async def setup(dut, objects: dict[int, int], **kw):
     return ms
 
 
+def schema_enum(name: str) -> list[str]:
+    from apta import schema
+    return schema.enum(name)
+
+
 def ms_n(dut) -> int:
     """The number of server ports of the design (io_req_<i>)."""
     return sum(1 for i in range(64) if hasattr(dut, f"io_req_{i}_valid"))
@@ -163,6 +168,97 @@ if cocotb is not None:
                 window = order[i:i + n]
                 assert sorted(window) == list(range(n)), f"services {i}..{i + n - 1} {window} miss a server: {order}"
             left[s] -= 1
+
+    @cocotb.test()
+    async def stall_retry_period(dut):
+        """MEMSERVER.md OSC: a stalled get is retried after a `stallBackoff`-cycle pause, and only its
+        own port pauses. White-box (the OSC's core port, public under Verilator), for each port k:
+        (A) k owes an ack and its get stalls alone: every retry reaches the core exactly
+        stallBackoff cycles later than a fresh get would (L_k, the first try's latency from its
+        acceptance); (B) the next port owes an ack and stalls again and again while k's plain gets
+        come one by one: each of k's gets reaches the core L_k cycles after it was accepted or after
+        the Stall answer that freed the OSC, never a back-off later."""
+        import cocotb
+        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+        ms = await setup(dut, {1: 2, 2: 2, 3: 2})
+        n, back = ms.n, ms.P["stallBackoff"]
+        STALL = schema_enum("ReqResult").index("Stall")
+        o = dut.osc
+        ev: list[tuple[str, int, int]] = []             # (acc | req | stall, server, cycle)
+        clk = {"c": 0}
+
+        async def watch():
+            while True:
+                await RisingEdge(dut.clock)
+                await ReadOnly()
+                clk["c"] += 1
+                c = clk["c"]
+                if int(o.io_get_valid.value) and int(o.io_get_ready.value):
+                    ev.append(("acc", int(o.io_get_bits_server.value), c))
+                if int(o.io_coreReq_valid.value) and int(o.io_coreReq_ready.value):
+                    ev.append(("req", int(o.io_coreReq_bits_server.value), c))
+                if int(o.io_coreResp_valid.value) and int(o.io_coreResp_ready.value) \
+                        and int(o.io_coreResp_bits_result.value) == STALL:
+                    ev.append(("stall", int(o.io_coreResp_bits_server.value), c))
+        cocotb.start_soon(watch())
+        version = {}
+
+        async def owe(k: int):
+            """k reads its object k + 1, then another server commits a new version: k owes the ack
+            (everyone else acks at once)."""
+            x, w = k + 1, (k + 1) % n
+            ms.send(k, "ObjGet", epoch=0, obj=x)
+            await ms.settle()
+            version[x] = version.get(x, 0) + 1
+            snp0 = len(ms.snp)
+            ms.send(w, "PutPrepare", epoch=0, obj=x, txn=version[x])
+            for l in range(2):
+                ms.send(w, "PutLine", epoch=0, obj=x, txn=version[x], line=l, data=val(x, version[x], l))
+            await ms.settle()
+            for _n, f in ms.snp[snp0:]:
+                if f["server"] != k:
+                    ms.ack(f["server"], f["epoch"], f["obj"])
+            await ms.settle()
+
+        for k in range(n):
+            # (A) k stalls alone
+            await owe(k)
+            e0 = len(ev)
+            ms.send(k, "ObjGet", epoch=0, obj=k + 1)
+            await ClockCycles(dut.clock, 150)
+            e = [(t, c) for t, s_, c in ev[e0:] if s_ == k]
+            acc = next(c for t, c in e if t == "acc")
+            reqs, stalls = [c for t, c in e if t == "req"], [c for t, c in e if t == "stall"]
+            L = reqs[0] - acc
+            periods = [r - st for st, r in zip(stalls, reqs[1:])]
+            assert len(periods) >= 4 and periods == [L + back] * len(periods), \
+                f"port {k}: a fresh get reaches the core {L} cycles after its acceptance, so each retry " \
+                f"must come {L + back} cycles after its Stall; got {periods}"
+            ms.ack(k, 0, k + 1)
+            await ms.settle()
+            # (B) the next port stalls again and again; k's plain gets must not pause
+            j = (k + 1) % n
+            await owe(j)
+            ms.send(j, "ObjGet", epoch=0, obj=j + 1)
+            await ClockCycles(dut.clock, 20)
+            for i in range(6):
+                e0 = len(ev)
+                ms.send(k, "ObjGet", epoch=0, obj=k + 1)
+                for _ in range(200):
+                    await RisingEdge(dut.clock)
+                    if any(t == "req" and s_ == k for t, s_, _c in ev[e0:]):
+                        break
+                acc = next(c for t, s_, c in ev[e0:] if t == "acc" and s_ == k)
+                req = next(c for t, s_, c in ev[e0:] if t == "req" and s_ == k)
+                # was the OSC busy with j's try when k's get came? then it is free at that try's Stall
+                busy = [c for t, s_, c in ev if t == "stall" and s_ == j and acc <= c < req]
+                start = max([acc] + busy)
+                assert req - start == L, \
+                    f"port {k}, get {i}: accepted at {acc}, OSC free at {start}, Get at {req}: {req - start} " \
+                    f"cycles, not {L} (port {j} stalling beside it)"
+                await ClockCycles(dut.clock, 3 + 5 * i)    # k's next get at another phase of j's retries
+            ms.ack(j, 0, j + 1)
+            await ms.settle()
 
     @cocotb.test()
     async def staging_full_and_fence(dut):
@@ -349,4 +445,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 9 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 10 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
