@@ -30,16 +30,6 @@ async def setup(dut, objects: dict[int, int], **kw):
     return ms
 
 
-def schema_enum(name: str) -> list[str]:
-    from apta import schema
-    return schema.enum(name)
-
-
-def ms_n(dut) -> int:
-    """The number of server ports of the design (io_req_<i>)."""
-    return sum(1 for i in range(64) if hasattr(dut, f"io_req_{i}_valid"))
-
-
 def data_of(ms, server: int, o: int) -> list[int]:
     fl = ms.rsp_of("ObjData", server=server, obj=o)
     return [f["data"] for f in sorted(fl, key=lambda f: f["line"])]
@@ -152,7 +142,8 @@ if cocotb is not None:
         is served twice in a row while another still has gets, and every window of n services
         while all have gets holds every server (no port starves)."""
         K = 6
-        ms = await setup(dut, {o: 2 for o in range(1, ms_n(dut) + 1)})
+        from core_bfm import load_params
+        ms = await setup(dut, {o: 2 for o in range(1, load_params(VARIANT)["servers"] + 1)})
         n = ms.n
         for _ in range(K):
             for s in range(n):
@@ -182,7 +173,8 @@ if cocotb is not None:
         from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
         ms = await setup(dut, {1: 2, 2: 2, 3: 2})
         n, back = ms.n, ms.P["stallBackoff"]
-        STALL = schema_enum("ReqResult").index("Stall")
+        from apta import schema
+        STALL = schema.enum("ReqResult").index("Stall")
         o = dut.osc
         ev: list[tuple[str, int, int]] = []             # (acc | req | stall, server, cycle)
         clk = {"c": 0}
