@@ -175,6 +175,9 @@ class Executor:
         # ms each run of a source instance (no predecessors) waits before its function (JOBS.md
         # `delay`): a test's producer slow enough that its successors placed early start before its commit
         self.source_delay_ms = 0
+        # ms the first instance with inputs placed in a run pauses after its first get (JOBS.md
+        # `pause`): a test's kill point that holds a copy mid-run whatever the machine's timing
+        self.pause_first_reader_ms = 0
         self.early_k: dict[int, dict] = {}    # instance k placed early -> {object: version its gets name}
         # placer(executor, k, instance, input ids) -> a usable Guest or None (not yet): the
         # executor's own choice, or the kube-scheduler's binding (qemu-cxl/kube.py)
@@ -326,6 +329,9 @@ class Executor:
         after = sorted({f for f in self.wf.function(inst.function).get("after", [])})
         if self.source_delay_ms and not after:
             d.append(f"delay {self.source_delay_ms}")
+        if self.pause_first_reader_ms and inst.reads and not self.paused:
+            d.append(f"pause {self.pause_first_reader_ms}")
+            self.paused = True                  # once: a re-execution runs at full speed
         self.placing = k                        # the instance of the place event (for hooks)
         self.emit({"ev": "place", "run": rid, "fn": inst.function, "server": gs.name, "epoch": gs.life[1],
                    "after": after, "inputs": list(inst.reads)})
@@ -395,6 +401,7 @@ class Executor:
         self.history, self.t_start = [], time.monotonic()
         self.requeue, self.reexec, self.attempts, self.putlat = [], 0, {}, []
         self.early_runs, self.early_before_commit, self.stopped = 0, 0, []
+        self.paused = False                   # the run's pause (pause_first_reader_ms) is placed
         self.demoted: set[int] = set()        # early instances stopped once: placed after completion now
         insts = self.insts = wf.instances()
         if hasattr(self.placer, "new_workflow"):

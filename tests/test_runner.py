@@ -57,6 +57,7 @@ def test_cache_hit_and_errors_keep_the_runner_serving(world, tmp_path):
         "unknown function": ([f"run t/x@{g}", "fn phi no_such_fn"], "unknown function phi/no_such_fn"),
         "field out of range": ([f"run t/x@{g}", "fn phi identify_phi", "get records 1 99999"], "lines out of range"),
         "delay out of range": ([f"run t/x@{g}", "fn phi identify_phi", "delay 0"], "milliseconds out of range"),
+        "pause out of range": ([f"run t/x@{g}", "fn phi identify_phi", "pause 10001"], "milliseconds out of range"),
         "double space": ([f"run t/x@{g}", "fn  phi identify_phi"], "empty field"),
         "undeclared get": ([f"run t/x@{g}", "fn phi identify_phi", f"put tagged {tagged[0]} {tagged[1]}"],
                            "get(records): not a declared input"),

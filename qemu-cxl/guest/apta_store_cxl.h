@@ -27,6 +27,7 @@ typedef struct apta_cxl_job {
   apta_cxl_decl gets[APTA_CXL_MAXDECL], puts[APTA_CXL_MAXDECL], inputs[APTA_CXL_MAXDECL];
   int ngets, nputs, ninputs;
   uint64_t input_bytes;    /* of the inputs area used by the job (input_bytes field) */
+  long pause_ms;           /* JOBS.md pause: sleep after the first get returns (a test's kill point) */
   /* results */
   unsigned gk, pk;         /* history ids handed out */
   unsigned hits, misses, puts_done, retries;

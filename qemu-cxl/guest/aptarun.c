@@ -183,7 +183,7 @@ static int parse(uint32_t args_bytes, uint32_t input_bytes) {
     for (int i = 0; i < nw; i++)
       if (!*w[i]) return bad(ln, orig, "empty field (fields are separated by single spaces)");
     const char *d = w[0];
-    int want = !strcmp(d, "run") || !strcmp(d, "label") || !strcmp(d, "emit") || !strcmp(d, "param") || !strcmp(d, "garbage") || !strcmp(d, "delay") ? 2
+    int want = !strcmp(d, "run") || !strcmp(d, "label") || !strcmp(d, "emit") || !strcmp(d, "param") || !strcmp(d, "garbage") || !strcmp(d, "delay") || !strcmp(d, "pause") ? 2
              : !strcmp(d, "fn") || !strcmp(d, "instance") ? 3
              : !strcmp(d, "get") || !strcmp(d, "put") || !strcmp(d, "input") ? 4 : 0;
     if (!want) return bad(ln, orig, "unknown directive `%s`", d);
@@ -239,6 +239,9 @@ static int parse(uint32_t args_bytes, uint32_t input_bytes) {
     } else if (!strcmp(d, "delay")) {
       if (num(w[1], 1, 10000, &a)) return bad(ln, orig, "milliseconds out of range (1..10000)");
       J.delay_ms = (long)a;
+    } else if (!strcmp(d, "pause")) {
+      if (num(w[1], 1, 10000, &a)) return bad(ln, orig, "milliseconds out of range (1..10000)");
+      J.cx.pause_ms = (long)a;
     }
   }
   if (J.garbage >= 0) {
