@@ -8,7 +8,7 @@ end (every output in the memory server's DRAM), re-execution of the killed guest
 The kill is the QEMU workflow test's (tests/test_qemu_workflows.py): at the first `get_ret` of a run
 of the workflow, that run's guest is frozen and, if its run has not finished, its QEMU is SIGKILLed
 (the guest holds copies; its run is mid-way). So that such a point exists whatever the timing, the
-first instance with inputs placed in a run with a kill pauses KILL_PAUSE_MS after its first get
+first instance with inputs placed in a run with a kill pauses harness.KILL_PAUSE_MS after its first get
 (JOBS.md `pause`), in both modes; the kill ends the pause, so it adds to a makespan only the
 executor's time to see the get; the daemon fences it at the lease (2 s), it reboots and
 its runner rejoins in the next epoch before the next run starts (the reboot is outside the
@@ -45,10 +45,6 @@ import launch                                          # noqa: E402
 
 N = 3
 LEASE_MS = 2000
-# a run with a kill: its first instance with inputs pauses this long after its first get (JOBS.md
-# `pause`), so the kill finds a guest mid-run even when tiny functions end within the executor's
-# poll (CI's run had three early tries in a row finish before the hook could freeze a guest)
-KILL_PAUSE_MS = 1000
 
 
 class Bench:
@@ -156,7 +152,7 @@ class Bench:
         mode = "early" if early else "after"
         self.ex.early = early
         self.kill_in = f"{wf.name}/{mode}" if kill else None
-        self.ex.pause_first_reader_ms = KILL_PAUSE_MS if kill else 0
+        self.ex.pause_first_reader_ms = harness.KILL_PAUSE_MS if kill else 0
         ref = exmod.host_reference(wf, "tiny", self.c.dir / "host")
         res = self.ex.run(wf, ref, timeout_s=300)
         rep = history.check_file(res["history"])

@@ -55,6 +55,10 @@ SPEC = SCHEMA / "controlplane.yaml"
 # Longer than the daemon's default (500 ms): the heartbeat thread runs in this (niced) Python
 # process, which a loaded CI machine may starve for a while; a spurious fence would fail a test.
 LEASE_MS = 1500
+# a run with a kill: its first instance with inputs pauses this long after its first get (JOBS.md
+# `pause`), so a kill at a get finds its guest mid-run even when tiny functions end within the
+# executor's poll (a CI run had three early tries in a row end before the hook could freeze a guest)
+KILL_PAUSE_MS = 1000
 SLOT = LAY.raw["ring"]["slot"]
 
 

@@ -43,7 +43,7 @@ import kube as kubemod
 import launch
 import harness
 from harness import RUNNER_STATIC as RUNNER
-from harness import E2E, Serving, build_e2e, build_runner, identify_job
+from harness import E2E, KILL_PAUSE_MS, Serving, build_e2e, build_runner, identify_job
 
 N = 3
 LEASE_MS = 2000
@@ -197,6 +197,7 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
             if wf.name == GARBAGE_DURING:
                 gb = max(ex.G, key=lambda x: x.g if x.alive and x.jb.idle() else -1)
                 gjob.update(gs=gb, job=gb.jb.post(["garbage 20"]))
+            ex.pause_first_reader_ms = KILL_PAUSE_MS if wf.name in KILL_IN else 0   # a kill point mid-run
             res = ex.run(wf, ref, timeout_s=240)
             if wf.name == GARBAGE_DURING:
                 gb = gjob["gs"]

@@ -183,6 +183,7 @@ class Ms:
         self.n = self.P["servers"]
         self.rng = random.Random(seed)
         self.bp = backpressure
+        self.stalled: set[str] = set()   # outputs ("rsp", "snp", "ctrlResp") whose ready a test holds at 0
         self.ram = AxiRam(axi_bus(dut), dut.clock, dut.reset, size=ram_size)
         self.ram_size = ram_size
         for itf in (self.ram.write_if, self.ram.read_if):   # one INFO line per burst otherwise
@@ -294,7 +295,7 @@ class Ms:
                 d.io_mapUpd_bits_size.value = size
                 d.io_mapUpd_bits_valid.value = valid
             for name, _ in outs:
-                getattr(d, f"io_{name}_ready").value = 0 if self.rng.random() < self.bp else 1
+                getattr(d, f"io_{name}_ready").value = 0 if name in self.stalled or self.rng.random() < self.bp else 1
             await ReadOnly()
             fired = [bool(int(v.value)) and bool(int(r.value)) for v, r, _b, _q in ins]
             for k in range(self.n):

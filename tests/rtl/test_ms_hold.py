@@ -245,6 +245,79 @@ if cocotb is not None:
                 assert ms.held() == entry, (entry, how, ms.held())
 
     @cocotb.test()
+    async def cancel_in_either_entry_once_each(dut):
+        """osc.hold.cancel in each hold entry: a cancel answers GetCancelled once to every held get of
+        its object (its server, epoch and version) and leaves the other entry's get held, to be served
+        by its commit; io_cancel's bits with valid low (the last object cancelled) cancel nothing; with
+        the response channel stalled, cancels wait in their entries (still held) until the 2-deep
+        GetRetry/GetCancelled queue has room, and none is lost or sent twice."""
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut)
+
+        def cancelled(since: int) -> list[tuple]:
+            return [(f["server"], f["obj"], f["version"]) for n, f in ms.rsp[since:] if n == "GetCancelled"]
+
+        async def hold(*gets):                          # (server, obj, version): entry 0, then entry 1
+            for srv, o, v in gets:
+                ms.send(srv, "ObjGet", epoch=0, obj=o, version=v)
+                await ms.settle()
+            assert ms.held() == len(gets), (gets, ms.held())
+
+        for kept, gone in ((0, 1), (1, 0)):             # the cancelled object in entry `gone`
+            objs = {kept: 1 + kept, gone: 1 + gone}
+            ver = {o: 1 + len(ms.rsp_of("PutCommit", obj=o)) for o in (1, 2)}
+            srv = {kept: 0, gone: 2}
+            n = len(ms.rsp)
+            await hold(*[(srv[e], objs[e], ver[objs[e]]) for e in (0, 1)])
+            ms.cancel(objs[gone])
+            await ms.settle()
+            assert cancelled(n) == [(srv[gone], objs[gone], ver[objs[gone]])], (kept, gone, ms.rsp[n:])
+            assert ms.held() == 1, f"cancelling entry {gone}'s object left {ms.held()} held"
+            put(ms, 1, objs[kept], version=ver[objs[kept]], txn=1 + kept)
+            await ms.settle()
+            got = [f["data"] for f in sorted((f for nm, f in ms.rsp[n:] if nm == "ObjData"), key=lambda f: f["line"])]
+            assert got == [val(objs[kept], ver[objs[kept]], l) for l in range(SIZE)], \
+                f"entry {kept}'s get was not served by its commit after entry {gone}'s cancel: {ms.rsp[n:]}"
+            assert ms.held() == 0 and len(cancelled(n)) == 1, ms.rsp[n:]
+
+        # io_cancel_bits still names object 1 (the last cancel), valid low: both entries of object 1 stay held
+        v1 = 1 + len(ms.rsp_of("PutCommit", obj=1))
+        n = len(ms.rsp)
+        await hold((0, 1, v1), (2, 1, v1))
+        await ClockCycles(dut.clock, 20)
+        assert ms.held() == 2 and cancelled(n) == [], f"a get was cancelled with io_cancel_valid low: {ms.rsp[n:]}"
+        ms.cancel(1)                                    # both entries of the object: two answers, one each
+        await ms.settle()
+        assert sorted(cancelled(n)) == [(0, 1, v1), (2, 1, v1)] and ms.held() == 0, ms.rsp[n:]
+
+        # the response channel stalled: A and B fill the queue, C waits in entry 0, D (and a GetRetry) behind it
+        n = len(ms.rsp)
+        ms.stalled.add("rsp")
+        v2 = 1 + len(ms.rsp_of("PutCommit", obj=2))
+        for srv, o, v in ((0, 1, v1), (1, 2, v2)):      # A (entry 0), B (entry 1)
+            ms.send(srv, "ObjGet", epoch=0, obj=o, version=v)
+        await ClockCycles(dut.clock, 20)
+        assert ms.held() == 2, ms.held()
+        ms.cancel(1)
+        ms.cancel(2)
+        await ClockCycles(dut.clock, 20)
+        assert ms.held() == 0, f"A and B not taken into the queue: {ms.held()} held"
+        for srv, o, v in ((2, 1, v1), (0, 2, v2)):      # C (entry 0), D (entry 1)
+            ms.send(srv, "ObjGet", epoch=0, obj=o, version=v)
+        await ClockCycles(dut.clock, 20)
+        ms.cancel(1)                                    # C's GetCancelled has no room: C waits, still held
+        ms.cancel(2)                                    # accepted only once C's answer left
+        ms.send(1, "ObjGet", epoch=0, obj=1, version=v1 + 5)   # table full: its GetRetry waits for room too
+        await ClockCycles(dut.clock, 40)
+        assert ms.held() == 2 and cancelled(n) == [], f"under the stall: {ms.held()} held, sent {ms.rsp[n:]}"
+        ms.stalled.discard("rsp")
+        await ms.settle()
+        assert sorted(cancelled(n)) == sorted([(0, 1, v1), (1, 2, v2), (2, 1, v1), (0, 2, v2)]), \
+            f"each of A, B, C, D answered GetCancelled once: {ms.rsp[n:]}"
+        assert ms.rsp_of("GetRetry", server=1, obj=1, version=v1 + 5), ms.rsp[n:]
+        assert len(ms.rsp) - n == 5 and ms.held() == 0 and not ms.err, (ms.rsp[n:], ms.err)
+
+    @cocotb.test()
     async def reset_clears_versions(dut):
         """The version table's reset sweep (a row of 64 counters per cycle, rtl/osc/VersionTable.scala)
         leaves every object at version 0: after two commits of object 1 and a reset, a get naming
@@ -435,4 +508,4 @@ def test_ms_hold_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
-    assert tests >= 9 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 10 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
