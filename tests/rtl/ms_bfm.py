@@ -154,6 +154,34 @@ class IdleWatch:
             self.since = cycle
 
 
+class AxiWatch:
+    """The AXI master's contract (MEMSERVER.md "AXI4 master"), checked at every address and write-data
+    handshake in a testbench's ReadOnly phase (`sample`): one 64-byte beat per transaction at a
+    line-aligned address (len 0, size 6, INCR, lock/cache/prot/qos 0, wlast 1), reads on ids 0-1,
+    writes on ids 2-3. A RAM model would forgive an unaligned address or a wrong size (AxiRam reads
+    the aligned line); a DRAM controller need not. A violation raises AssertionError naming the cycle."""
+
+    IDS = {"ar": (0, 1), "aw": (2, 3)}
+
+    def __init__(self, dut):
+        self.dut = dut
+
+    def sample(self, cycle: int):
+        d = self.dut
+        for ch, ids in self.IDS.items():
+            if not (int(getattr(d, f"axi_{ch}_valid").value) and int(getattr(d, f"axi_{ch}_ready").value)):
+                continue
+            f = {k: int(getattr(d, f"axi_{ch}_bits_{k}").value)
+                 for k in ("id", "addr", "len", "size", "burst", "lock", "cache", "prot", "qos")}
+            want = {"len": 0, "size": 6, "burst": 1, "lock": 0, "cache": 0, "prot": 0, "qos": 0}
+            bad = [k for k, v in want.items() if f[k] != v]
+            if f["addr"] % LINE or f["id"] not in ids or bad:
+                raise AssertionError(f"cycle {cycle}: axi_{ch} handshake breaks the contract: {f} "
+                                     f"(line-aligned addr, id in {ids}, {want})")
+        if int(d.axi_w_valid.value) and int(d.axi_w_ready.value) and not int(d.axi_w_bits_last.value):
+            raise AssertionError(f"cycle {cycle}: a write beat without wlast (every transaction is one beat)")
+
+
 def axi_bus(dut):
     """cocotbext-axi AxiBus over Chisel's names (axi_aw_bits_addr for awaddr, axi_aw_valid ...)."""
     from cocotb_bus.bus import Bus
@@ -197,6 +225,7 @@ class Ms:
         self.r_beats = []       # (AXI id, cycle) of each accepted DRAM read beat
         self.rsp_status = []    # io_status_{commitSeq,pending} as each rsp flit leaves (parallel to self.rsp)
         self.idle = IdleWatch(dut, self.n, int(self.P.get("opcTimeout", 0)))   # io_idle's contract, every cycle
+        self.axi = AxiWatch(dut)                                                # the AXI master's contract
 
     # ---- memory and map -----------------------------------------------------------------------------
     def map_entry(self, obj: int, base: int, size: int, valid: int = 1, raw_reserved: int = 0) -> bytes:
@@ -305,6 +334,7 @@ class Ms:
                 self.r_beats.append((int(d.axi_r_bits_id.value), self.cycles))
             upd_fired = bool(int(d.io_mapUpd_valid.value)) and bool(int(d.io_mapUpd_ready.value))
             self.idle.sample(self.cycles)
+            self.axi.sample(self.cycles)
             for name, lst in outs:
                 if int(getattr(d, f"io_{name}_valid").value) and int(getattr(d, f"io_{name}_ready").value):
                     lst.append(self.S.decode(int(getattr(d, f"io_{name}_bits").value)))

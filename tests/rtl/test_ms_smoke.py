@@ -338,31 +338,195 @@ if cocotb is not None:
     @cocotb.test()
     async def no_torn_get(dut):
         """A put of the object completes while a get of it is half read (DRAM read data held back):
-        the get returns one version (P2), the commit waits for the stream (the OSC/OPC interlock)."""
-        from cocotb.triggers import RisingEdge
-        ms = await setup(dut, {7: 8})
-        ms.send(2, "ObjGet", epoch=0, obj=7)             # warms the translation cache
-        await ms.settle()
-        ms.ram.read_if.r_channel.pause = True            # AxiRam reads ~2 lines, then blocks
-        ms.send(1, "ObjGet", epoch=0, obj=7)
-        for _ in range(30):
+        the get returns one version (P2), the commit waits for the stream (the OSC/OPC interlock).
+        Twice: after a Served answer of the core, and while another server's get is stalled (the
+        core's answers around the get are Stalls: the interlock must hold whatever the core's answer
+        port showed before the get's own answer)."""
+        from cocotb.triggers import ClockCycles, RisingEdge
+        ms = await setup(dut, {7: 8, 8: 2, 9: 8})
+        for rnd, (o, writer, staller) in enumerate(((7, 0, None), (9, 2, 0))):
+            ms.send(2, "ObjGet", epoch=0, obj=o)             # warms the translation cache
+            await ms.settle()
+            if staller is not None:                        # server 0 owes an ack for obj 8: its get stalls
+                ms.send(staller, "ObjGet", epoch=0, obj=8)
+                await ms.settle()
+                ms.send(1, "PutPrepare", epoch=0, obj=8, txn=9)
+                for l in range(2):
+                    ms.send(1, "PutLine", epoch=0, obj=8, txn=9, line=l, data=val(8, 1, l))
+                await ms.settle()
+                ms.send(staller, "ObjGet", epoch=0, obj=8)
+                await ClockCycles(dut.clock, 40)
+            ms.ram.read_if.r_channel.pause = True            # AxiRam reads ~2 lines, then blocks
+            n = len(ms.rsp_of("ObjData", server=1, obj=o))
+            ms.send(1, "ObjGet", epoch=0, obj=o)
+            for _ in range(30):
+                await RisingEdge(dut.clock)
+            ms.send(writer, "PutPrepare", epoch=0, obj=o, txn=1)
+            for l in range(8):
+                ms.send(writer, "PutLine", epoch=0, obj=o, txn=1, line=l, data=val(o, 1, l))
+            for _ in range(100):
+                await RisingEdge(dut.clock)
+            ms.ram.read_if.r_channel.pause = False
+            unpause = ms.cycles
+            if staller is not None:
+                ms.ack(staller, 0, 8)
+            await ms.settle()
+            got = [f["data"] for f in sorted(ms.rsp_of("ObjData", server=1, obj=o)[n:], key=lambda f: f["line"])]
+            dut._log.info(f"no_torn_get round {rnd}: versions {[(d >> 20) & 0xFFFFF for d in got]}, err {ms.err} "
+                          f"unpaused at {unpause}")
+            assert got in ([val(o, 0, l) for l in range(8)], [val(o, 1, l) for l in range(8)]), \
+                f"round {rnd}: torn object: versions {[(d >> 20) & 0xFFFFF for d in got]}"
+            assert ms.rsp_of("PutCommit", server=writer, obj=o, txn=1), ms.rsp
+            assert ms.read_obj(obj_base(o), 8) == [val(o, 1, l) for l in range(8)]
+            if staller is not None:
+                last = sorted(ms.rsp_of("ObjData", server=staller, obj=8)[-2:], key=lambda f: f["line"])
+                assert [f["data"] for f in last] == [val(8, 1, l) for l in range(2)], ms.rsp[-4:]
+
+    @cocotb.test()
+    async def pinned_slot_outlives_its_drain(dut):
+        """MEMSERVER.md OPC Draining: a slot is free when every B arrived *and* no get has it pinned.
+        A get served from a draining slot, whose stream the response channel holds up, keeps the slot
+        after its drain ends: a put that finds no other free slot is answered PutRetry (it must not
+        take the slot and overwrite the lines still to be streamed), and the get gets the committed
+        version whole."""
+        from cocotb.triggers import ClockCycles, RisingEdge
+        ms = await setup(dut, {5: 4, 6: 2, 4: 2})
+        ms.ram.write_if.w_channel.pause = True             # the drain cannot reach DRAM yet
+        ms.send(0, "PutPrepare", epoch=0, obj=5, txn=2)
+        for l in range(4):
+            ms.send(0, "PutLine", epoch=0, obj=5, txn=2, line=l, data=val(5, 1, l))
+        for _ in range(200):
             await RisingEdge(dut.clock)
-        ms.send(0, "PutPrepare", epoch=0, obj=7, txn=1)
-        for l in range(8):
-            ms.send(0, "PutLine", epoch=0, obj=7, txn=1, line=l, data=val(7, 1, l))
-        for _ in range(100):
-            await RisingEdge(dut.clock)
-        ms.ram.read_if.r_channel.pause = False
-        unpause = ms.cycles
+            if ms.rsp_of("PutCommit", server=0, obj=5):
+                break
+        assert ms.rsp_of("PutCommit", server=0, obj=5), ms.rsp
+        ms.stalled.add("rsp")
+        ms.send(1, "ObjGet", epoch=0, obj=5)                # served from the draining slot, held up
+        await ClockCycles(dut.clock, 60)
+        ms.ram.write_if.w_channel.pause = False            # the drain ends while the stream waits
+        await ClockCycles(dut.clock, 60)
+        assert ms.read_obj(obj_base(5), 4) == [val(5, 1, l) for l in range(4)], "the drain did not end"
+        ms.send(2, "PutPrepare", epoch=0, obj=6, txn=1)     # takes the other slot, stays open
+        ms.send(2, "PutLine", epoch=0, obj=6, txn=1, line=0, data=val(6, 1, 0))
+        await ClockCycles(dut.clock, 20)
+        ms.send(2, "PutPrepare", epoch=0, obj=4, txn=3)     # no free slot: the pinned one is not
+        for l in range(2):
+            ms.send(2, "PutLine", epoch=0, obj=4, txn=3, line=l, data=val(4, 1, l))
+        await ClockCycles(dut.clock, 60)
+        ms.stalled.discard("rsp")
         await ms.settle()
-        got = data_of(ms, 1, 7)
-        dut._log.info(f"no_torn_get: versions {[(d >> 20) & 0xFFFFF for d in got]}, rsp order "
-                      f"{[(n, f.get('server'), f.get('line'), c) for (n, f), c in zip(ms.rsp, ms.rsp_cycle)]} "
-                      f"err {ms.err} unpaused at {unpause}")
-        assert got in ([val(7, 0, l) for l in range(8)], [val(7, 1, l) for l in range(8)]), \
-            f"torn object: versions {[(d >> 20) & 0xFFFFF for d in got]}"
-        assert ms.rsp_of("PutCommit", server=0, obj=7, txn=1), ms.rsp
-        assert ms.read_obj(obj_base(7), 8) == [val(7, 1, l) for l in range(8)]
+        assert data_of(ms, 1, 5) == [val(5, 1, l) for l in range(4)], \
+            f"the stream of the pinned slot: versions {[(d >> 20) & 0xFFFFF for d in data_of(ms, 1, 5)]}, objs {[d >> 40 & 0xFF for d in data_of(ms, 1, 5)]}"
+        assert ms.rsp_of("PutRetry", server=2, obj=4, txn=3) and not ms.rsp_of("PutCommit", server=2, obj=4), ms.rsp
+        assert ms.read_obj(obj_base(4), 2) == [val(4, 0, l) for l in range(2)]
+        ms.send(2, "PutLine", epoch=0, obj=6, txn=1, line=1, data=val(6, 1, 1))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=2, obj=6, txn=1), ms.rsp
+
+    @cocotb.test()
+    async def stalled_get_pins_nothing(dut):
+        """Only a Served get pins a draining slot (MEMSERVER.md OSC/OPC): a get that keeps stalling
+        (its server owes an ack for the object) never holds the slot of the object's last put, so
+        the cycle that drain's last B arrives the slot is free, and a put sent then opens it and
+        commits (no PutRetry). The drain's end is swept over 16 phases of the stalled get's retry
+        period, the put sent 0-2 cycles after the B; then all again with another server's gets served
+        between the retries. Otherwise a dead reader's repeated Stalls would
+        turn writers away."""
+        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+        ms = await setup(dut, {5: 4, 6: 2, 4: 2, 7: 2})
+        ms.send(0, "ObjGet", epoch=0, obj=5)                # server 0 holds a copy
+        await ms.settle()
+        ms.send(2, "PutPrepare", epoch=0, obj=6, txn=1)     # slot 1 stays open: one slot left
+        ms.send(2, "PutLine", epoch=0, obj=6, txn=1, line=0, data=val(6, 1, 0))
+        await ms.settle()
+        v = 0
+        for gets, phase in ((g, p) for g in (0, 4) for p in range(16)):
+            for m in range(3):
+                v += 1
+                ms.ram.write_if.w_channel.pause = True
+                ms.send(1, "PutPrepare", epoch=0, obj=5, txn=v % 256)
+                for l in range(4):
+                    ms.send(1, "PutLine", epoch=0, obj=5, txn=v % 256, line=l, data=val(5, v, l))
+                for _ in range(300):
+                    await RisingEdge(dut.clock)
+                    if len(ms.rsp_of("PutCommit", server=1, obj=5)) == v:
+                        break
+                assert len(ms.rsp_of("PutCommit", server=1, obj=5)) == v, (phase, m, ms.rsp[-4:])
+                if v == 1:                                 # server 0 owes the ack now: its get stalls, again and again
+                    ms.send(0, "ObjGet", epoch=0, obj=5)
+                await ClockCycles(dut.clock, 30 + phase)
+                ms.ram.write_if.w_channel.pause = False
+                for _ in range(gets):                      # Served answers between the Stalls: the core's
+                    ms.send(1, "ObjGet", epoch=0, obj=7)   # answer port shows Served when a retry is sent
+                bs = 0
+                for _ in range(300):                       # the drain's 4 B beats (AXI id 2)
+                    await RisingEdge(dut.clock)
+                    await ReadOnly()
+                    if int(dut.axi_b_valid.value) and int(dut.axi_b_ready.value) and int(dut.axi_b_bits_id.value) == 2:
+                        bs += 1
+                        if bs == 4:
+                            break
+                assert bs == 4, (phase, m, bs)
+                await RisingEdge(dut.clock)
+                if m:
+                    await ClockCycles(dut.clock, m)
+                txn = 100 + v % 100
+                ms.send(2, "PutPrepare", epoch=0, obj=4, txn=txn)
+                for l in range(2):
+                    ms.send(2, "PutLine", epoch=0, obj=4, txn=txn, line=l, data=val(4, v, l))
+                await ClockCycles(dut.clock, 60)
+                assert not ms.rsp_of("PutRetry", server=2, obj=4), \
+                    f"phase {phase}, +{m}: a put turned away after the drain ended (a stalled get pinned its slot)"
+                assert len(ms.rsp_of("PutCommit", server=2, obj=4)) == v, (phase, m, ms.rsp[-4:])
+                assert len(ms.rsp_of("ObjData", server=0, obj=5)) == 4, "the stalled get was answered"
+        ms.ack(0, 0, 5)
+        await ms.settle()
+        last = sorted(ms.rsp_of("ObjData", server=0, obj=5)[-4:], key=lambda f: f["line"])
+        assert [f["data"] for f in last] == [val(5, v, l) for l in range(4)], ms.rsp[-6:]
+
+    @cocotb.test()
+    async def get_meets_commit_at_every_offset(dut):
+        """A get of an object and the commit of its put reach the core at 17 relative offsets (the
+        put's last line -8..8 cycles from the get), the drain held back: each answer is one whole
+        version, the old or the new, and a line served from staging comes from the put's own slot
+        (the other slot holds another object's lines, left from its drained put)."""
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut, {5: 4, 6: 4, 7: 2})
+        ms.send(0, "PutPrepare", epoch=0, obj=7, txn=1)     # slot 0 open: obj 6's put takes slot 1
+        ms.send(0, "PutLine", epoch=0, obj=7, txn=1, line=0, data=val(7, 1, 0))
+        await ms.settle()
+        ms.send(1, "PutPrepare", epoch=0, obj=6, txn=1)
+        for l in range(4):
+            ms.send(1, "PutLine", epoch=0, obj=6, txn=1, line=l, data=val(6, 1, l))
+        ms.send(0, "PutLine", epoch=0, obj=7, txn=1, line=1, data=val(7, 1, 1))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=1, obj=6) and ms.rsp_of("PutCommit", server=0, obj=7), ms.rsp
+        ms.send(2, "ObjGet", epoch=0, obj=5)                # warms the translation cache
+        await ms.settle()
+        for k, d in enumerate(range(-8, 9)):
+            v = k + 1
+            ms.ram.write_if.w_channel.pause = True
+            n = len(ms.rsp_of("ObjData", server=2, obj=5))
+            ms.send(1, "PutPrepare", epoch=0, obj=5, txn=10 + k)
+            for l in range(3):
+                ms.send(1, "PutLine", epoch=0, obj=5, txn=10 + k, line=l, data=val(5, v, l))
+            await ClockCycles(dut.clock, 12)
+            first, second = (("put", "get"), ("get", "put"))[d < 0]
+            for what in (first, second):
+                if what == "put":
+                    ms.send(1, "PutLine", epoch=0, obj=5, txn=10 + k, line=3, data=val(5, v, 3))
+                else:
+                    ms.send(2, "ObjGet", epoch=0, obj=5)
+                if what == first and d:
+                    await ClockCycles(dut.clock, abs(d))
+            await ClockCycles(dut.clock, 60)
+            ms.ram.write_if.w_channel.pause = False
+            ms.ack(2, 0, 5)                                 # server 2 holds a copy: its ack for the commit
+            await ms.settle()
+            got = [f["data"] for f in sorted(ms.rsp_of("ObjData", server=2, obj=5)[n:], key=lambda f: f["line"])]
+            assert got in ([val(5, v - 1, l) for l in range(4)], [val(5, v, l) for l in range(4)]), \
+                f"offset {d}: objects {[x >> 40 & 0xFF for x in got]}, versions {[(x >> 20) & 0xFFFFF for x in got]}"
+            assert ms.rsp_of("PutCommit", server=1, obj=5, txn=10 + k), (d, ms.rsp[-4:])
 
     @cocotb.test()
     async def two_puts_one_writer(dut):
@@ -437,4 +601,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 10 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 13 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"

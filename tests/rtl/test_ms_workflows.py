@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 from apta import schema
-from ms_bfm import IdleWatch
+from ms_bfm import AxiWatch, IdleWatch
 from ms_bfm import reset as ms_reset
 from compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
                             WorkflowRunner, object_table)
@@ -106,6 +106,7 @@ class MsEnv(Transport, ControlPlane):
         self.dut, self.p, self.S, self.rng = dut, params, schema, rng
         self.n = params["servers"]
         self.idle = IdleWatch(dut, self.n, int(params.get("opcTimeout", 0)))   # io_idle's contract, every cycle
+        self.axi = AxiWatch(dut)                                                 # the AXI master's contract
         self.max_delay = max_delay
         self.cycle = 0
         self.req = [_InPort(dut, f"req_{i}") for i in range(self.n)]
@@ -180,6 +181,7 @@ class MsEnv(Transport, ControlPlane):
         st["pending"] = int(d.io_status_pending.value)
         st["idle"] = int(d.io_idle.value)
         self.idle.sample(self.cycle)
+        self.axi.sample(self.cycle)
         if tr:
             tr.status(st["fenced"])
         if int(d.io_rsp_valid.value):
