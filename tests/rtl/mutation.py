@@ -788,7 +788,8 @@ def main(argv=None) -> int:
     ap.add_argument("--groups", default=",".join(GROUPS))
     ap.add_argument("--sample", type=int, default=0, help="mutants per group, seeded (0 = all)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--select", metavar="REGEX", help="only the mutants whose key matches (re.search)")
+    ap.add_argument("--select", metavar="REGEX", help="only the mutants whose key or xkey matches (re.search; an "
+                    "xkey names the same logic on every variant: a survivor's counterpart on another one)")
     ap.add_argument("--only-open", action="store_true", help="only the mutants listed in mutation_open.json "
                     "(re-run the open findings after a change of the tests)")
     ap.add_argument("--tests", metavar="NAMES", help="only these of each group's tests, comma-separated, in the "
@@ -862,7 +863,7 @@ def main(argv=None) -> int:
               flush=True)
         chosen = mutants
         if args.select:
-            chosen = [m for m in chosen if re.search(args.select, m.key)]
+            chosen = [m for m in chosen if re.search(args.select, m.key) or (m.xkey and re.search(args.select, m.xkey))]
         if args.only_open:
             chosen = [m for m in chosen if m.key in open_findings]
         if args.sample:

@@ -568,6 +568,95 @@ if cocotb is not None:
         assert not ms.err, ms.err
 
     @cocotb.test()
+    async def putline_matched_by_writer_and_txn(dut):
+        """MEMSERVER.md OPC PutLine: a line goes to the open slot of its (writer, txn), nowhere else.
+        With both slots open (server 0 txn 1 obj 2, server 1 txn 2 obj 3): a line of a writer with
+        no open put, or of the right writer with another txn, is noTxn; the right (writer, txn)
+        naming another object is txnMismatch; a line past the object is lineRange with ObjErr; none
+        of them touches a slot, and both puts then commit their own data."""
+        ms = await setup(dut, {2: 2, 3: 2})
+        ms.send(0, "PutPrepare", epoch=0, obj=2, txn=1)
+        ms.send(1, "PutPrepare", epoch=0, obj=3, txn=2)
+        await ms.settle()
+        bad = [(2, 2, 1, 0, "noTxn"), (0, 2, 2, 0, "noTxn"), (1, 2, 2, 0, "txnMismatch"), (1, 3, 2, 5, "lineRange"),
+               (0, 3, 1, 1, "txnMismatch"), (2, 3, 2, 1, "noTxn")]
+        for srv, o, txn, l, _code in bad:
+            ms.send(srv, "PutLine", epoch=0, obj=o, txn=txn, line=l, data=val(o, 9, l))
+            await ms.settle()
+        assert [(e["server"], e["obj"], e["txn"], e["code"]) for e in ms.err] == \
+            [(srv, o, txn, code) for srv, o, txn, _l, code in bad], ms.err
+        assert [(n, f["server"], f["obj"], f["code"]) for n, f in ms.rsp] == [("ObjErr", 1, 3, 9)], ms.rsp
+        assert not ms.rsp_of("PutCommit"), "a stray line completed a put"
+        for srv, o, txn in ((0, 2, 1), (1, 3, 2)):
+            for l in range(2):
+                ms.send(srv, "PutLine", epoch=0, obj=o, txn=txn, line=l, data=val(o, 1 + srv, l))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=0, obj=2, txn=1) and ms.rsp_of("PutCommit", server=1, obj=3, txn=2), ms.rsp
+        assert ms.read_obj(obj_base(2), 2) == [val(2, 1, l) for l in range(2)]
+        assert ms.read_obj(obj_base(3), 2) == [val(3, 2, l) for l in range(2)]
+
+    @cocotb.test()
+    async def zombie_prepare_opens_nothing(dut):
+        """A PutPrepare of a fenced server, or of an epoch it has left, is a zombie: no reply, `err`
+        zombie, no slot taken; its lines are dropped (noTxn); afterwards two live writers still find
+        both staging slots free, and the object keeps its data."""
+        ms = await setup(dut, {2: 2, 3: 2, 4: 2})
+        ms.ctrl("Fence", 0, 0)
+        await ms.settle()
+        for rnd in ("fenced", "old epoch"):
+            n, ne = len(ms.rsp), len(ms.err)
+            ms.send(0, "PutPrepare", epoch=0, obj=2, txn=1)
+            for l in range(2):
+                ms.send(0, "PutLine", epoch=0, obj=2, txn=1, line=l, data=val(2, 9, l))
+            await ms.settle()
+            assert ms.rsp[n:] == [], (rnd, ms.rsp[n:])
+            assert [e["code"] for e in ms.err[ne:]][:1] == ["zombie"], (rnd, ms.err[ne:])
+            if rnd == "fenced":
+                ms.send(0, "Rejoin", epoch=0)
+                await ms.settle()
+                assert ms.rsp_of("RejoinAck", server=0, epoch=1), ms.rsp
+        for srv, o in ((1, 3), (2, 4)):                    # both slots free: neither answers PutRetry
+            ms.send(srv, "PutPrepare", epoch=0, obj=o, txn=1)
+        await ms.settle()
+        for srv, o in ((1, 3), (2, 4)):
+            for l in range(2):
+                ms.send(srv, "PutLine", epoch=0, obj=o, txn=1, line=l, data=val(o, 1, l))
+        await ms.settle()
+        assert not ms.rsp_of("PutRetry"), f"a zombie took a slot: {ms.rsp}"
+        assert ms.rsp_of("PutCommit", server=1, obj=3) and ms.rsp_of("PutCommit", server=2, obj=4), ms.rsp
+        assert ms.read_obj(obj_base(2), 2) == [val(2, 0, l) for l in range(2)], "a zombie's put reached DRAM"
+
+    @cocotb.test()
+    async def one_commit_per_object_at_a_time(dut):
+        """MEMSERVER.md OPC: a complete slot commits only when no other slot of its object is
+        committing or draining. Two writers' puts of one object, the drain held back: the first to
+        complete commits, the second waits (no PutCommit) until that drain ends, then commits; DRAM
+        ends with the second's data, whichever slot each used."""
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut, {4: 4, 5: 2})
+        for first, second in ((1, 0), (0, 1)):             # the later-committing put in slot 0, then in slot 1
+            v1, v2 = 10 + first, 20 + second
+            ms.ram.write_if.w_channel.pause = True
+            n = len(ms.rsp_of("PutCommit", obj=4))
+            for srv in (second, first):                    # slot 0 to the first prepare
+                ms.send(srv, "PutPrepare", epoch=0, obj=4, txn=7)
+            await ClockCycles(dut.clock, 30)
+            for l in range(4):
+                ms.send(first, "PutLine", epoch=0, obj=4, txn=7, line=l, data=val(4, v1, l))
+            await ClockCycles(dut.clock, 40)
+            for l in range(4):
+                ms.send(second, "PutLine", epoch=0, obj=4, txn=7, line=l, data=val(4, v2, l))
+            await ClockCycles(dut.clock, 80)
+            got = [f["server"] for f in ms.rsp_of("PutCommit", obj=4)[n:]]
+            assert got == [first], f"while the first put's drain is held back: PutCommits of servers {got}"
+            ms.ram.write_if.w_channel.pause = False
+            await ms.settle()
+            got = [f["server"] for f in ms.rsp_of("PutCommit", obj=4)[n:]]
+            assert got == [first, second], got
+            assert ms.read_obj(obj_base(4), 4) == [val(4, v2, l) for l in range(4)], \
+                f"DRAM: versions {[(d >> 20) & 0xFFFFF for d in ms.read_obj(obj_base(4), 4)]}, want {v2}"
+
+    @cocotb.test()
     async def bad_input(dut):
         ms = await setup(dut, {1: 2})
         ms.put_map(9, obj_base(9), 20)                 # over-long (linesPerObject 8)
@@ -601,4 +690,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 13 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 16 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
