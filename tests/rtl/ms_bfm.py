@@ -272,6 +272,21 @@ class Ms:
         """The control plane cancels obj's held versioned gets (io_cancel, issue 19)."""
         self.inq["cancel"].append(obj)
 
+    def ack_every_snoop(self):
+        """From now on every ObjBISnp is acked by its server the cycle after it leaves (readers that
+        never hold an invalidation up: a test about something else)."""
+        import cocotb
+        from cocotb.triggers import RisingEdge
+
+        async def acker():
+            k = 0
+            while True:
+                await RisingEdge(self.dut.clock)
+                for _n, f in self.snp[k:]:
+                    self.ack(f["server"], f["epoch"], f["obj"])
+                k = len(self.snp)
+        cocotb.start_soon(acker())
+
     def held(self) -> int:
         """Versioned gets held whose version has not committed (io_status_held)."""
         return int(self.dut.io_status_held.value)

@@ -137,18 +137,9 @@ if cocotb is not None:
         comes at a different moment in each round (while a plain get is pending, being served, or
         after): every get is answered once, whole, with its own object's data, in the server's epoch;
         a woken get waits for its server's pending one."""
-        import cocotb
         from cocotb.triggers import ClockCycles, RisingEdge
         ms = await setup(dut, objects=(1, 2, 3))
-
-        async def ack_snoops():                        # the readers ack every BISnp at once
-            k = 0
-            while True:
-                await RisingEdge(dut.clock)
-                for _n, f in ms.snp[k:]:
-                    ms.ack(f["server"], f["epoch"], f["obj"])
-                k = len(ms.snp)
-        cocotb.start_soon(ack_snoops())
+        ms.ack_every_snoop()                           # the readers ack every BISnp at once
         ms.send(0, "Rejoin", epoch=0)                  # server 0 in epoch 1, server 2 in epoch 0
         await ms.settle()
         assert ms.rsp_of("RejoinAck", server=0, epoch=1), ms.rsp
