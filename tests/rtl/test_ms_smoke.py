@@ -692,6 +692,65 @@ if cocotb is not None:
                 f"the last commit's {ver[got[-1]]}"
 
     @cocotb.test()
+    async def second_slot_does_it_all(dut):
+        """The same OPC rules in staging slot 1 (slot 0 held by an open put of another object, so
+        every put below lands in slot 1): a put completes only with all its lines (line 0 last, after
+        a pause); a retry of its (writer, txn) reuses the slot, another writer's prepare with the same
+        txn does not (PutRetry); a stray line past the object from a writer without a put, or naming
+        another object, is noTxn / txnMismatch without ObjErr; the put of an object the OSC is
+        streaming waits for the stream (one version per get)."""
+        from cocotb.triggers import ClockCycles, RisingEdge
+        ms = await setup(dut, {2: 2, 3: 4, 7: 8})
+        ms.send(2, "PutPrepare", epoch=0, obj=2, txn=9)     # slot 0, open to the end
+        await ms.settle()
+        # all lines, line 0 last
+        ms.send(0, "PutPrepare", epoch=0, obj=3, txn=1)
+        for l in (1, 2, 3):
+            ms.send(0, "PutLine", epoch=0, obj=3, txn=1, line=l, data=val(3, 1, l))
+        await ms.settle()
+        assert not ms.rsp_of("PutCommit", obj=3), f"committed without line 0: {ms.rsp}"
+        ms.send(0, "PutLine", epoch=0, obj=3, txn=1, line=0, data=val(3, 1, 0))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=0, obj=3, txn=1) and ms.read_obj(obj_base(3), 4) == [val(3, 1, l) for l in range(4)]
+        # a retry reuses slot 1; another writer with the same txn is turned away; stray lines
+        ms.send(0, "PutPrepare", epoch=0, obj=3, txn=2)
+        ms.send(0, "PutLine", epoch=0, obj=3, txn=2, line=0, data=val(3, 9, 0))
+        await ms.settle()
+        ms.send(0, "PutPrepare", epoch=0, obj=3, txn=2)     # the retry: lines cleared, same slot
+        await ms.settle()
+        ms.send(1, "PutPrepare", epoch=0, obj=3, txn=2)     # another writer, same txn: no slot
+        await ms.settle()
+        assert ms.rsp_of("PutRetry", server=1, obj=3, txn=2) and not ms.rsp_of("PutRetry", server=0), ms.rsp
+        ne, nr = len(ms.err), len(ms.rsp)
+        ms.send(1, "PutLine", epoch=0, obj=3, txn=7, line=6, data=1)   # no put of server 1: noTxn
+        ms.send(0, "PutLine", epoch=0, obj=2, txn=2, line=6, data=1)   # server 0's txn 2 is obj 3's
+        await ms.settle()
+        assert sorted((e["server"], e["code"]) for e in ms.err[ne:]) == [(0, "txnMismatch"), (1, "noTxn")] \
+            and ms.rsp[nr:] == [], (ms.err[ne:], ms.rsp[nr:])
+        for l in range(4):
+            ms.send(0, "PutLine", epoch=0, obj=3, txn=2, line=l, data=val(3, 2, l))
+        await ms.settle()
+        assert len(ms.rsp_of("PutCommit", server=0, obj=3, txn=2)) == 1
+        assert ms.read_obj(obj_base(3), 4) == [val(3, 2, l) for l in range(4)]
+        # the OSC streams obj 7 (DRAM reads held back) while its put in slot 1 completes
+        ms.send(1, "ObjGet", epoch=0, obj=7)
+        await ms.settle()
+        ms.ram.read_if.r_channel.pause = True
+        n = len(ms.rsp_of("ObjData", server=1, obj=7))
+        ms.send(1, "ObjGet", epoch=0, obj=7)
+        await ClockCycles(dut.clock, 30)
+        ms.send(0, "PutPrepare", epoch=0, obj=7, txn=3)
+        for l in range(8):
+            ms.send(0, "PutLine", epoch=0, obj=7, txn=3, line=l, data=val(7, 1, l))
+        await ClockCycles(dut.clock, 100)
+        ms.ram.read_if.r_channel.pause = False
+        ms.ack(1, 0, 7)
+        await ms.settle()
+        got = [f["data"] for f in sorted(ms.rsp_of("ObjData", server=1, obj=7)[n:], key=lambda f: f["line"])][:8]
+        assert got in ([val(7, 0, l) for l in range(8)], [val(7, 1, l) for l in range(8)]), \
+            f"torn: versions {[(d >> 20) & 0xFFFFF for d in got]}"
+
+    @cocotb.test()
     async def bad_input(dut):
         ms = await setup(dut, {1: 2})
         ms.put_map(9, obj_base(9), 20)                 # over-long (linesPerObject 8)
@@ -725,4 +784,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 17 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 18 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
