@@ -35,6 +35,21 @@ def data_of(ms, server: int, o: int) -> list[int]:
     return [f["data"] for f in sorted(fl, key=lambda f: f["line"])]
 
 
+async def both_slots_free(ms, txn: int, why: str):
+    """Servers 1 and 2 each put a 2-line object (3, 4) with `txn`: both must find a free slot (no
+    PutRetry) and commit; `why` names what would have kept a slot."""
+    n = len(ms.rsp)
+    for srv, o in ((1, 3), (2, 4)):
+        ms.send(srv, "PutPrepare", epoch=0, obj=o, txn=txn)
+    await ms.settle()
+    for srv, o in ((1, 3), (2, 4)):
+        for l in range(2):
+            ms.send(srv, "PutLine", epoch=0, obj=o, txn=txn, line=l, data=val(o, txn, l))
+    await ms.settle()
+    assert not ms.rsp_of("PutRetry"), f"{why}: {ms.rsp[n:]}"
+    assert [(f["server"], f["obj"]) for nm, f in ms.rsp[n:] if nm == "PutCommit"] in ([(1, 3), (2, 4)], [(2, 4), (1, 3)]), ms.rsp[n:]
+
+
 try:
     import cocotb
 except ImportError:          # collected by pytest without cocotb: only the runner below matters
@@ -556,15 +571,7 @@ if cocotb is not None:
         await ms.settle()
         assert len(ms.rsp_of("PutCommit", server=0, obj=2, txn=4)) == 1, ms.rsp
         assert ms.read_obj(obj_base(2), 2) == [val(2, 2, l) for l in range(2)]
-        for srv, o in ((1, 3), (2, 4)):                           # two slots: neither answers PutRetry
-            ms.send(srv, "PutPrepare", epoch=0, obj=o, txn=1)
-        await ms.settle()
-        for srv, o in ((1, 3), (2, 4)):
-            for l in range(2):
-                ms.send(srv, "PutLine", epoch=0, obj=o, txn=1, line=l, data=val(o, 1, l))
-        await ms.settle()
-        assert not ms.rsp_of("PutRetry"), f"a slot leaked: {ms.rsp}"
-        assert ms.rsp_of("PutCommit", server=1, obj=3) and ms.rsp_of("PutCommit", server=2, obj=4), ms.rsp
+        await both_slots_free(ms, 1, "a slot leaked")
         assert not ms.err, ms.err
 
     @cocotb.test()
@@ -615,15 +622,7 @@ if cocotb is not None:
                 ms.send(0, "Rejoin", epoch=0)
                 await ms.settle()
                 assert ms.rsp_of("RejoinAck", server=0, epoch=1), ms.rsp
-        for srv, o in ((1, 3), (2, 4)):                    # both slots free: neither answers PutRetry
-            ms.send(srv, "PutPrepare", epoch=0, obj=o, txn=1)
-        await ms.settle()
-        for srv, o in ((1, 3), (2, 4)):
-            for l in range(2):
-                ms.send(srv, "PutLine", epoch=0, obj=o, txn=1, line=l, data=val(o, 1, l))
-        await ms.settle()
-        assert not ms.rsp_of("PutRetry"), f"a zombie took a slot: {ms.rsp}"
-        assert ms.rsp_of("PutCommit", server=1, obj=3) and ms.rsp_of("PutCommit", server=2, obj=4), ms.rsp
+        await both_slots_free(ms, 1, "a zombie took a slot")
         assert ms.read_obj(obj_base(2), 2) == [val(2, 0, l) for l in range(2)], "a zombie's put reached DRAM"
 
     @cocotb.test()
@@ -645,16 +644,7 @@ if cocotb is not None:
             ms.send(0, "Rejoin", epoch=e)
             await ms.settle()
             assert ms.rsp_of("RejoinAck", server=0, epoch=e + 1), (d, ms.rsp[-3:])
-            n = len(ms.rsp)
-            for srv, o in ((1, 3), (2, 4)):                # both slots free
-                ms.send(srv, "PutPrepare", epoch=0, obj=o, txn=d)
-            await ms.settle()
-            for srv, o in ((1, 3), (2, 4)):
-                for l in range(2):
-                    ms.send(srv, "PutLine", epoch=0, obj=o, txn=d, line=l, data=val(o, d, l))
-            await ms.settle()
-            assert not ms.rsp_of("PutRetry"), f"fence {d} cycles after the prepare: a slot stayed with the fenced writer {ms.rsp[n:]}"
-            assert len(ms.rsp_of("PutCommit", obj=3)) == len(ms.rsp_of("PutCommit", obj=4)) == d + 1, (d, ms.rsp[n:])
+            await both_slots_free(ms, d, f"fence {d} cycles after the prepare: a slot stayed with the fenced writer")
         assert not ms.rsp_of("PutCommit", obj=2) and ms.read_obj(obj_base(2), 2) == [val(2, 0, l) for l in range(2)]
 
     @cocotb.test()
