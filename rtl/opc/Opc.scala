@@ -139,6 +139,9 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   // a PutLine is taken when its error report (and ObjErr) can leave this cycle
   io.in.ready := inState === sIn && errArb.io.in(1).ready && rspArb.io.in(1).ready   // not on bits: no loop
   val age = if (p.opcTimeout > 0) Some(RegInit(VecInit(Seq.fill(S)(0.U(log2Up(p.opcTimeout + 1).W))))) else None
+  // an open slot ages each cycle; a staged line or a retry's reopening restarts it (connected below:
+  // the last connection wins, so the timeout counts from the writer's last sign of life)
+  age.foreach(a => for (i <- 0 until S) when(isSt(slots(i), SlotSt.Open) && a(i) =/= p.opcTimeout.U) { a(i) := a(i) + 1.U })
   when(io.in.fire) {
     when(isPrep) {
       prep := PutPrepareMsg.fromFlit(io.in.bits.flit)
@@ -172,6 +175,10 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val free = slots.map(s => isSt(s, SlotSt.Free))
   val target = Mux(mine.reduce(_ || _), PriorityEncoder(mine), PriorityEncoder(free))
   val canOpen = mine.reduce(_ || _) || free.reduce(_ || _)
+  // a retry of (c, t) while its commit is in the core waits for the core's answer: the slot is then
+  // Complete again (Stall: reused, lines cleared) or Draining (a free slot opens). Opening a free slot
+  // now would leave two slots of one transaction once a Stall returns the first to Complete
+  val committing = slots.map(s => isSt(s, SlotSt.Committing) && s.owner === prep.server && s.txn === prep.txn)
   val prepZombie = io.fenced(prep.server) || io.epochs(prep.server) =/= prep.epoch
   when(inState === sAct) {
     when(prepZombie) {
@@ -183,6 +190,8 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       errArb.io.in(1).bits := MsErr(0, prep.server, prep.obj, prep.txn, MsgOpcode.PutPrepare)
       errArb.io.in(1).bits.code := res.code
       when(rspArb.io.in(1).fire) { inState := sIn }
+    }.elsewhen(committing.reduce(_ || _)) {
+      // wait (bounded: the core answers the OPC's one Commit in flight)
     }.elsewhen(canOpen) {
       val s = slots(target)
       s.st := SlotSt.Open
@@ -220,7 +229,10 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   def objBusy(i: Int): Bool = slots.zipWithIndex.map { case (t, j) =>
     (j != i).B && t.obj === slots(i).obj && (isSt(t, SlotSt.Committing) || isSt(t, SlotSt.Draining)) }.reduce(_ || _) ||
     (io.oscBusy.valid && io.oscBusy.bits === slots(i).obj && !mut.on(Mutants.noGetCommitInterlock))
-  val canCommit = VecInit((0 until S).map(i => isSt(slots(i), SlotSt.Complete) && backoff(i) === 0.U && !objBusy(i)))
+  // a slot a retry reopens in this cycle (sAct, lines cleared) does not also start its commit in it
+  val reopening = mine.map(_ && inState === sAct)
+  val canCommit = VecInit((0 until S).map(i => isSt(slots(i), SlotSt.Complete) && backoff(i) === 0.U && !objBusy(i) &&
+    !reopening(i)))
   val ci = PriorityEncoder(canCommit)
   val early = mut.on(Mutants.commitBeforeCore)   // mutant: PutCommit leaves with the Commit request
   io.coreReq.valid := canCommit.asUInt.orR && !inCore && (!early || rspArb.io.in(0).ready)
@@ -307,7 +319,6 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   io.fenceAbort.valid := errArb.io.in(0).fire
   io.fenceAbort.bits := slots(ai).obj
   age.foreach { a =>
-    for (i <- 0 until S) when(isSt(slots(i), SlotSt.Open) && a(i) =/= p.opcTimeout.U) { a(i) := a(i) + 1.U }
     val old = (0 until S).map(i => isSt(slots(i), SlotSt.Open) && a(i) === p.opcTimeout.U && !stale(i))
     val ti = PriorityEncoder(old)
     rspArb.io.in(2).valid := old.reduce(_ || _) && errArb.io.in(2).ready

@@ -694,16 +694,37 @@ def verdict_file(group: Group, schema_dir: Path) -> Path:
     return RUNS / "verdicts" / f"{group.name}-{h.hexdigest()[:16]}.jsonl"
 
 
-def earlier_kills(group: Group, schema_dir: Path) -> dict[int, dict]:
+def earlier_kills(group: Group, schema_dir: Path, mutants: list[Mutant]) -> dict[int, dict]:
     """--keep-kills: the kills any earlier run of this group reached on the same schema (the same
-    design and mutants), whatever the tests were then; a test since weakened would leave such a
+    design and mutants), whatever the tests were then, and, by key, those reached on an earlier
+    schema of the variant whose mutated module is unchanged (another module's fix since then, say);
+    a test since weakened, or a changed module's effect on an unchanged one, would leave such a
     kill standing, so this is for closing survivors quickly, never for the measured run."""
     out = {}
     names = {n for n, _ in group.tests}
+    here = fixed((schema_dir / group.file).read_text(), 0)
+    by_key = {m.key: m for m in mutants}
+    same: dict[tuple[str, str], bool] = {}          # (earlier schema, module): the module unchanged
+
+    def unchanged(old: str, module: str) -> bool:
+        if (old, module) not in same:
+            f = RUNS / "schema" / old / group.file
+            try:
+                same[(old, module)] = f.exists() and \
+                    _module_text(fixed(f.read_text(), 0), module) == _module_text(here, module)
+            except AttributeError:      # the module is gone
+                same[(old, module)] = False
+        return same[(old, module)]
+
     for f in sorted((RUNS / "verdicts").glob(f"{group.name}-*.jsonl"), key=lambda f: f.stat().st_mtime):
         for i, v in read_verdicts(f).items():
-            if v.get("schema") == schema_dir.name and v.get("by") in names:
+            if v.get("by") not in names:
+                continue
+            if v.get("schema") == schema_dir.name:
                 out[i] = v
+            elif (m := by_key.get(v.get("key"))) and v.get("schema", "").startswith(group.variant + "-") \
+                    and unchanged(v["schema"], m.module):
+                out[m.id] = dict(v, id=m.id, carried_from=v["schema"])
     return out
 
 
@@ -805,7 +826,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", action="store_true", help="run every mutant again (default: a verdict an "
                     "earlier run of the same schema, tests and vectors reached is reused, verdict_file)")
     ap.add_argument("--keep-kills", action="store_true", help="also reuse the kills of earlier runs of the same "
-                    "schema made with other tests (earlier_kills: to close survivors fast, not for the measured run)")
+                    "schema made with other tests, and by key those of an earlier schema whose mutated module is "
+                    "unchanged (earlier_kills: to close survivors fast, not for the measured run)")
     ap.add_argument("--reclassify", metavar="RESULTS", help="re-read a results file against the "
                     "equivalence arguments and open findings (after editing them) without running anything")
     args = ap.parse_args(argv)
@@ -854,7 +876,7 @@ def main(argv=None) -> int:
         vfile = verdict_file(g, d)
         known = {} if args.fresh else read_verdicts(vfile)   # (--fresh still records: the last line wins)
         if args.keep_kills:
-            known = {**earlier_kills(g, d), **known}
+            known = {**earlier_kills(g, d, mutants), **known}
         vfile.parent.mkdir(parents=True, exist_ok=True)
         vlock = threading.Lock()
         print(f"{gname}: {len(known)} verdicts of an earlier run reused (marked *; --fresh runs them again): {vfile}",

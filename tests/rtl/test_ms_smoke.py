@@ -35,6 +35,22 @@ def data_of(ms, server: int, o: int) -> list[int]:
     return [f["data"] for f in sorted(fl, key=lambda f: f["line"])]
 
 
+def keep_open(ms, server: int, o: int, txn: int, every: int = 64) -> dict:
+    """Keeps (server, txn)'s open put of o in its slot: its line 0 again every `every` cycles (a
+    line restarts the slot's age: ms3t times an open slot out after opcTimeout cycles) until the
+    returned dict's "on" is cleared."""
+    import cocotb
+    from cocotb.triggers import ClockCycles
+    flag = {"on": True}
+
+    async def refresh():
+        while flag["on"]:
+            ms.send(server, "PutLine", epoch=0, obj=o, txn=txn, line=0, data=val(o, txn, 0))
+            await ClockCycles(ms.dut.clock, every)
+    cocotb.start_soon(refresh())
+    return flag
+
+
 async def both_slots_free(ms, txn: int, why: str):
     """Servers 1 and 2 each put a 2-line object (3, 4) with `txn`: both must find a free slot (no
     PutRetry) and commit; `why` names what would have kept a slot."""
@@ -329,11 +345,24 @@ if cocotb is not None:
 
     @cocotb.test()
     async def timeout_then_retry(dut):
-        """ms3t (opcTimeout > 0): an open put idle too long answers PutRetry; the retry (same txn) commits."""
+        """ms3t (opcTimeout > 0): an open put idle too long answers PutRetry and reports timeout the
+        cycle its age reaches opcTimeout, counted from its last line (MEMSERVER.md opc.abort.timeout:
+        "receives no line for opcTimeout cycles"); a put whose lines come slower than that but closer
+        together stays open and commits; the retry (same txn) commits."""
         from core_bfm import load_params
-        if not load_params(VARIANT).get("opcTimeout"):
+        T = load_params(VARIANT).get("opcTimeout")
+        if not T:
             return                       # the variant has no timeout (ms3): nothing to check
-        ms = await setup(dut, {6: 2})
+        ms = await setup(dut, {6: 2, 7: 8})
+        from cocotb.triggers import ClockCycles
+        ms.send(1, "PutPrepare", epoch=0, obj=7, txn=5)       # 8 lines, one every T/2 cycles: 4 T in all
+        for l in range(8):
+            await ClockCycles(dut.clock, T // 2)
+            ms.send(1, "PutLine", epoch=0, obj=7, txn=5, line=l, data=val(7, 5, l))
+        await ms.settle()
+        assert not ms.err and ms.rsp_of("PutCommit", server=1, obj=7, txn=5), \
+            f"a put whose lines come every {T // 2} cycles was timed out (opcTimeout {T}): {ms.err} {ms.rsp}"
+        assert ms.read_obj(obj_base(7), 8) == [val(7, 5, l) for l in range(8)]
         ms.send(0, "PutPrepare", epoch=0, obj=6, txn=3)
         ms.send(0, "PutLine", epoch=0, obj=6, txn=3, line=0, data=11)
         from cocotb.triggers import RisingEdge
@@ -741,6 +770,251 @@ if cocotb is not None:
             f"torn: versions {[(d >> 20) & 0xFFFFF for d in got]}"
 
     @cocotb.test()
+    async def stalled_commit_meets_a_fence(dut):
+        """rtl/CORE.md commit.I.evict / commit.I.full: a commit that needs a directory entry in a set
+        whose ways are all shared by a reader that never acks is answered Stall again and again. The
+        OPC keeps the slot (Complete, retried after its back-off): no PutCommit, no DRAM write. The
+        writer is fenced at every phase of that retry period, in staging slot 0 and then in slot 1
+        (slot 0 held by another writer's open put): exactly one of the two ends happens, a FenceAbort
+        err (the slot was Complete) or the core's Drop (the commit was in the core: no reply, no
+        err); on ms3 every phase measured ends in FenceAbort. The other writer's put is untouched and
+        commits. Once the reader acks, the writer's put commits once and DRAM has it."""
+        import cocotb
+        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+        from apta import schema
+        from core_bfm import load_params, set_of
+        STALL, DROP = (schema.enum("ReqResult").index(r) for r in ("Stall", "Drop"))
+        P = load_params(VARIANT)
+        group = [o for o in range(1, P["mapEntries"]) if set_of(P, o) == set_of(P, 1)][:P["dirWays"] + 1]
+        held, c = group[:-1], group[-1]                  # the reader's ways, the writer's object
+        e = next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, 1))
+        ms = await setup(dut, {**{o: 2 for o in group}, e: 2})
+        R, W, W2 = 2, 0, 1
+        ans: list[tuple[int, int]] = []                 # (result, cycle) of the OPC's core answers
+        opc, clk = dut.opc, {"c": 0}
+
+        async def watch():
+            while True:
+                await RisingEdge(dut.clock)
+                await ReadOnly()
+                clk["c"] += 1
+                if int(opc.io_coreResp_valid.value) and int(opc.io_coreResp_ready.value):
+                    ans.append((int(opc.io_coreResp_bits_result.value), clk["c"]))
+        cocotb.start_soon(watch())
+        for x in held:
+            ms.send(R, "ObjGet", epoch=0, obj=x)
+        await ms.settle()
+        txn = {"n": 0}
+
+        async def put_until_stalled(where: str) -> tuple[int, int, int]:
+            """The writer's put of c, until its commit has stalled 3 times: (its txn, its epoch,
+            the retry period measured between the last two Stalls)."""
+            txn["n"] += 1
+            t, ep, a0 = txn["n"], ms.epoch(W), len(ans)
+            ms.send(W, "PutPrepare", epoch=ep, obj=c, txn=t)
+            for l in range(2):
+                ms.send(W, "PutLine", epoch=ep, obj=c, txn=t, line=l, data=val(c, t, l))
+            for _ in range(600):
+                await RisingEdge(dut.clock)
+                stalls = [cy for r, cy in ans[a0:] if r == STALL]
+                if len(stalls) >= 3:
+                    return t, ep, stalls[-1] - stalls[-2]
+            raise AssertionError(f"{where}: the commit of obj {c} did not keep stalling: answers {ans[a0:]}, "
+                                 f"rsp {ms.rsp[-3:]}")
+
+        async def sweep(where: str):
+            seen = {"FenceAbort": 0, "Drop": 0}
+            k, period = 0, None
+            while period is None or k < period:
+                r0, e0 = len(ms.rsp), len(ms.err)
+                t, ep, per = await put_until_stalled(where)
+                period = period or per
+                a0 = len(ans)
+                await ClockCycles(dut.clock, k)
+                ms.ctrl("Fence", W, ep)
+                await ClockCycles(dut.clock, max(40, 3 * period))
+                aborts = [x for x in ms.err[e0:] if x["code"] == "fenceAbort" and (x["server"], x["obj"], x["txn"]) == (W, c, t)]
+                drops = [cy for r, cy in ans[a0:] if r == DROP]
+                others = [x for x in ms.err[e0:] if x["code"] != "fenceAbort"]
+                assert len(aborts) + len(drops) == 1 and not others, \
+                    f"{where}, the fence {k} cycles after a Stall: {len(aborts)} FenceAbort and {len(drops)} Drop " \
+                    f"(exactly one of them), other errors {others}"
+                assert not [f for nm, f in ms.rsp[r0:] if nm == "PutCommit"], (where, k, ms.rsp[r0:])
+                seen["FenceAbort" if aborts else "Drop"] += 1
+                ms.send(W, "Rejoin", epoch=ep)
+                await ms.settle()
+                assert ms.rsp_of("RejoinAck", server=W, epoch=ep + 1), (where, k, ms.rsp[-3:])
+                k += 1
+            return seen
+
+        await sweep("slot 0")
+        ms.send(W2, "PutPrepare", epoch=0, obj=e, txn=99)   # slot 0, open across the second sweep
+        held_open = keep_open(ms, W2, e, 99)
+        await ms.settle()
+        await sweep("slot 1")
+        held_open["on"] = False
+        ms.send(W2, "PutLine", epoch=0, obj=e, txn=99, line=1, data=val(e, 99, 1))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=W2, obj=e, txn=99) and \
+            ms.read_obj(obj_base(e), 2) == [val(e, 99, l) for l in range(2)], f"the other writer's put: {ms.rsp[-3:]} {ms.err[-3:]}"
+        # the reader acks: the way frees and the stalled put commits, once
+        t, ep, _per = await put_until_stalled("after the sweeps")
+        assert ms.read_obj(obj_base(c), 2) == [val(c, 0, l) for l in range(2)], "DRAM written by a stalled commit"
+        assert {f["obj"] for _n, f in ms.snp if f["server"] == R} == set(held), ms.snp
+        for x in held:
+            ms.ack(R, 0, x)
+        await ms.settle()
+        assert len(ms.rsp_of("PutCommit", server=W, obj=c)) == 1 and ms.rsp_of("PutCommit", server=W, obj=c, txn=t), ms.rsp[-3:]
+        assert ms.read_obj(obj_base(c), 2) == [val(c, t, l) for l in range(2)]
+
+    @cocotb.test()
+    async def prepare_retry_meets_its_commit(dut):
+        """MEMSERVER.md OPC PutPrepare: a retry of (writer, txn) reuses its open or complete slot; while
+        that slot is committing (its Commit in the core) the retry waits for the core's answer, so a
+        transaction never has two slots. The writer's put is stalled (as in stalled_commit_meets_a_fence)
+        and its PutPrepare is sent again at every phase of the retry period, in slot 0 and in slot 1:
+        the slot is reopened and waits for lines (the memory server goes idle, no Commit is tried, no
+        reply, no err; the RTL assertion opc-one-slot-per-txn holds), and once the reader acks, the put
+        commits the retry's lines. The sweep must reach the core's answer window (white-box: the
+        OPC's lookup result arriving while its Commit is in the core)."""
+        import cocotb
+        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+        from apta import schema
+        from core_bfm import load_params, set_of
+        STALL = schema.enum("ReqResult").index("Stall")
+        P = load_params(VARIANT)
+        group = [o for o in range(1, P["mapEntries"]) if set_of(P, o) == set_of(P, 1)][:P["dirWays"] + 1]
+        held, c = group[:-1], group[-1]
+        e = next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, 1))
+        ms = await setup(dut, {**{o: 2 for o in group}, e: 2})
+        R, W, W2 = 2, 0, 1
+        ev: list[tuple[str, int]] = []                  # (req | stall | answer | lookup, cycle) at the OPC's ports
+        opc, clk = dut.opc, {"c": 0}
+
+        async def watch():
+            while True:
+                await RisingEdge(dut.clock)
+                await ReadOnly()
+                clk["c"] += 1
+                if int(opc.io_coreReq_valid.value) and int(opc.io_coreReq_ready.value):
+                    ev.append(("req", clk["c"]))
+                if int(opc.io_coreResp_valid.value) and int(opc.io_coreResp_ready.value):
+                    ev.append(("stall" if int(opc.io_coreResp_bits_result.value) == STALL else "answer", clk["c"]))
+                if int(opc.io_lkRes_valid.value):
+                    ev.append(("lookup", clk["c"]))
+        cocotb.start_soon(watch())
+        for x in held:
+            ms.send(R, "ObjGet", epoch=0, obj=x)
+        await ms.settle()
+
+        async def stalls(n: int, e0: int, where: str) -> list[int]:
+            for _ in range(600):
+                await RisingEdge(dut.clock)
+                st = [cy for t, cy in ev[e0:] if t == "stall"]
+                if len(st) >= n:
+                    return st
+            raise AssertionError(f"{where}: the commit of obj {c} did not keep stalling: {ev[e0:][-6:]}")
+
+        txn, hits = {"n": 0}, []
+        for where in ("slot 0", "slot 1"):
+            if where == "slot 1":
+                ms.send(W2, "PutPrepare", epoch=0, obj=e, txn=99)
+                held_open = keep_open(ms, W2, e, 99)
+                await ms.settle()
+            k, period = 0, None
+            while period is None or k < period:
+                txn["n"] += 1
+                t, ep, e0, r0, x0 = txn["n"], ms.epoch(W), len(ev), len(ms.rsp), len(ms.err)
+                ms.send(W, "PutPrepare", epoch=ep, obj=c, txn=t)
+                for l in range(2):
+                    ms.send(W, "PutLine", epoch=ep, obj=c, txn=t, line=l, data=val(c, 1000 + t, l))
+                st = await stalls(3, e0, where)
+                period = period or st[-1] - st[-2]
+                await ClockCycles(dut.clock, k)
+                e1 = len(ev)
+                ms.send(W, "PutPrepare", epoch=ep, obj=c, txn=t)      # the retry
+                await ms.settle()                                      # reopened: waits for lines
+                lk = [cy for ty, cy in ev[e1:] if ty == "lookup"]
+                reqs = [cy for ty, cy in ev[e0:] if ty == "req"]
+                ends = [cy for ty, cy in ev[e0:] if ty in ("stall", "answer")]
+                if any(q <= lk[0] < a for q, a in zip(reqs, ends)):
+                    hits.append((where, k))
+                settled = len(ev)
+                await ClockCycles(dut.clock, 3 * period)
+                assert not [ty for ty, _ in ev[settled:] if ty == "req"], \
+                    f"{where}, retry {k} cycles after a Stall: the slot still commits without the retry's lines"
+                assert ms.rsp[r0:] == [] and ms.err[x0:] == [], (where, k, ms.rsp[r0:], ms.err[x0:])
+                for l in range(2):
+                    ms.send(W, "PutLine", epoch=ep, obj=c, txn=t, line=l, data=val(c, t, l))
+                await stalls(1, settled, where)
+                if where == "slot 1" and k == period - 1:
+                    break                                          # the last put: the reader acks below
+                ms.ctrl("Fence", W, ep)                            # free the slot for the next phase
+                await ClockCycles(dut.clock, 40)
+                ms.send(W, "Rejoin", epoch=ep)
+                await ms.settle()
+                k += 1
+        assert {where for where, _k in hits} == {"slot 0", "slot 1"}, \
+            f"the retries reached the OPC while its Commit was in the core only at {hits}"
+        for x in held:
+            ms.ack(R, 0, x)
+        held_open["on"] = False
+        ms.send(W2, "PutLine", epoch=0, obj=e, txn=99, line=1, data=val(e, 99, 1))
+        await ms.settle()
+        assert len(ms.rsp_of("PutCommit", server=W, obj=c)) == 1 and ms.rsp_of("PutCommit", server=W2, obj=e), ms.rsp[-3:]
+        assert ms.read_obj(obj_base(c), 2) == [val(c, txn["n"], l) for l in range(2)], \
+            f"DRAM of the retried put: versions {[(d >> 20) & 0xFFFFF for d in ms.read_obj(obj_base(c), 2)]}"
+        assert ms.read_obj(obj_base(e), 2) == [val(e, 99, l) for l in range(2)]
+
+    @cocotb.test()
+    async def pin_at_the_drain_end(dut):
+        """MEMSERVER.md OPC pin: the OSC pins the draining slot of the object it streams in the cycle
+        the core serves its get (io_pinReq), and a drain ending in that very cycle must not free the
+        slot. A get of a just-committed 8-line object is sent at every offset around the moment its
+        held-back drain is let go, so that at one of them the pin meets the drain's last B; the answer
+        channel is stalled and another writer's put (which takes the lowest free slot) is sent
+        meanwhile. The reader gets the committed version whole every time, and the sweep sees gets
+        served from the draining slot and from DRAM (it crossed the drain's end)."""
+        from cocotb.triggers import ClockCycles, RisingEdge
+        X, Y = 1, 2
+        ms = await setup(dut, {X: 8, Y: 8})
+        ms.ack_every_snoop()
+        R, W, W2 = 2, 0, 1
+        src = {"stage": 0, "DRAM": 0}
+        for v, d in enumerate(range(-6, 28), start=1):
+            ms.ram.write_if.w_channel.pause = True
+            ms.send(W, "PutPrepare", epoch=0, obj=X, txn=v % 256)
+            for l in range(8):
+                ms.send(W, "PutLine", epoch=0, obj=X, txn=v % 256, line=l, data=val(X, v, l))
+            for _ in range(300):
+                await RisingEdge(dut.clock)
+                if ms.rsp_of("PutCommit", server=W, obj=X, txn=v % 256):
+                    break
+            ms.stalled.add("rsp")
+            n, beats = len(ms.rsp_of("ObjData", server=R, obj=X)), len(ms.r_beats)
+            if d < 0:
+                ms.send(R, "ObjGet", epoch=0, obj=X)
+                await ClockCycles(dut.clock, -d)
+                ms.ram.write_if.w_channel.pause = False
+            else:
+                ms.ram.write_if.w_channel.pause = False
+                await ClockCycles(dut.clock, d + 1)
+                ms.send(R, "ObjGet", epoch=0, obj=X)
+            await ClockCycles(dut.clock, 30)
+            ms.send(W2, "PutPrepare", epoch=0, obj=Y, txn=v % 256)
+            for l in range(8):
+                ms.send(W2, "PutLine", epoch=0, obj=Y, txn=v % 256, line=l, data=val(Y, v, l))
+            await ClockCycles(dut.clock, 60)
+            ms.stalled.discard("rsp")
+            await ms.settle()
+            got = [f["data"] for f in sorted(ms.rsp_of("ObjData", server=R, obj=X)[n:], key=lambda f: f["line"])]
+            assert got == [val(X, v, l) for l in range(8)], \
+                f"get sent {d} cycles after the drain was let go: objects {[g >> 40 & 0xFF for g in got]}, " \
+                f"versions {[(g >> 20) & 0xFFFFF for g in got]}, not obj {X} version {v}"
+            src["DRAM" if len(ms.r_beats) > beats else "stage"] += 1
+        assert all(src.values()), f"the sweep served every get from one place ({src}): it missed the drain's end"
+
+    @cocotb.test()
     async def bad_input(dut):
         ms = await setup(dut, {1: 2})
         ms.put_map(9, obj_base(9), 20)                 # over-long (linesPerObject 8)
@@ -774,4 +1048,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 18 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 21 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
