@@ -164,6 +164,14 @@ if cocotb is not None:
         ms.put_map(9, 0x40, 1)
         r = await ms.map_upd(9, 0, 0)
         assert r["code"] == "badEntry", r
+        # ... nor one whose size no registration gives (0, linesPerObject + 1), even over an extent
+        # the allocator carved and freed (object 5's): refused, and the extent stays where it was
+        for obj, size in ((10, 0), (11, L + 1)):
+            ms.put_map(obj, b5, size)
+            r = await ms.map_upd(obj, 0, 0)
+            assert r["code"] == "badEntry", (obj, size, r)
+        r = await ms.map_upd(12, 3)
+        assert (r["code"], r["base"]) == ("ok", b5), f"the freed 3-line extent is not the next one's: {r}"
 
     @cocotb.test()
     async def exhaustion_then_free_and_reuse(dut):
@@ -189,6 +197,39 @@ if cocotb is not None:
         assert (r1["code"], r1["base"], r2["code"], r2["base"]) == ("ok", bases[1], "ok", bases[2]), (r1, r2)
         r = await ms.map_upd(4, L)
         assert r["code"] == "noSpace", r
+
+    @cocotb.test()
+    async def forged_links_and_entries_are_refused(dut):
+        """MEMSERVER.md allocation: a free-list link that is not 0 or a carved, 64-byte aligned extent
+        is dropped with its list, so the registration that pops it carves a new extent (a link past
+        the bump pointer, one inside the arena but not line-aligned, one below the arena). A removal
+        frees only an entry the allocator could have written: a base not line-aligned, or an extent
+        reaching past the bump pointer (over a live object's), is badEntry, and the next
+        registration still carves."""
+        ms = await start(dut, 1 << 14)
+        A, L = ms.P["allocBase"], ms.P["linesPerObject"]
+        bump = A
+        for o in range(1, 5):                          # four 1-line extents (class 0) at A, A+64, ...
+            r = await ms.map_upd(o, 1)
+            assert (r["code"], r["base"]) == ("ok", bump), r
+            bump += LINE
+        for o, bad in ((1, bump + LINE), (2, A + LINE + 8), (3, A - LINE)):
+            freed = (await ms.map_upd(o, 0, 0))["base"]
+            ms.ram.write(freed, bad.to_bytes(8, "little"))   # the link the removal wrote, forged
+            r = await ms.map_upd(10 + o, 1)
+            assert (r["code"], r["base"]) == ("ok", bump), \
+                f"free link {bad:#x} (bump {bump:#x}): the registration got {r}, not a new extent"
+            bump += LINE
+        live = (await ms.map_upd(20, 1))["base"]      # the last carved extent, live
+        bump += LINE
+        for o, base, size in ((21, A + 8, 1), (22, live, L)):
+            ms.put_map(o, base, size)
+            r = await ms.map_upd(o, 0, 0)
+            assert r["code"] == "badEntry", (o, hex(base), size, r)
+        for o, size in ((23, L), (24, 1)):            # nothing joined a free list: both carve
+            r = await ms.map_upd(o, size)
+            assert (r["code"], r["base"]) == ("ok", bump), f"a refused entry's extent was freed: {r}, bump {bump:#x}"
+            bump += LINE << (size - 1).bit_length()
 
     @cocotb.test()
     async def random_sequence_matches_the_model(dut):
@@ -271,4 +312,4 @@ def test_ms_alloc_runner(variant):
             raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
         pytest.skip("run `make rtl` first")
     tests, fails = run_ms(variant, "test_ms_alloc", {"APTA_MS_VARIANT": variant})
-    assert tests == 4 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests == 5 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
