@@ -232,6 +232,36 @@ if cocotb is not None:
             bump += LINE << (size - 1).bit_length()
 
     @cocotb.test()
+    async def each_malformed_entry_alone_is_refused(dut):
+        """MEMSERVER.md "Lookup": an entry is badMapEntry if any of its reserved bits (7:1, 47:40) is
+        set, its size is 0, its base is not line-aligned or does not fit the address width; a size
+        beyond linesPerObject is overLong; size linesPerObject is served. Each malformation alone,
+        written around the allocator: a get and a put of it answer ObjErr with that code, nothing is
+        read from the data area, and a well-formed object keeps working."""
+        ms = await start(dut, 1 << 14)
+        P, L = ms.P, ms.P["linesPerObject"]
+        A, abits = P["allocBase"], P["addrBits"]
+        good = lambda o, size=1, base=None: 1 | (o << 8) | (size << 48) | ((A + LINE * o if base is None else base) << 64)
+        cases = [("reserved bit 1", good(1) | 1 << 1, 5), ("reserved bit 7", good(2) | 1 << 7, 5),
+                 ("reserved bit 40", good(3) | 1 << 40, 5), ("reserved bit 47", good(4) | 1 << 47, 5),
+                 ("size 0", good(5, 0), 5), ("base not line-aligned", good(6, 1, A + 8), 5),
+                 ("base beyond the address width", good(7, 1, 1 << abits), 5),
+                 (f"size {L + 1}", good(8, L + 1), 6), (f"size {L}", good(9, L), 0)]
+        for o, (_why, e, _code) in enumerate(cases, start=1):
+            ms.ram.write(P["mapBase"] + 16 * (o % P["mapEntries"]), e.to_bytes(16, "little"))
+        for o, (why, _e, code) in enumerate(cases, start=1):
+            beats = len(ms.r_beats)
+            ms.send(0, "ObjGet", epoch=0, obj=o)
+            ms.send(1, "PutPrepare", epoch=0, obj=o, txn=o)
+            await ms.settle()
+            if code:
+                assert ms.rsp_of("ObjErr", server=0, obj=o, code=code) and \
+                    ms.rsp_of("ObjErr", server=1, obj=o, txn=o, code=code), f"{why}: {ms.rsp[-3:]}"
+                assert not ms.rsp_of("ObjData", obj=o) and \
+                    all(i == 0 for i, _c in ms.r_beats[beats:]), f"{why}: data read {ms.r_beats[beats:]}"
+            else:
+                assert len(ms.rsp_of("ObjData", server=0, obj=o)) == L and not ms.rsp_of("ObjErr", obj=o), why
+    @cocotb.test()
     async def random_sequence_matches_the_model(dut):
         ram = 1 << 13                           # a small arena: exhaustion and reuse come often
         ms = await start(dut, ram)
@@ -312,4 +342,4 @@ def test_ms_alloc_runner(variant):
             raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
         pytest.skip("run `make rtl` first")
     tests, fails = run_ms(variant, "test_ms_alloc", {"APTA_MS_VARIANT": variant})
-    assert tests == 5 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests == 6 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
