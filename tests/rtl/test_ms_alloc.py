@@ -140,6 +140,8 @@ if cocotb is not None:
         await ms.settle()
         r = await ms.map_upd(5, 0, 0)
         assert (r["code"], r["base"]) == ("ok", b5), r
+        entry = bytes(ms.ram.read(P["mapBase"] + 16 * (5 % M), 16))
+        assert entry == (5 << 8).to_bytes(16, "little"), f"the removed entry: {entry.hex()} (valid, base, size 0; obj kept)"
         ms.send(0, "ObjGet", epoch=0, obj=5)       # removed: unknown to gets
         await ms.settle()
         assert ms.rsp_of("ObjErr", server=0, obj=5, code=4), ms.rsp
@@ -328,6 +330,21 @@ if cocotb is not None:
         cached = [objs[C], objs[0], *objs[2:C]]
         after = [await map_reads(o) for o in cached]
         assert after == [0] * C, f"map reads after another object's registration: {after} (objects {cached})"
+        # a refused update changes nothing, the cache neither: a registration of a cached object
+        # (exists) and a removal of another (busy: server 1 shares it) leave both hitting
+        a, b, c = cached[:3]
+        assert (await ms.map_upd(a, 2))["code"] == "exists"
+        assert (await ms.map_upd(b, 0, 0))["code"] == "busy"
+        assert [await map_reads(o) for o in (a, b)] == [0, 0], "a refused update dropped a translation"
+        # a removal drops its translation: with server 1's copies fenced away, the removal of a cached
+        # object succeeds at its first try, and a get of it is ObjErr unknownObj, not a stale hit
+        ms.ctrl("Fence", 1, 0)
+        await ms.settle()
+        assert (await ms.map_upd(c, 0, 0))["code"] == "ok"
+        ms.send(0, "ObjGet", epoch=0, obj=c)
+        await ms.settle()
+        assert ms.rsp_of("ObjErr", server=0, obj=c, code=4) and not ms.rsp_of("ObjData", server=0, obj=c), \
+            f"a get after the removal: {ms.rsp[-3:]}"
 
 
 @pytest.mark.parametrize("variant", [os.environ.get("APTA_MS_VARIANT", "ms3")])
