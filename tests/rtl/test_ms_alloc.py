@@ -117,6 +117,9 @@ if cocotb is not None:
     async def each_refusal_is_defined_and_changes_nothing(dut):
         ms = await start(dut, 1 << 14)
         P, L, M = ms.P, ms.P["linesPerObject"], ms.P["mapEntries"]
+        ms.send(0, "ObjGet", epoch=0, obj=0)       # the first lookup after reset: nothing cached yet
+        await ms.settle()
+        assert ms.rsp == [("ObjErr", ms.rsp[0][1])] and ms.rsp[0][1]["code"] == 4, f"object 0 unknown: {ms.rsp}"
         r = await ms.map_upd(5, 3)
         assert r["code"] == "ok" and r["base"] == P["allocBase"], r
         b5 = r["base"]
