@@ -119,7 +119,9 @@ class IdleWatch:
     tests' settle take idle as "everything answered"). A refusal answered in the cycle its input is
     accepted is no such case; an open slot timing out (opcTimeout cycles after its last line) is the
     one thing the memory server does unprompted, so its err report counts as an input; a reset starts
-    over. A violation raises AssertionError naming the cycle."""
+    over. From a reset to the first accepted input nothing at all is sent, idle or not (the reset
+    sweeps keep io_idle low meanwhile, and a walker starting on its reset state would read DRAM
+    unasked). A violation raises AssertionError naming the cycle."""
 
     def __init__(self, dut, servers: int, opc_timeout: int):
         self.dut = dut
@@ -129,17 +131,21 @@ class IdleWatch:
                     for v in [f"io_req_{i}_valid" for i in range(servers)] + list(IN_VALIDS) if hasattr(dut, v)]
         self.outs = [(n, getattr(dut, n)) for n in OUT_VALIDS if hasattr(dut, n)]
         self.since: int | None = None        # the cycle idle was seen with no input accepted since
+        self.fresh = True                    # reset, and no input accepted yet: nothing may be sent
         self.trace: deque = deque(maxlen=4)  # (cycle, idle, input accepted), for the message
 
     def sample(self, cycle: int):
         d = self.dut
         if int(d.reset.value):
-            self.since = None
+            self.since, self.fresh = None, True
             return
         idle = bool(int(d.io_idle.value))
         fired = any(int(v.value) and int(r.value) for v, r in self.ins)
         on = [n for n, h in self.outs if int(h.value)]
         self.trace.append((cycle, idle, fired))
+        if self.fresh and on and not fired:
+            raise AssertionError(f"cycle {cycle}: {on[0]} is 1 after reset, before any input was accepted")
+        self.fresh = self.fresh and not fired
         timed_out = self.timeout and int(d.io_err_valid.value) and ERR.get(int(d.io_err_bits_code.value)) == "timeout"
         if not timed_out:
             if idle and on:
