@@ -152,7 +152,9 @@ class ObjMap(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val eObj = e(39, 8)
   val eSize = e(63, 48)
   val eBase = e(127, 64)
-  val unknown = !eValid || eObj =/= obj.pad(32)
+  // a read answered other than OKAY carries no entry: badMapEntry (MEMSERVER.md "AXI4 master"),
+  // whatever its data would say
+  val unknown = !io.rdData.bits.err && (!eValid || eObj =/= obj.pad(32))
   val baseHigh = if (p.addrBits < 64) eBase(63, p.addrBits).orR else false.B
   val bad = e(7, 1).orR || e(47, 40).orR || eSize === 0.U ||
     eBase(log2Ceil(p.lineBytes) - 1, 0).orR || baseHigh || io.rdData.bits.err

@@ -221,7 +221,16 @@ class Ms:
         self.ram = AxiRam(axi_bus(dut), dut.clock, dut.reset, size=ram_size)
         self.ram_size = ram_size
         for itf in (self.ram.write_if, self.ram.read_if):   # one INFO line per burst otherwise
-            itf.log.setLevel(logging.WARNING)
+            itf.log.setLevel(logging.ERROR)                 # (and a WARNING per injected read error)
+        # line addresses whose AXI reads answer SLVERR (AxiRam answers SLVERR when its read raises)
+        self.bad_reads: set[int] = set()
+        ram_read = self.ram.read_if._read
+
+        async def read_or_fail(address: int, length: int) -> bytes:
+            if address - address % LINE in self.bad_reads:
+                raise OSError(f"injected AXI read error at {address:#x}")
+            return await ram_read(address, length)
+        self.ram.read_if._read = read_or_fail
         self.req = [deque() for _ in range(self.n)]
         self.inq = {"birsp": deque(), "ctrl": deque(), "mapUpd": deque(), "query": deque(), "cancel": deque()}
         self.rsp, self.snp, self.ctrlResp, self.err, self.mapUpdDone, self.queryResp = [], [], [], [], [], []

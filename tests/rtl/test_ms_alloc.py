@@ -300,6 +300,57 @@ if cocotb is not None:
             await ms.settle()
 
     @cocotb.test()
+    async def axi_read_errors(dut):
+        """MEMSERVER.md "AXI4 master": a read answered other than OKAY is reported on err (axiError,
+        obj 0) and otherwise taken as its data; a map read with one is badMapEntry. Injected SLVERRs
+        (Ms.bad_reads): a get whose entry read fails is ObjErr badMapEntry, a registration whose
+        entry read fails is noSpace and a removal's is unknownObj (the map unchanged), a free-list
+        link read that fails drops the list (the registration carves), a data read that fails still
+        sends every line; once the line reads again, all works."""
+        ms = await start(dut, 1 << 14)
+        P, M = ms.P, ms.P["mapEntries"]
+        line_of = lambda o: (P["mapBase"] + 16 * (o % M)) // LINE * LINE
+
+        def axi_errors(n0: int) -> list:
+            return [(e["code"], e["obj"]) for e in ms.err[n0:]]
+        r5 = await ms.map_upd(5, 2)
+        ms.write_obj(r5["base"], [pattern(5, l) for l in range(2)])
+        map_before = bytes(ms.ram.read(P["mapBase"], 16 * M))
+        # a get, a registration and a removal whose entry read fails
+        ms.bad_reads.add(line_of(5))
+        n0 = len(ms.err)
+        ms.send(0, "ObjGet", epoch=0, obj=5)
+        await ms.settle()
+        assert ms.rsp_of("ObjErr", server=0, obj=5, code=5) and not ms.rsp_of("ObjData", obj=5), ms.rsp[-2:]
+        assert ("axiError", 0) in axi_errors(n0), ms.err[n0:]
+        for obj, size, valid, want in ((5 + M, 1, 1, "noSpace"), (5, 0, 0, "unknownObj")):
+            n0 = len(ms.err)
+            r = await ms.map_upd(obj, size, valid)
+            assert r["code"] == want and ("axiError", 0) in axi_errors(n0), (obj, valid, r, ms.err[n0:])
+        assert bytes(ms.ram.read(P["mapBase"], 16 * M)) == map_before, "a failed read changed the map"
+        ms.bad_reads.clear()
+        assert await get_whole(ms, 0, 5, 2) == [pattern(5, l) for l in range(2)]
+        # a data read that fails: every line still sent, the error reported
+        ms.bad_reads.add(r5["base"] + LINE)
+        n0, had = len(ms.err), len(ms.rsp_of("ObjData", server=1, obj=5))
+        ms.send(1, "ObjGet", epoch=0, obj=5)
+        await ms.settle()
+        got = sorted(ms.rsp_of("ObjData", server=1, obj=5)[had:], key=lambda f: f["line"])
+        assert [f["line"] for f in got] == [0, 1] and got[0]["data"] == pattern(5, 0), got
+        assert axi_errors(n0) == [("axiError", 0)], ms.err[n0:]
+        ms.bad_reads.clear()
+        # a free-list link read that fails: the list is dropped, the registration carves
+        ms.ctrl("Fence", 0, 0)
+        ms.ctrl("Fence", 1, 0)
+        await ms.settle()
+        r6 = await ms.map_upd(6, 2)
+        assert (await ms.map_upd(6, 0, 0))["code"] == "ok"
+        ms.bad_reads.add(r6["base"])
+        n0 = len(ms.err)
+        r = await ms.map_upd(7, 2)
+        assert (r["code"], r["base"]) == ("ok", r6["base"] + 2 * LINE) and ("axiError", 0) in axi_errors(n0), (r, r6, ms.err[n0:])
+
+    @cocotb.test()
     async def random_sequence_matches_the_model(dut):
         ram = 1 << 13                           # a small arena: exhaustion and reuse come often
         ms = await start(dut, ram)
@@ -396,4 +447,4 @@ def test_ms_alloc_runner(variant):
             raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
         pytest.skip("run `make rtl` first")
     tests, fails = run_ms(variant, "test_ms_alloc", {"APTA_MS_VARIANT": variant})
-    assert tests == 7 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests == 8 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
