@@ -191,7 +191,9 @@ class ObjMap(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val u = entryOf(upd.obj)
   val uMine = u(0) && u(39, 8) === upd.obj.pad(32)
   when(state === sUWait && io.rdData.valid) {
-    base := u(127, 64)
+    // a removal frees the entry's extent; a registration's base comes from the allocator, and a
+    // refusal answers base 0 (not what an invalid entry's bytes hold)
+    base := Mux(upd.valid, 0.U, u(127, 64))
     oldSize := u(63, 48)
     when(upd.valid) {
       // registration: the slot must be free (not this object: exists; another one: collision)

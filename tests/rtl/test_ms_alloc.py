@@ -193,11 +193,15 @@ if cocotb is not None:
             bases.append(r["base"])
         assert len(bases) == fit and r["code"] == "noSpace", (len(bases), fit, r)
         assert bases == [P["allocBase"] + ext * k for k in range(fit)], bases
+        ms.put_map(5, 0x1240, 1, valid=0)      # an invalid entry's bytes: a refusal still answers base 0
         r = await ms.map_upd(5, 1)             # a smaller class: no room to carve either
-        assert r["code"] == "noSpace", r
-        # freeing two extents: the next registrations of that class get them back, last freed first
+        assert (r["code"], r["base"]) == ("noSpace", 0), r
+        # freeing two extents: the next registrations of that class get them back, last freed first;
+        # each freed extent's first 8 bytes hold the next link (the list's old head), and only them
         assert (await ms.map_upd(12, 0, 0))["base"] == bases[2]
         assert (await ms.map_upd(11, 0, 0))["base"] == bases[1]
+        for b, link in ((bases[2], 0), (bases[1], bases[2])):
+            assert bytes(ms.ram.read(b, 8)) == link.to_bytes(8, "little"), f"the link at {b:#x}: {bytes(ms.ram.read(b, 8)).hex()}"
         r1, r2 = await ms.map_upd(2, L // 2 + 1), await ms.map_upd(3, L)
         assert (r1["code"], r1["base"], r2["code"], r2["base"]) == ("ok", bases[1], "ok", bases[2]), (r1, r2)
         r = await ms.map_upd(4, L)
@@ -351,6 +355,26 @@ if cocotb is not None:
         assert (r["code"], r["base"]) == ("ok", r6["base"] + 2 * LINE) and ("axiError", 0) in axi_errors(n0), (r, r6, ms.err[n0:])
 
     @cocotb.test()
+    async def updates_queued_back_to_back(dut):
+        """Updates queued on io_mapUpd one behind the other are answered each by its own rules, in
+        order: a registration and a removal, each followed at once by a registration of a bad size
+        (which waits at the input meanwhile), answer ok, and the bad one badSize."""
+        from cocotb.triggers import RisingEdge
+        ms = await start(dut, 1 << 14)
+        L = ms.P["linesPerObject"]
+        b5 = (await ms.map_upd(5, 2))["base"]
+        for first, want in (((6, 2, 1), "ok"), ((5, 0, 0), "ok")):
+            n = len(ms.mapUpdDone)
+            ms.inq["mapUpd"].extend([first, (7, L + 1, 1)])
+            for _ in range(1000):
+                await RisingEdge(dut.clock)
+                if len(ms.mapUpdDone) >= n + 2:
+                    break
+            got = [(a["obj"], a["code"]) for a in ms.mapUpdDone[n:]]
+            assert got == [(first[0], want), (7, "badSize")], f"{first} then a bad size: {got}"
+        assert ms.mapUpdDone[-2]["base"] == b5
+
+    @cocotb.test()
     async def random_sequence_matches_the_model(dut):
         ram = 1 << 13                           # a small arena: exhaustion and reuse come often
         ms = await start(dut, ram)
@@ -447,4 +471,4 @@ def test_ms_alloc_runner(variant):
             raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
         pytest.skip("run `make rtl` first")
     tests, fails = run_ms(variant, "test_ms_alloc", {"APTA_MS_VARIANT": variant})
-    assert tests == 8 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests == 9 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
