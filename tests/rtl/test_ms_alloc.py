@@ -275,8 +275,9 @@ if cocotb is not None:
         """MEMSERVER.md: a removal asks the directory through the core's query port, which takes an
         operation only in a cycle without a control flit, an ack or a request (CORE.md). While a
         server's acks (of nothing it owes: discarded, but each takes the core's cycle) keep the core
-        busy, the removal's query waits (white-box: the map's query valid and not taken); once the
-        acks stop it is taken and answered, and the removal completes with its own answer. The same
+        busy, the removal's query waits (white-box: the map's query valid and not taken) having read its
+        entry once; once the acks stop it is taken and answered, and the removal completes with its own
+        answer. The same
         again for an object a server caches (busy)."""
         import cocotb
         from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
@@ -298,8 +299,11 @@ if cocotb is not None:
             for _ in range(60):
                 ms.ack(2, 0, 40)
             await ClockCycles(dut.clock, 3)
+            reads = len([i for i, _c in ms.r_beats if i == 0])
             r = await ms.map_upd(obj, 0, 0, limit=1000)
             assert (r["code"], r["base"]) == want, (obj, r)
+            reads = len([i for i, _c in ms.r_beats if i == 0]) - reads
+            assert reads == 1, f"object {obj}: the removal read its entry {reads} times while its query waited"
             assert waited["n"] - w0 >= 5, f"object {obj}: the removal's query never had to wait ({waited['n'] - w0} cycles)"
             await ms.settle()
 
