@@ -51,6 +51,17 @@ def keep_open(ms, server: int, o: int, txn: int, every: int = 64) -> dict:
     return flag
 
 
+def full_set() -> tuple[list[int], int, int]:
+    """Objects of one directory set: the dirWays a reader will share (`held`), one more that a
+    writer commits into the full set (`c`: CORE.md commit.I.evict, then commit.I.full while the
+    reader never acks), and one object of another set (`e`)."""
+    from core_bfm import load_params, set_of
+    P = load_params(VARIANT)
+    group = [o for o in range(1, P["mapEntries"]) if set_of(P, o) == set_of(P, 1)][:P["dirWays"] + 1]
+    e = next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, 1))
+    return group[:-1], group[-1], e
+
+
 async def both_slots_free(ms, txn: int, why: str):
     """Servers 1 and 2 each put a 2-line object (3, 4) with `txn`: both must find a free slot (no
     PutRetry) and commit; `why` names what would have kept a slot."""
@@ -782,13 +793,9 @@ if cocotb is not None:
         import cocotb
         from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
         from apta import schema
-        from core_bfm import load_params, set_of
         STALL, DROP = (schema.enum("ReqResult").index(r) for r in ("Stall", "Drop"))
-        P = load_params(VARIANT)
-        group = [o for o in range(1, P["mapEntries"]) if set_of(P, o) == set_of(P, 1)][:P["dirWays"] + 1]
-        held, c = group[:-1], group[-1]                  # the reader's ways, the writer's object
-        e = next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, 1))
-        ms = await setup(dut, {**{o: 2 for o in group}, e: 2})
+        held, c, e = full_set()
+        ms = await setup(dut, {**{o: 2 for o in held + [c]}, e: 2})
         R, W, W2 = 2, 0, 1
         ans: list[tuple[int, int]] = []                 # (result, cycle) of the OPC's core answers
         opc, clk = dut.opc, {"c": 0}
@@ -880,13 +887,9 @@ if cocotb is not None:
         import cocotb
         from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
         from apta import schema
-        from core_bfm import load_params, set_of
         STALL = schema.enum("ReqResult").index("Stall")
-        P = load_params(VARIANT)
-        group = [o for o in range(1, P["mapEntries"]) if set_of(P, o) == set_of(P, 1)][:P["dirWays"] + 1]
-        held, c = group[:-1], group[-1]
-        e = next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, 1))
-        ms = await setup(dut, {**{o: 2 for o in group}, e: 2})
+        held, c, e = full_set()
+        ms = await setup(dut, {**{o: 2 for o in held + [c]}, e: 2})
         R, W, W2 = 2, 0, 1
         ev: list[tuple[str, int]] = []                  # (req | stall | answer | lookup, cycle) at the OPC's ports
         opc, clk = dut.opc, {"c": 0}
