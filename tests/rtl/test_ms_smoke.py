@@ -62,6 +62,31 @@ def full_set() -> tuple[list[int], int, int]:
     return group[:-1], group[-1], e
 
 
+def watch_opc(dut) -> list[tuple[str, int]]:
+    """White-box, each cycle from now (ReadOnly): the OPC's core port and lookup results as (event,
+    cycle): "req" (a Commit taken by the core), its answer by ReqResult name ("Stall", "Committed",
+    "Drop"), "lookup" (a map result for the OPC)."""
+    import cocotb
+    from cocotb.triggers import ReadOnly, RisingEdge
+    from apta import schema
+    results, ev, opc = schema.enum("ReqResult"), [], dut.opc
+
+    async def watch():
+        c = 0
+        while True:
+            await RisingEdge(dut.clock)
+            await ReadOnly()
+            c += 1
+            if int(opc.io_coreReq_valid.value) and int(opc.io_coreReq_ready.value):
+                ev.append(("req", c))
+            if int(opc.io_coreResp_valid.value) and int(opc.io_coreResp_ready.value):
+                ev.append((results[int(opc.io_coreResp_bits_result.value)], c))
+            if int(opc.io_lkRes_valid.value):
+                ev.append(("lookup", c))
+    cocotb.start_soon(watch())
+    return ev
+
+
 async def both_slots_free(ms, txn: int, why: str):
     """Servers 1 and 2 each put a 2-line object (3, 4) with `txn`: both must find a free slot (no
     PutRetry) and commit; `why` names what would have kept a slot."""
@@ -790,24 +815,11 @@ if cocotb is not None:
         err (the slot was Complete) or the core's Drop (the commit was in the core: no reply, no
         err); on ms3 every phase measured ends in FenceAbort. The other writer's put is untouched and
         commits. Once the reader acks, the writer's put commits once and DRAM has it."""
-        import cocotb
-        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
-        from apta import schema
-        STALL, DROP = (schema.enum("ReqResult").index(r) for r in ("Stall", "Drop"))
+        from cocotb.triggers import ClockCycles, RisingEdge
         held, c, e = full_set()
         ms = await setup(dut, {**{o: 2 for o in held + [c]}, e: 2})
         R, W, W2 = 2, 0, 1
-        ans: list[tuple[int, int]] = []                 # (result, cycle) of the OPC's core answers
-        opc, clk = dut.opc, {"c": 0}
-
-        async def watch():
-            while True:
-                await RisingEdge(dut.clock)
-                await ReadOnly()
-                clk["c"] += 1
-                if int(opc.io_coreResp_valid.value) and int(opc.io_coreResp_ready.value):
-                    ans.append((int(opc.io_coreResp_bits_result.value), clk["c"]))
-        cocotb.start_soon(watch())
+        ans = watch_opc(dut)                            # (event, cycle) at the OPC's ports
         for x in held:
             ms.send(R, "ObjGet", epoch=0, obj=x)
         await ms.settle()
@@ -823,7 +835,7 @@ if cocotb is not None:
                 ms.send(W, "PutLine", epoch=ep, obj=c, txn=t, line=l, data=val(c, t, l))
             for _ in range(600):
                 await RisingEdge(dut.clock)
-                stalls = [cy for r, cy in ans[a0:] if r == STALL]
+                stalls = [cy for r, cy in ans[a0:] if r == "Stall"]
                 if len(stalls) >= 3:
                     return t, ep, stalls[-1] - stalls[-2]
             raise AssertionError(f"{where}: the commit of obj {c} did not keep stalling: answers {ans[a0:]}, "
@@ -841,7 +853,7 @@ if cocotb is not None:
                 ms.ctrl("Fence", W, ep)
                 await ClockCycles(dut.clock, max(40, 3 * period))
                 aborts = [x for x in ms.err[e0:] if x["code"] == "fenceAbort" and (x["server"], x["obj"], x["txn"]) == (W, c, t)]
-                drops = [cy for r, cy in ans[a0:] if r == DROP]
+                drops = [cy for r, cy in ans[a0:] if r == "Drop"]
                 others = [x for x in ms.err[e0:] if x["code"] != "fenceAbort"]
                 assert len(aborts) + len(drops) == 1 and not others, \
                     f"{where}, the fence {k} cycles after a Stall: {len(aborts)} FenceAbort and {len(drops)} Drop " \
@@ -884,28 +896,11 @@ if cocotb is not None:
         reply, no err; the RTL assertion opc-one-slot-per-txn holds), and once the reader acks, the put
         commits the retry's lines. The sweep must reach the core's answer window (white-box: the
         OPC's lookup result arriving while its Commit is in the core)."""
-        import cocotb
-        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
-        from apta import schema
-        STALL = schema.enum("ReqResult").index("Stall")
+        from cocotb.triggers import ClockCycles, RisingEdge
         held, c, e = full_set()
         ms = await setup(dut, {**{o: 2 for o in held + [c]}, e: 2})
         R, W, W2 = 2, 0, 1
-        ev: list[tuple[str, int]] = []                  # (req | stall | answer | lookup, cycle) at the OPC's ports
-        opc, clk = dut.opc, {"c": 0}
-
-        async def watch():
-            while True:
-                await RisingEdge(dut.clock)
-                await ReadOnly()
-                clk["c"] += 1
-                if int(opc.io_coreReq_valid.value) and int(opc.io_coreReq_ready.value):
-                    ev.append(("req", clk["c"]))
-                if int(opc.io_coreResp_valid.value) and int(opc.io_coreResp_ready.value):
-                    ev.append(("stall" if int(opc.io_coreResp_bits_result.value) == STALL else "answer", clk["c"]))
-                if int(opc.io_lkRes_valid.value):
-                    ev.append(("lookup", clk["c"]))
-        cocotb.start_soon(watch())
+        ev = watch_opc(dut)                             # (event, cycle) at the OPC's ports
         for x in held:
             ms.send(R, "ObjGet", epoch=0, obj=x)
         await ms.settle()
@@ -913,7 +908,7 @@ if cocotb is not None:
         async def stalls(n: int, e0: int, where: str) -> list[int]:
             for _ in range(600):
                 await RisingEdge(dut.clock)
-                st = [cy for t, cy in ev[e0:] if t == "stall"]
+                st = [cy for t, cy in ev[e0:] if t == "Stall"]
                 if len(st) >= n:
                     return st
             raise AssertionError(f"{where}: the commit of obj {c} did not keep stalling: {ev[e0:][-6:]}")
@@ -939,7 +934,7 @@ if cocotb is not None:
                 await ms.settle()                                      # reopened: waits for lines
                 lk = [cy for ty, cy in ev[e1:] if ty == "lookup"]
                 reqs = [cy for ty, cy in ev[e0:] if ty == "req"]
-                ends = [cy for ty, cy in ev[e0:] if ty in ("stall", "answer")]
+                ends = [cy for ty, cy in ev[e0:] if ty not in ("req", "lookup")]
                 if any(q <= lk[0] < a for q, a in zip(reqs, ends)):
                     hits.append((where, k))
                 settled = len(ev)
