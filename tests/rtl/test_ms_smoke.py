@@ -62,6 +62,18 @@ def full_set() -> tuple[list[int], int, int]:
     return group[:-1], group[-1], e
 
 
+async def full_set_shared(dut, reader: int):
+    """The memory server with full_set()'s objects (2 lines each), the OPC watched (watch_opc), and
+    `reader` sharing every way of the set: (ms, held, c, e, events)."""
+    held, c, e = full_set()
+    ms = await setup(dut, {**{o: 2 for o in held + [c]}, e: 2})
+    ev = watch_opc(dut)
+    for x in held:
+        ms.send(reader, "ObjGet", epoch=0, obj=x)
+    await ms.settle()
+    return ms, held, c, e, ev
+
+
 def watch_opc(dut) -> list[tuple[str, int]]:
     """White-box, each cycle from now (ReadOnly): the OPC's core port and lookup results as (event,
     cycle): "req" (a Commit taken by the core), its answer by ReqResult name ("Stall", "Committed",
@@ -816,13 +828,8 @@ if cocotb is not None:
         err); on ms3 every phase measured ends in FenceAbort. The other writer's put is untouched and
         commits. Once the reader acks, the writer's put commits once and DRAM has it."""
         from cocotb.triggers import ClockCycles, RisingEdge
-        held, c, e = full_set()
-        ms = await setup(dut, {**{o: 2 for o in held + [c]}, e: 2})
         R, W, W2 = 2, 0, 1
-        ans = watch_opc(dut)                            # (event, cycle) at the OPC's ports
-        for x in held:
-            ms.send(R, "ObjGet", epoch=0, obj=x)
-        await ms.settle()
+        ms, held, c, e, ans = await full_set_shared(dut, R)
         txn = {"n": 0}
 
         async def put_until_stalled(where: str) -> tuple[int, int, int]:
@@ -897,13 +904,8 @@ if cocotb is not None:
         commits the retry's lines. The sweep must reach the core's answer window (white-box: the
         OPC's lookup result arriving while its Commit is in the core)."""
         from cocotb.triggers import ClockCycles, RisingEdge
-        held, c, e = full_set()
-        ms = await setup(dut, {**{o: 2 for o in held + [c]}, e: 2})
         R, W, W2 = 2, 0, 1
-        ev = watch_opc(dut)                             # (event, cycle) at the OPC's ports
-        for x in held:
-            ms.send(R, "ObjGet", epoch=0, obj=x)
-        await ms.settle()
+        ms, held, c, e, ev = await full_set_shared(dut, R)
 
         async def stalls(n: int, e0: int, where: str) -> list[int]:
             for _ in range(600):
