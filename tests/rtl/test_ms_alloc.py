@@ -291,7 +291,17 @@ if cocotb is not None:
                 if int(dut.map.io_qry_valid.value) and not int(dut.map.io_qry_ready.value):
                     waited["n"] += 1
         cocotb.start_soon(watch())
-        r5, r6 = await ms.map_upd(5, 2), await ms.map_upd(6, 2)
+        r5 = await ms.map_upd(5, 2)
+        # an update is answered only once its entry write is acknowledged (B held back meanwhile)
+        ms.ram.write_if.b_channel.pause = True
+        n = len(ms.mapUpdDone)
+        ms.inq["mapUpd"].append((6, 2, 1))
+        await ClockCycles(dut.clock, 80)
+        assert len(ms.mapUpdDone) == n, f"answered before its write's B: {ms.mapUpdDone[n:]}"
+        ms.ram.write_if.b_channel.pause = False
+        await ms.settle()
+        r6 = ms.mapUpdDone[n]
+        assert r6["code"] == "ok", r6
         ms.send(1, "ObjGet", epoch=0, obj=6)
         await ms.settle()
         for obj, want in ((6, ("busy", r6["base"])), (5, ("ok", r5["base"]))):

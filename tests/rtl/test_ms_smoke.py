@@ -1015,6 +1015,28 @@ if cocotb is not None:
         assert all(src.values()), f"the sweep served every get from one place ({src}): it missed the drain's end"
 
     @cocotb.test()
+    async def rejoin_answers_on_its_own_channel(dut):
+        """MEMSERVER.md ctrlResp: a Rejoin on a server's request port is answered on rsp, one on the
+        control channel on ctrlResp; each waits only for its own channel. With ctrlResp stalled a
+        request-port Rejoin is answered; with rsp stalled a control Rejoin is answered."""
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut, {1: 2})
+        ms.stalled.add("ctrlResp")
+        ms.send(0, "Rejoin", epoch=0)
+        await ClockCycles(dut.clock, 60)
+        assert ms.rsp_of("RejoinAck", server=0, epoch=1), f"a request-port Rejoin waited for ctrlResp: {ms.rsp}"
+        ms.stalled.discard("ctrlResp")
+        await ms.settle()
+        ms.stalled.add("rsp")
+        n = len(ms.ctrlResp)
+        ms.ctrl("Rejoin", 1, 0)
+        await ClockCycles(dut.clock, 60)
+        assert [f for nm, f in ms.ctrlResp[n:] if nm == "RejoinAck" and f["server"] == 1], \
+            f"a control Rejoin waited for rsp: {ms.ctrlResp[n:]}"
+        ms.stalled.discard("rsp")
+        await ms.settle()
+
+    @cocotb.test()
     async def bad_input(dut):
         ms = await setup(dut, {1: 2})
         ms.put_map(9, obj_base(9), 20)                 # over-long (linesPerObject 8)
@@ -1048,4 +1070,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 22 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 23 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
