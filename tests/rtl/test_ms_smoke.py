@@ -1017,24 +1017,33 @@ if cocotb is not None:
     @cocotb.test()
     async def rejoin_answers_on_its_own_channel(dut):
         """MEMSERVER.md ctrlResp: a Rejoin on a server's request port is answered on rsp, one on the
-        control channel on ctrlResp; each waits only for its own channel. With ctrlResp stalled a
-        request-port Rejoin is answered; with rsp stalled a control Rejoin is answered."""
+        control channel on ctrlResp; each waits only for its own channel, and each is answered once.
+        With ctrlResp stalled a request-port Rejoin is answered; with rsp stalled a control Rejoin is; a control Rejoin whose ctrlResp
+        is stalled is answered once it is released."""
         from cocotb.triggers import ClockCycles
         ms = await setup(dut, {1: 2})
         ms.stalled.add("ctrlResp")
         ms.send(0, "Rejoin", epoch=0)
         await ClockCycles(dut.clock, 60)
-        assert ms.rsp_of("RejoinAck", server=0, epoch=1), f"a request-port Rejoin waited for ctrlResp: {ms.rsp}"
+        assert len(ms.rsp_of("RejoinAck", server=0, epoch=1)) == 1, f"a request-port Rejoin and ctrlResp stalled: {ms.rsp}"
         ms.stalled.discard("ctrlResp")
         await ms.settle()
+        assert len(ms.rsp_of("RejoinAck")) == 1 and not ms.ctrlResp, (ms.rsp, ms.ctrlResp)
         ms.stalled.add("rsp")
         n = len(ms.ctrlResp)
         ms.ctrl("Rejoin", 1, 0)
         await ClockCycles(dut.clock, 60)
-        assert [f for nm, f in ms.ctrlResp[n:] if nm == "RejoinAck" and f["server"] == 1], \
-            f"a control Rejoin waited for rsp: {ms.ctrlResp[n:]}"
+        assert [(nm, f["server"]) for nm, f in ms.ctrlResp[n:]] == [("RejoinAck", 1)], \
+            f"a control Rejoin and rsp stalled: {ms.ctrlResp[n:]}"
         ms.stalled.discard("rsp")
         await ms.settle()
+        assert len(ms.ctrlResp) == n + 1 and len(ms.rsp_of("RejoinAck")) == 1, (ms.ctrlResp, ms.rsp)
+        ms.stalled.add("ctrlResp")                      # its own channel stalled: the answer waits, whole
+        ms.ctrl("Rejoin", 2, 0)
+        await ClockCycles(dut.clock, 60)
+        ms.stalled.discard("ctrlResp")
+        await ms.settle()
+        assert [(nm, f["server"]) for nm, f in ms.ctrlResp[n + 1:]] == [("RejoinAck", 2)], ms.ctrlResp[n + 1:]
 
     @cocotb.test()
     async def bad_input(dut):
