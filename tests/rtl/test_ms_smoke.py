@@ -1018,8 +1018,8 @@ if cocotb is not None:
     async def rejoin_answers_on_its_own_channel(dut):
         """MEMSERVER.md ctrlResp: a Rejoin on a server's request port is answered on rsp, one on the
         control channel on ctrlResp; each waits only for its own channel, and each is answered once.
-        With ctrlResp stalled a request-port Rejoin is answered; with rsp stalled a control Rejoin is; a control Rejoin whose ctrlResp
-        is stalled is answered once it is released."""
+        With ctrlResp stalled a request-port Rejoin is answered; with rsp stalled a control Rejoin
+        is; a control Rejoin whose ctrlResp is stalled is answered once it is released."""
         from cocotb.triggers import ClockCycles
         ms = await setup(dut, {1: 2})
         ms.stalled.add("ctrlResp")
