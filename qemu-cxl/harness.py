@@ -35,6 +35,7 @@ from pathlib import Path
 from apta import hostrun as wrun
 from apta import layout as gen_layout
 from apta import messages
+from apta import shm
 from apta import workflow as wfmod
 from apta.paths import ROOT, SCHEMA
 
@@ -174,10 +175,10 @@ class Region:
         return self._g[g][1]
 
     def u64(self, off: int) -> int:
-        return struct.unpack_from("<Q", self.m, off)[0]
+        return shm.load64(self.m, off)
 
     def set_u64(self, off: int, v: int):
-        struct.pack_into("<Q", self.m, off, v)
+        shm.store64(self.m, off, v)
 
     def data(self, addr: int, n: int) -> bytes:
         return bytes(self.m[LAY.data_offset + addr: LAY.data_offset + addr + n])
@@ -206,10 +207,10 @@ class Guest:
         self.alive = True
 
     def u64(self, off: int) -> int:
-        return struct.unpack_from("<Q", self.m, off)[0]
+        return shm.load64(self.m, off)
 
     def set_u64(self, off: int, v: int):
-        struct.pack_into("<Q", self.m, off, v)
+        shm.store64(self.m, off, v)
 
     def put_slot(self, flit: int, flit_bits: int | None = None, nbytes: int | None = None):
         m = self.m

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from apta import layout as gen_layout
+from apta import shm
 
 LINE = 64
 _LAY = gen_layout.load()
@@ -103,16 +104,16 @@ class File:
             self.m = None
 
     def u32(self, off: int) -> int:
-        return struct.unpack_from("<I", self.m, off)[0]
+        return shm.load32(self.m, off)
 
     def u64(self, off: int) -> int:
-        return struct.unpack_from("<Q", self.m, off)[0]
+        return shm.load64(self.m, off)
 
     def set_u32(self, off: int, v: int):
-        struct.pack_into("<I", self.m, off, v)
+        shm.store32(self.m, off, v)
 
     def set_u64(self, off: int, v: int):
-        struct.pack_into("<Q", self.m, off, v)
+        shm.store64(self.m, off, v)
 
     def read(self, off: int, n: int) -> bytes:
         return bytes(self.m[off:off + n])
