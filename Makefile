@@ -123,7 +123,7 @@ vectors: deps-murphi venv
 # etcd + kube-apiserver (test-scheduler).
 test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon daemon-trace runner deps-fuzz
 	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
-	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1 nice -n 10 $(PY) -m pytest tests -q
+	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1 nice -n 10 $(PY) -m pytest tests -q --durations=25
 	echo "--- the daemon's fuzzers, $(FUZZTIME_TEST) per target (ring slots, HTTP requests, JSON bodies) ---"
 	$(MAKE) --no-print-directory fuzz-daemon FUZZTIME=$(FUZZTIME_TEST)
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"

@@ -487,11 +487,12 @@ def start_clock(dut):
 
 
 def skip_after_a_failure():
-    """Under a mutation run (APTA_RTL_MUTANT) one failing test kills the mutant, so once a test of
-    this simulation failed the later ones are skipped: the verdict and the killing test are those of
-    the full run, found sooner (most kills are in a module's first tests). Every test starts its
-    clock here, before it drives anything."""
-    if "APTA_RTL_MUTANT" not in os.environ:
+    """Under a mutation run (APTA_RTL_MUTANT) or on a hand-made mutant (APTA_MUTANT not 0, `make
+    rtl-mutants`) one failing test catches the mutant, so once a test of this simulation failed the
+    later ones are skipped: the verdict and the catching test are those of the full run, found
+    sooner (most catches are in a module's first tests). Every test starts its clock here, before
+    it drives anything."""
+    if "APTA_RTL_MUTANT" not in os.environ and os.environ.get("APTA_MUTANT", "0") in ("", "0"):
         return
     from cocotb import regression
     manager = getattr(regression, "_manager_inst", None)     # cocotb 2's running regression
@@ -589,10 +590,26 @@ def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = 
     try:
         results = runner.test(hdl_toplevel=top, hdl_toplevel_lang="verilog", test_module=test_module, test_dir=Path(__file__).parent,
                               build_dir=bdir, extra_env=env, testcase=testcase, plusargs=plusargs,
-                              results_xml=str((out_root() if "APTA_OUT_DIR" in os.environ else bdir) / results_name))
+                              results_xml=str(results_path(bdir, results_name)))
         return get_results(results)
     except (SystemExit, RuntimeError):   # a failed test, or the simulator stopped (an RTL assertion)
         return 1, 1
+
+
+def results_path(bdir: Path, results_name: str) -> Path:
+    """Where simulate() records a run's results XML."""
+    return (out_root() if "APTA_OUT_DIR" in os.environ else bdir) / results_name
+
+
+def failed_tests(bdir: Path, results_name: str) -> list[str]:
+    """The names of the failed (or errored) tests in a run's results XML, in order; [] if there is
+    no XML (the simulator did not get to write it)."""
+    import xml.etree.ElementTree as ET
+    x = results_path(bdir, results_name)
+    if not x.exists():
+        return []
+    return [tc.get("name") for tc in ET.parse(x).getroot().iter("testcase")
+            if tc.find("failure") is not None or tc.find("error") is not None]
 
 
 def run(variant: str, test_module: str, env: dict, testcase: str | None = None,

@@ -480,22 +480,30 @@ def _ms_vectors(variant: str, env: dict) -> str | None:
     return fails[0][:300] if fails else None
 
 
+def _ms_module(variant: str, module: str, what: str, at_least: int) -> str | None:
+    """A memory-server cocotb module on the mutant: None if it passes, else how many of its tests
+    failed and the first (a mutation run skips a module's tests after its first failure)."""
+    from core_bfm import failed_tests, results_path
+    from ms_bfm import build_ms, run_ms
+    _runner, bdir = build_ms(variant)
+    results_path(bdir, f"{module}.xml").unlink(missing_ok=True)
+    n, failed = run_ms(variant, module, {"APTA_MS_VARIANT": variant})
+    if not failed and n >= at_least:
+        return None
+    first = failed_tests(bdir, f"{module}.xml")
+    return f"{failed} of {n} {what} tests failed" + (f", first {first[0]}" if first else "")
+
+
 def _ms_smoke(variant: str, env: dict) -> str | None:
-    from ms_bfm import run_ms
-    n, failed = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    return f"{failed} of {n} smoke tests failed" if failed or n < 7 else None
+    return _ms_module(variant, "test_ms_smoke", "smoke", 7)
 
 
 def _ms_alloc(variant: str, env: dict) -> str | None:
-    from ms_bfm import run_ms
-    n, failed = run_ms(variant, "test_ms_alloc", {"APTA_MS_VARIANT": variant})
-    return f"{failed} of {n} allocator tests failed" if failed or n < 3 else None
+    return _ms_module(variant, "test_ms_alloc", "allocator", 3)
 
 
 def _ms_hold(variant: str, env: dict) -> str | None:
-    from ms_bfm import run_ms
-    n, failed = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
-    return f"{failed} of {n} hold-table tests failed" if failed or n < 6 else None
+    return _ms_module(variant, "test_ms_hold", "hold-table", 6)
 
 
 def _ms_workflows(variant: str, env: dict) -> str | None:

@@ -8,7 +8,8 @@ and every mutant of unit "ms" (the OSC / OPC), two independent checks run:
   object-storage allocator: each refusal, exhaustion, a random sequence against its reference
   model) and of tests/rtl/test_ms_hold.py (the hold table of versioned gets, issue 19); the
   correct design runs all three, a hold-table mutant (hold_*) test_ms_hold only, the others the
-  first two; the failing tests are named;
+  first two; the first failing test is named (a mutant's later tests are skipped once one
+  failed);
 - workflows: tests/rtl/test_ms_workflows.py's workflows with crashes, a short run
   (APTA_MS_MUTANT_SEEDS seeds, default 2, faults on), every history checked (P1-P4). The hold
   table's mutants (names hold_*) skip it: the workflows issue no versioned get.
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from core_bfm import ROOT, variant_dir
@@ -40,23 +40,20 @@ def _modules(name: str) -> tuple[str, ...]:
 
 
 def _smoke(mid: int, modules: tuple[str, ...]) -> dict:
+    from core_bfm import failed_tests, results_path
     from ms_bfm import build_ms, run_ms
     _runner, bdir = build_ms(VARIANT)
     tests, failed = 0, []
     for module in modules:
-        xml = bdir / f"{module}.xml"
-        if xml.exists():
-            xml.unlink()
+        results_path(bdir, f"{module}.xml").unlink(missing_ok=True)
         n, fails = run_ms(VARIANT, module, {"APTA_MS_VARIANT": VARIANT, "APTA_MUTANT": mid})
         tests += n
-        bad = []
-        if xml.exists():
-            for tc in ET.parse(xml).getroot().iter("testcase"):
-                if tc.find("failure") is not None or tc.find("error") is not None:
-                    bad.append(tc.get("name"))
+        bad = failed_tests(bdir, f"{module}.xml")
         if fails and not bad:
             bad = [f"{module}: simulation crashed"]
         failed += bad
+        if failed and mid:
+            break           # caught: its later tests and modules are skipped (core_bfm.skip_after_a_failure)
     return {"tests": tests, "failed": failed}
 
 

@@ -1046,6 +1046,45 @@ if cocotb is not None:
         assert [(nm, f["server"]) for nm, f in ms.ctrlResp[n + 1:]] == [("RejoinAck", 2)], ms.ctrlResp[n + 1:]
 
     @cocotb.test()
+    async def commit_answer_waits_for_its_queue(dut):
+        """MEMSERVER.md OPC: the core's answer to a Commit is taken only when its PutCommit can enter
+        the OPC's answer queue (coreResp.ready). A commit keeps stalling (full_set_shared); the
+        response channel is stalled and three refused PutPrepares follow (ObjErr unknownObj): two
+        fill the queue, the third waits in the input stage with its answer; then the reader acks, so
+        the commit's next try would commit while the queue is full. The core's answer waits (valid,
+        not taken) until the channel is released; then every answer arrives: the three ObjErr, and
+        the PutCommit once, with the put's lines in DRAM."""
+        from cocotb.triggers import ClockCycles, RisingEdge
+        from core_bfm import load_params
+        R, W, B = 2, 0, 1
+        ms, held, c, e, ans = await full_set_shared(dut, R)
+        ms.send(W, "PutPrepare", epoch=0, obj=c, txn=1)
+        for l in range(2):
+            ms.send(W, "PutLine", epoch=0, obj=c, txn=1, line=l, data=val(c, 1, l))
+        for _ in range(600):
+            await RisingEdge(dut.clock)
+            if [r for r, _cy in ans if r == "Stall"]:
+                break
+        assert [r for r, _cy in ans if r == "Stall"], f"the commit of obj {c} did not stall: {ans}"
+        ms.stalled.add("rsp")
+        unknown = [o for o in range(1, load_params(VARIANT)["mapEntries"]) if o not in held + [c, e]][:3]
+        for t, o in enumerate(unknown, start=1):
+            ms.send(B, "PutPrepare", epoch=0, obj=o, txn=t)
+        await ClockCycles(dut.clock, 60)
+        for x in held:
+            ms.ack(R, 0, x)
+        await ClockCycles(dut.clock, 300)
+        opc = dut.opc
+        assert int(opc.io_coreResp_valid.value) and not int(opc.io_coreResp_ready.value), \
+            "the answer queue is full, yet the core's answer was taken (or none was pending)"
+        assert not ms.rsp_of("PutCommit", server=W, obj=c), ms.rsp
+        ms.stalled.discard("rsp")
+        await ms.settle()
+        assert [f["obj"] for f in ms.rsp_of("ObjErr", server=B)] == unknown, ms.rsp
+        assert len(ms.rsp_of("PutCommit", server=W, obj=c, txn=1)) == 1, ms.rsp[-4:]
+        assert ms.read_obj(obj_base(c), 2) == [val(c, 1, l) for l in range(2)]
+
+    @cocotb.test()
     async def bad_input(dut):
         ms = await setup(dut, {1: 2})
         ms.put_map(9, obj_base(9), 20)                 # over-long (linesPerObject 8)
@@ -1079,4 +1118,4 @@ def test_ms_smoke_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_smoke", {"APTA_MS_VARIANT": variant})
-    assert tests >= 23 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 24 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
