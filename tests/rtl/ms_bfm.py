@@ -216,6 +216,9 @@ class Ms:
         self.S = schema_for(self.P)
         self.n = self.P["servers"]
         self.rng = random.Random(seed)
+        # what an input carries while its valid is low: random bits, never the last message (a design
+        # that looks at a port's bits without its valid acts on them; stale bits would hide it)
+        self.noise = random.Random(seed ^ 0x6E6F6973)
         self.bp = backpressure
         self.stalled: set[str] = set()   # outputs ("rsp", "snp", "ctrlResp") whose ready a test holds at 0
         self.ram = AxiRam(axi_bus(dut), dut.clock, dut.reset, size=ram_size)
@@ -342,17 +345,14 @@ class Ms:
                 if fired[k]:
                     q.popleft()
                 v.value = 1 if q else 0
-                if q:
-                    b.value = q[0]
+                b.value = q[0] if q else self.noise.getrandbits(len(b))
             uq = self.inq["mapUpd"]
             if upd_fired:
                 uq.popleft()
             d.io_mapUpd_valid.value = 1 if uq else 0
-            if uq:
-                o, size, valid = uq[0]
-                d.io_mapUpd_bits_obj.value = o
-                d.io_mapUpd_bits_size.value = size
-                d.io_mapUpd_bits_valid.value = valid
+            upd = (d.io_mapUpd_bits_obj, d.io_mapUpd_bits_size, d.io_mapUpd_bits_valid)
+            for h, x in zip(upd, uq[0] if uq else [self.noise.getrandbits(len(h)) for h in upd]):
+                h.value = x
             for name, _ in outs:
                 getattr(d, f"io_{name}_ready").value = 0 if name in self.stalled or self.rng.random() < self.bp else 1
             await ReadOnly()
@@ -376,6 +376,7 @@ class Ms:
                 self.err.append({"code": ERR.get(int(d.io_err_bits_code.value)),
                                  "server": int(d.io_err_bits_server.value), "obj": int(d.io_err_bits_obj.value),
                                  "txn": int(d.io_err_bits_txn.value), "opcode": int(d.io_err_bits_opcode.value),
+                                 "msgCode": int(d.io_err_bits_msgCode.value), "field": int(d.io_err_bits_field.value),
                                  "cycle": self.cycles})
             if int(d.io_mapUpdDone_valid.value):
                 self.mapUpdDone.append({"obj": int(d.io_mapUpdDone_bits_obj.value),
