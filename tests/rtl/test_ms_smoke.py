@@ -1132,7 +1132,9 @@ if cocotb is not None:
     @cocotb.test()
     async def a_blocked_head_costs_the_others_nothing(dut):
         """MEMSERVER.md dispatcher: one server port per cycle, round-robin among the ports whose head
-        can go. Each port in turn gets a head the OPC cannot take: a PutLine, behind three refused
+        can go. First every port sends 8 zombie gets, which the dispatcher refuses at one a cycle:
+        they are taken in consecutive cycles, the ports in strict rotation. Then each port in turn
+        gets a head the OPC cannot take: a PutLine, behind three refused
         PutPrepares of its server with the response channel stalled (two ObjErr fill the OPC's
         answer queue, the third waits with its answer, so the OPC's input is closed). The other
         ports then send 8 zombie gets each, which the dispatcher refuses at one a cycle: they are
@@ -1141,6 +1143,15 @@ if cocotb is not None:
         from core_bfm import load_params
         ms = await setup(dut, {5: 2})
         unknown = [o for o in range(1, load_params(VARIANT)["mapEntries"]) if o != 5][:3]
+        n0 = len(ms.req_fire)
+        for _ in range(8):
+            for srv in range(ms.n):
+                ms.send(srv, "ObjGet", epoch=1, obj=5)
+        await ClockCycles(dut.clock, 60)
+        ports, cyc = [p for p, _c in ms.req_fire[n0:]], [c for _p, c in ms.req_fire[n0:]]
+        assert len(ports) == 8 * ms.n and cyc == list(range(cyc[0], cyc[0] + len(cyc))) and \
+            ports == [(ports[0] + k) % ms.n for k in range(len(ports))], \
+            f"all ports ready: taken {ms.req_fire[n0:]} (one a cycle, in rotation)"
         for b in range(ms.n):
             others = [p for p in range(ms.n) if p != b]
             r0, e0 = len(ms.rsp), len(ms.err)
