@@ -358,6 +358,44 @@ if cocotb is not None:
         assert ms.held() == 0
 
     @cocotb.test()
+    async def registration_and_removal_restart_versions(dut):
+        """MEMSERVER.md version table: an object's version is set to 0 by a registration or removal
+        that succeeds (mapUpdDone ok), and by nothing else. Object 3, registered through the map
+        port, is committed twice; a refused registration of it (exists) keeps version 2: a get
+        naming version 2 is served at once. Object 4, committed twice, removed (its writer fenced
+        first, so that it holds no copy) and registered again,
+        is back at version 0: a get naming version 1 is held until the next commit, which serves it."""
+        ms = await setup(dut)
+        for o in (3, 4):
+            r = await ms.map_upd(o, SIZE)
+            assert r["code"] == "ok", r
+            ms.write_obj(r["base"], [val(o, 0, l) for l in range(SIZE)])
+            for v in (1, 2):
+                put(ms, 1, o, version=v, txn=v)
+                await ms.settle()
+            assert len(ms.rsp_of("PutCommit", server=1, obj=o)) == 2, ms.rsp
+        r = await ms.map_upd(3, SIZE)
+        assert r["code"] == "exists", r
+        ms.send(0, "ObjGet", epoch=0, obj=3, version=2)
+        await ms.settle()
+        assert data_of(ms, 0, 3) == [val(3, 2, l) for l in range(SIZE)], \
+            f"a get of version 2 after a refused registration: {ms.rsp[-3:]} (held {ms.held()})"
+        ms.ctrl("Fence", 1, 0)              # the writer's copies go (else the removal is busy)
+        await ms.settle()
+        r = await ms.map_upd(4, 0, 0)
+        assert r["code"] == "ok", r
+        r = await ms.map_upd(4, SIZE)
+        assert r["code"] == "ok", r
+        ms.write_obj(r["base"], [val(4, 0, l) for l in range(SIZE)])
+        ms.send(0, "ObjGet", epoch=0, obj=4, version=1)
+        await ms.settle()
+        assert ms.held() == 1 and not ms.rsp_of("ObjData", server=0, obj=4), \
+            f"version 1 of a re-registered object served before its first commit: {ms.rsp[-3:]}"
+        put(ms, 2, 4, version=7, txn=1)
+        await ms.settle()
+        assert data_of(ms, 0, 4) == [val(4, 7, l) for l in range(SIZE)] and ms.held() == 0, ms.rsp[-4:]
+
+    @cocotb.test()
     async def versioned_stress(dut):
         """Random versioned and plain gets, puts, fences and rejoins of 3 servers on 3 objects,
         against a scoreboard (APTA_HOLD_STRESS_OPS operations, default 400; APTA_HOLD_STRESS_SEED).
@@ -524,4 +562,4 @@ def test_ms_hold_runner(variant):
     from ms_bfm import require_ms_netlist, run_ms
     require_ms_netlist(variant)
     tests, fails = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
-    assert tests >= 11 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    assert tests >= 12 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"

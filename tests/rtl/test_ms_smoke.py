@@ -1213,6 +1213,9 @@ if cocotb is not None:
         await ms.settle()
         codes = {(e["server"], e["code"]) for e in ms.err}
         assert {(0, "unknownObj"), (1, "overLong"), (2, "badMapEntry"), (0, "noTxn")} <= codes, ms.err
+        get_op = ms.S.messages["ObjGet"].opcode       # the OSC's reports: a get's opcode, txn 0
+        assert [(e["opcode"], e["txn"]) for e in ms.err if (e["server"], e["code"]) in ((0, "unknownObj"), (1, "overLong"))] \
+            == [(get_op, 0)] * 2, ms.err
         assert ms.rsp_of("ObjErr", server=0, obj=50, code=4)
         assert ms.rsp_of("ObjErr", server=1, obj=9, code=6)
         assert ms.rsp_of("ObjErr", server=2, obj=10, txn=3, code=5)
