@@ -460,6 +460,7 @@ if cocotb is not None:
         # (exists) and a removal of another (busy: server 1 shares it) leave both hitting
         a, b, c = cached[:3]
         assert (await ms.map_upd(a, 2))["code"] == "exists"
+        assert await map_reads(b) == 0     # server 1 shares b now (msv's small directory evicted its copies of the first gets)
         assert (await ms.map_upd(b, 0, 0))["code"] == "busy"
         assert [await map_reads(o) for o in (a, b)] == [0, 0], "a refused update dropped a translation"
         # a removal drops its translation: with server 1's copies fenced away, the removal of a cached
