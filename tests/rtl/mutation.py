@@ -158,6 +158,10 @@ CONT = re.compile(r"^\s+(\w+)\s*[,)]?\s*$")
 
 
 TEMP = re.compile(r"\b(_\w+|casez_tmp\w*)\b")   # firtool's temporaries: their numbers differ by variant
+# an instance's output wire (`_<instance>_io_<port>`, connected in the instance's port list, never
+# assigned): named by the instance and its port, not numbered, so the same name in two variants
+INST_OUT = re.compile(r"_[A-Za-z]\w*?_io_\w+")
+NUMBERED = re.compile(r".*_(?:T|GEN)(?:_\d+)?$")
 
 
 def _temp_defs(body: list[str]) -> dict[str, str]:
@@ -178,12 +182,16 @@ def _temp_defs(body: list[str]) -> dict[str, str]:
 
 def _canon(text: str, defs: dict[str, str], memo: dict) -> str | None:
     """`text` with every temporary replaced by a name made from its definition (recursively), so
-    that the same logic reads the same in two variants whatever firtool numbered it; None if a
-    temporary has no such definition (a case-block mux, a register named like one)."""
+    that the same logic reads the same in two variants whatever firtool numbered it; an instance's
+    output wire keeps its name (INST_OUT); None if a temporary has no such definition (a case-block
+    mux, a register named like one)."""
     def name(t: str, depth: int = 0) -> str | None:
         if t not in memo:
             memo[t] = None                       # a cycle (none in combinational wires) stays None
             d = defs.get(t)
+            if d is None and INST_OUT.fullmatch(t) and not NUMBERED.fullmatch(t):
+                memo[t] = t
+                return t
             c = None if d is None or depth > 200 else sub(d, depth + 1)
             memo[t] = None if c is None else "T" + hashlib.sha1(c.encode()).hexdigest()[:12]
         return memo[t]
