@@ -514,6 +514,10 @@ def _ms_hold(variant: str, env: dict) -> str | None:
     return _ms_module(variant, "test_ms_hold", "hold-table", 6)
 
 
+def _ms_ports(variant: str, env: dict) -> str | None:
+    return _ms_module(variant, "test_ms_ports", "server-port", 4)
+
+
 def _ms_workflows(variant: str, env: dict) -> str | None:
     import test_ms_workflows as tw
     failed, res = tw._run_ms(variant, f"-mutant{env['APTA_RTL_MUTANT']}", {"APTA_MS_SEEDS": "1"})
@@ -545,17 +549,19 @@ GROUPS = {
                          [("epochs", _core_epochs), ("vectors", _core_vectors), ("ctrl", _core_ctrl),
                           ("extent", _core_extent), ("flow", _core_flow)],
                          modules=frozenset({"CtrlUnit", "ServerTable"})),
-    # two staging slots and a bigger directory: the directed races of the smoke tests, the
-    # allocator and its translation cache, the hold table of versioned gets (issue 19), the workflows
+    # two staging slots and a bigger directory: the directed races of the smoke tests, the server
+    # ports (refusals, round-robin), the allocator and its translation cache, the hold table of
+    # versioned gets (issue 19), the workflows
     "ms3": Group("ms3", "ms3", "MemoryServer", "MemoryServer.sv",
-                 [("ms-smoke", _ms_smoke), ("ms-alloc", _ms_alloc), ("ms-hold", _ms_hold),
+                 [("ms-smoke", _ms_smoke), ("ms-ports", _ms_ports), ("ms-alloc", _ms_alloc), ("ms-hold", _ms_hold),
                   ("ms-workflows", _ms_workflows)]),
     # the memory server in the model's geometry: its vectors (the model's steps, its cells), the
-    # allocator tests, then the workflows with crashes. The smoke and hold tests need ms3's two
+    # server ports, the allocator tests, then the workflows with crashes. The smoke and hold tests need ms3's two
     # staging slots; what ms3 killed is covered here (the same statement's mutant), so this group
     # runs what only msv's Verilog has and ms3's survivors
     "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
-                 [("ms-vectors", _ms_vectors), ("ms-alloc", _ms_alloc), ("ms-workflows", _ms_workflows)],
+                 [("ms-vectors", _ms_vectors), ("ms-ports", _ms_ports), ("ms-alloc", _ms_alloc),
+                  ("ms-workflows", _ms_workflows)],
                  cross="ms3"),
 }
 
@@ -764,8 +770,9 @@ REACHES = {"decoder": frozenset({"MsgDecoder"})}
 # A mutant of a module that one of the group's tests is written for runs that test first (the others
 # after it, in the group's order): the allocator's and the map's mutants pass the smoke tests, which
 # never register or remove an object, so the group's order would cost each of them the smoke run
-# first. Its "killed by" is then the first test in that order.
-FIRST = {"ExtentAlloc": "ms-alloc", "ObjMap": "ms-alloc"}
+# first; the top's (mostly the dispatcher's) run the server-port tests first. Its "killed by" is
+# then the first test in that order.
+FIRST = {"ExtentAlloc": "ms-alloc", "ObjMap": "ms-alloc", "MemoryServer": "ms-ports"}
 
 
 def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
