@@ -165,9 +165,22 @@ NUMBERED = re.compile(r".*_(?:T|GEN)(?:_\d+)?$")
 
 
 def _temp_defs(body: list[str]) -> dict[str, str]:
-    """A module's temporaries defined by `wire ... name = expr;` (one or more lines): name -> expr."""
+    """A module's temporaries defined by `wire ... name = expr;` (one or more lines): name -> expr;
+    and a case-block mux (`always_comb begin casez (sel) ... casez_tmp_N = ...; endcase`): name ->
+    the block's text with its own name left out."""
     defs, k = {}, 0
     while k < len(body):
+        if re.match(r"^\s*always_comb begin\s*$", body[k]) and k + 1 < len(body) and \
+                re.match(r"^\s*casez \(", body[k + 1]):
+            j = k + 1
+            while j < len(body) and "endcase" not in body[j]:
+                j += 1
+            block = " ".join(" ".join(body[k + 1:j]).split())
+            targets = set(re.findall(r"\b(\w+) = ", block))
+            if len(targets) == 1 and TEMP.fullmatch(t := targets.pop()):
+                defs[t] = block.replace(f"{t} = ", "= ")
+            k = j + 1
+            continue
         m = re.match(r"^\s*wire\b[^=;]*?\b(\w+)\s*=(?!=)(.*)$", body[k])
         if m and TEMP.fullmatch(m.group(1)):
             text, j = m.group(2), k

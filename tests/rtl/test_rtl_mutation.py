@@ -61,6 +61,26 @@ def test_schema_changes_only_logic(group):
     assert {m.controller for m in mutants} <= set(mutation.CONTROLLER.values()) | set(mutation.MS_MODULES.values())
 
 
+@pytest.mark.rtl_variants("msv", "ms3", simulator=False)
+def test_xkeys_name_the_same_logic_on_both_variants():
+    """msv's group is covered by ms3's kills through xkeys (mutation._canon): every mutant of either
+    memory-server variant has one, and they are unique; a statement that reads only instance
+    outputs (`_decs_0_io_out_bits_opcode == 4'h4`) and the dispatcher's `take` (a case-block mux,
+    casez_tmp_*) have their mutants' xkeys on both; a statement only one variant has (msv's
+    narrower fields) matches nothing on the other."""
+    ms = {g: mutation.schema(RTL / g / "MemoryServer.sv", g)[1] for g in ("ms3", "msv")}
+    for g, mutants in ms.items():
+        assert all(m.xkey for m in mutants), [m.key for m in mutants if not m.xkey][:5]
+        assert len({m.xkey for m in mutants}) == len(mutants), g
+    x3 = {m.xkey for m in ms["ms3"]}
+
+    def shared(what: str) -> list[bool]:
+        return [m.xkey in x3 for m in ms["msv"] if what in m.what]
+    assert shared("`_decs_0_io_out_bits_opcode == 4'h4`") and all(shared("`_decs_0_io_out_bits_opcode == 4'h4`"))
+    assert shared("(|go) & ((|casez_tmp_1)") and all(shared("(|go) & ((|casez_tmp_1)"))
+    assert not all(m.xkey in x3 for m in ms["msv"])
+
+
 @pytest.mark.rtl_variants("m2s1w1")
 def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
     """APTA_MUTATION_SAMPLE mutants (default 12) of each of APTA_MUTATION_GROUPS (default: the core;
