@@ -68,6 +68,14 @@ def run_ms(variant: str, test_module: str, env: dict | None = None, testcase=Non
     return simulate(runner, bdir, "MemoryServer", test_module, env, testcase, f"{test_module}.xml")
 
 
+def run_ms_module(variant: str, test_module: str, at_least: int) -> None:
+    """A memory-server cocotb module's pytest runner: the variant's netlist is required
+    (require_ms_netlist), at least `at_least` tests run and none fails."""
+    require_ms_netlist(variant)
+    tests, fails = run_ms(variant, test_module, {"APTA_MS_VARIANT": variant})
+    assert tests >= at_least and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+
+
 def set_mutant(dut):
     """io_mutant (variants with mutantPort, e.g. ms3_mutants) := APTA_MUTANT (default 0, the correct design)."""
     if hasattr(dut, "io_mutant"):

@@ -559,7 +559,5 @@ if cocotb is not None:
 
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ else ["ms3"])
 def test_ms_hold_runner(variant):
-    from ms_bfm import require_ms_netlist, run_ms
-    require_ms_netlist(variant)
-    tests, fails = run_ms(variant, "test_ms_hold", {"APTA_MS_VARIANT": variant})
-    assert tests >= 12 and fails == 0, f"{fails} of {tests} cocotb tests failed (see build/sim/ms-{variant}/)"
+    from ms_bfm import run_ms_module
+    run_ms_module(variant, "test_ms_hold", 12)
