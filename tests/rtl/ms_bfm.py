@@ -68,6 +68,16 @@ def run_ms(variant: str, test_module: str, env: dict | None = None, testcase=Non
     return simulate(runner, bdir, "MemoryServer", test_module, env, testcase, f"{test_module}.xml")
 
 
+def run_ms_named(variant: str, test_module: str, env: dict) -> tuple[int, int, list[str]]:
+    """run_ms with the module's results XML cleared first: (tests, failures, the failed tests'
+    names in order)."""
+    from core_bfm import failed_tests, results_path
+    _runner, bdir = build_ms(variant)
+    results_path(bdir, f"{test_module}.xml").unlink(missing_ok=True)
+    n, fails = run_ms(variant, test_module, env)
+    return n, fails, failed_tests(bdir, f"{test_module}.xml")
+
+
 def run_ms_module(variant: str, test_module: str, at_least: int) -> None:
     """A memory-server cocotb module's pytest runner: the variant's netlist is required
     (require_ms_netlist), at least `at_least` tests run and none fails."""

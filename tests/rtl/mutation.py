@@ -196,8 +196,8 @@ def _temp_defs(body: list[str]) -> dict[str, str]:
 def _canon(text: str, defs: dict[str, str], memo: dict) -> str | None:
     """`text` with every temporary replaced by a name made from its definition (recursively), so
     that the same logic reads the same in two variants whatever firtool numbered it; an instance's
-    output wire keeps its name (INST_OUT); None if a temporary has no such definition (a case-block
-    mux, a register named like one)."""
+    output wire keeps its name (INST_OUT), a case-block mux is defined by its block (_temp_defs);
+    None if a temporary has no definition (a register named like one)."""
     def name(t: str, depth: int = 0) -> str | None:
         if t not in memo:
             memo[t] = None                       # a cycle (none in combinational wires) stays None
@@ -504,14 +504,10 @@ def _ms_vectors(variant: str, env: dict) -> str | None:
 def _ms_module(variant: str, module: str, what: str, at_least: int) -> str | None:
     """A memory-server cocotb module on the mutant: None if it passes, else how many of its tests
     failed and the first (a mutation run skips a module's tests after its first failure)."""
-    from core_bfm import failed_tests, results_path
-    from ms_bfm import build_ms, run_ms
-    _runner, bdir = build_ms(variant)
-    results_path(bdir, f"{module}.xml").unlink(missing_ok=True)
-    n, failed = run_ms(variant, module, {"APTA_MS_VARIANT": variant})
+    from ms_bfm import run_ms_named
+    n, failed, first = run_ms_named(variant, module, {"APTA_MS_VARIANT": variant})
     if not failed and n >= at_least:
         return None
-    first = failed_tests(bdir, f"{module}.xml")
     return f"{failed} of {n} {what} tests failed" + (f", first {first[0]}" if first else "")
 
 

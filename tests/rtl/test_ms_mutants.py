@@ -40,15 +40,11 @@ def _modules(name: str) -> tuple[str, ...]:
 
 
 def _smoke(mid: int, modules: tuple[str, ...]) -> dict:
-    from core_bfm import failed_tests, results_path
-    from ms_bfm import build_ms, run_ms
-    _runner, bdir = build_ms(VARIANT)
+    from ms_bfm import run_ms_named
     tests, failed = 0, []
     for module in modules:
-        results_path(bdir, f"{module}.xml").unlink(missing_ok=True)
-        n, fails = run_ms(VARIANT, module, {"APTA_MS_VARIANT": VARIANT, "APTA_MUTANT": mid})
+        n, fails, bad = run_ms_named(VARIANT, module, {"APTA_MS_VARIANT": VARIANT, "APTA_MUTANT": mid})
         tests += n
-        bad = failed_tests(bdir, f"{module}.xml")
         if len(bad) > 1:        # later tests are skipped after a failure: these are an RTL assertion's stop
             bad = [f"{bad[0]} (then the simulation stopped: {len(bad) - 1} more)"]
         if fails and not bad:
