@@ -191,8 +191,8 @@ class ObjMap(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val u = entryOf(upd.obj)
   val uMine = u(0) && u(39, 8) === upd.obj.pad(32)
   when(state === sUWait && io.rdData.valid) {
-    // a removal frees the entry's extent; a registration's base comes from the allocator, and a
-    // refusal answers base 0 (not what an invalid entry's bytes hold)
+    // a removal frees the entry's extent (refused busy or badEntry: answers it, kept); a registration's
+    // base comes from the allocator; any other refusal answers 0 (not an invalid entry's bytes)
     base := Mux(upd.valid, 0.U, u(127, 64))
     oldSize := u(63, 48)
     when(upd.valid) {

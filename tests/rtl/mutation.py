@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -785,11 +786,12 @@ FIRST = {"ExtentAlloc": "ms-alloc", "ObjMap": "ms-alloc", "MemoryServer": "ms-po
 
 
 def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
-            module: str | None = None) -> tuple[str | None, str | None, float]:
+            module: str | None = None, first: str | None = None) -> tuple[str | None, str | None, float]:
     """(the killing test, its failure) or (None, None) for a survivor, each test in a child
     process so that a hung or crashing simulation costs only its budget (seconds per test name);
     `times` receives each test's wall time. A mutant of `module` skips the tests that do not
-    simulate it (REACHES)."""
+    simulate it (REACHES); `first` (the test that killed a mutant of the same statement) runs
+    before the module's FIRST and the group's order."""
     t0 = time.monotonic()
     rdir = OUT / "runs" / group.variant / str(mid)
     rdir.mkdir(parents=True, exist_ok=True)
@@ -798,9 +800,10 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
     if mid:
         env["APTA_SIM_PREBUILT"] = "1"      # the unmutated run built every simulator of the group
     order = [n for n, _ in group.tests]
-    if FIRST.get(module) in order:
-        order.remove(FIRST[module])
-        order.insert(0, FIRST[module])
+    for lead in (FIRST.get(module), first):
+        if lead in order:
+            order.remove(lead)
+            order.insert(0, lead)
     for name in order:
         if module is not None and name in REACHES and module not in REACHES[name]:
             continue
@@ -939,7 +942,7 @@ def main(argv=None) -> int:
             print(f"{gname}: {sum(m.xkey in crossed for m in chosen)} of its {len(chosen)} mutants are covered by "
                   f"{g.cross}'s kills of the same statement's mutant (not run again)", flush=True)
 
-        def one(m: Mutant) -> Mutant:
+        def one(m: Mutant, hint: str | None = None) -> Mutant:
             if m.xkey and (o := crossed.get(m.xkey)):   # the same logic's mutant killed on the other variant
                 m.status, m.by = "covered", f"{g.cross}: {o['by']}"
                 m.why = (f"the same logic's mutant ({o['key']} there, {m.xkey} by definitions) is killed on "
@@ -953,7 +956,7 @@ def main(argv=None) -> int:
             if (v := known.get(m.id)) and v.get("key") == m.key:
                 m.by, why, m.seconds, m.cached = v["by"], v["why"], v["seconds"], True
             else:
-                m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module)
+                m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module, first=hint)
                 with vlock, open(vfile, "a") as f:
                     f.write(json.dumps({"id": m.id, "key": m.key, "schema": d.name, "by": m.by, "why": why,
                                         "seconds": round(m.seconds, 2)}) + "\n")
@@ -973,8 +976,20 @@ def main(argv=None) -> int:
                   f"{m.by or '':12s} {m.seconds:5.1f}s{'*' if m.cached else ' '} {m.module}:{m.line} {m.what[:90]}", flush=True)
             return m
 
+        # The mutants of one statement run in turn in one job, each with the test that killed the
+        # one before it first: they mostly fail the same test, and a hold-table mutant then costs
+        # the hold tests (5 s), not the smoke tests before them (25 s). Which job runs which
+        # statement does not change a verdict, so the report is the same at any --jobs.
+        def statement(ms: list[Mutant]) -> list[Mutant]:
+            hint = None
+            for m in ms:
+                one(m, hint)
+                hint = m.by if m.status == "killed" else hint
+            return ms
+
+        stmts = [list(ms) for _, ms in itertools.groupby(chosen, key=lambda m: (m.module, m.line))]
         with ThreadPoolExecutor(args.jobs) as ex:
-            done = list(ex.map(one, chosen))
+            done = [m for ms in ex.map(statement, stmts) for m in ms]
         report["groups"][gname] = {"variant": g.variant, "generated": len(mutants), "run": len(done),
                                    "unmutated_seconds": {n: round(t, 2) for n, t in base_t.items()},
                                    "tests": [n for n, _ in g.tests], "seconds": round(time.monotonic() - t0, 1),
