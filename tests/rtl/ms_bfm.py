@@ -237,6 +237,9 @@ class Ms:
         # what an input carries while its valid is low: random bits, never the last message (a design
         # that looks at a port's bits without its valid acts on them; stale bits would hide it)
         self.noise = random.Random(seed ^ 0x6E6F6973)
+        # ... or what a test sets here (port -> bits, e.g. {"cancel": obj}: a held object's name on
+        # io_cancel_bits with valid low must cancel nothing)
+        self.idle_bits: dict[str, int] = {}
         self.bp = backpressure
         self.stalled: set[str] = set()   # outputs ("rsp", "snp", "ctrlResp") whose ready a test holds at 0
         self.ram = AxiRam(axi_bus(dut), dut.clock, dut.reset, size=ram_size)
@@ -353,6 +356,7 @@ class Ms:
                for i in range(self.n)]
         ins += [(getattr(d, f"io_{p}_valid"), getattr(d, f"io_{p}_ready"), getattr(d, f"io_{p}_bits"), self.inq[p])
                 for p in ("birsp", "ctrl", "cancel") if hasattr(d, f"io_{p}_valid")]
+        names = [f"req_{i}" for i in range(self.n)] + [p for p in ("birsp", "ctrl", "cancel") if hasattr(d, f"io_{p}_valid")]
         outs = [("rsp", self.rsp), ("snp", self.snp), ("ctrlResp", self.ctrlResp)]
         fired = [False] * len(ins)
         upd_fired = False
@@ -363,7 +367,7 @@ class Ms:
                 if fired[k]:
                     q.popleft()
                 v.value = 1 if q else 0
-                b.value = q[0] if q else self.noise.getrandbits(len(b))
+                b.value = q[0] if q else self.idle_bits.get(names[k], self.noise.getrandbits(len(b)))
             uq = self.inq["mapUpd"]
             if upd_fired:
                 uq.popleft()
