@@ -296,6 +296,19 @@ class Ms:
                 return self.mapUpdDone[n]
         raise AssertionError(f"no mapUpdDone for obj {obj} after {limit} cycles")
 
+    async def query(self, obj: int, limit: int = 120) -> dict | None:
+        """One control-plane query of obj through io_query and its io_queryResp: {obj, hit, state
+        (DirState name), sharers (servers), pend and schedulableFor (per server), cycle}; None if no
+        answer for obj came within `limit` cycles."""
+        from cocotb.triggers import RisingEdge
+        n = len(self.queryResp)
+        self.inq["query"].append(obj)
+        for _ in range(limit):
+            await RisingEdge(self.dut.clock)
+            if (got := [a for a in self.queryResp[n:] if a["obj"] == obj]):
+                return got[0]
+        return None
+
     # ---- stimuli ----------------------------------------------------------------------------------------
     def send(self, server: int, name: str, port: int | None = None, **f):
         f.setdefault("server", server)
@@ -359,7 +372,8 @@ class Ms:
         names = [f"req_{i}" for i in range(self.n)] + [p for p in ("birsp", "ctrl", "cancel") if hasattr(d, f"io_{p}_valid")]
         outs = [("rsp", self.rsp), ("snp", self.snp), ("ctrlResp", self.ctrlResp)]
         fired = [False] * len(ins)
-        upd_fired = False
+        upd_fired = qry_fired = False
+        states = schema.enum("DirState")
         while True:
             await RisingEdge(d.clock)
             self.cycles += 1
@@ -375,6 +389,11 @@ class Ms:
             upd = (d.io_mapUpd_bits_obj, d.io_mapUpd_bits_size, d.io_mapUpd_bits_valid)
             for h, x in zip(upd, uq[0] if uq else [self.noise.getrandbits(len(h)) for h in upd]):
                 h.value = x
+            qq = self.inq["query"]
+            if qry_fired:
+                qq.popleft()
+            d.io_query_valid.value = 1 if qq else 0
+            d.io_query_bits_obj.value = qq[0] if qq else self.idle_bits.get("query", self.noise.getrandbits(len(d.io_query_bits_obj)))
             for name, _ in outs:
                 getattr(d, f"io_{name}_ready").value = 0 if name in self.stalled or self.rng.random() < self.bp else 1
             await ReadOnly()
@@ -385,6 +404,16 @@ class Ms:
             if int(d.axi_r_valid.value) and int(d.axi_r_ready.value):
                 self.r_beats.append((int(d.axi_r_bits_id.value), self.cycles))
             upd_fired = bool(int(d.io_mapUpd_valid.value)) and bool(int(d.io_mapUpd_ready.value))
+            qry_fired = bool(int(d.io_query_valid.value)) and bool(int(d.io_query_ready.value))
+            if int(d.io_queryResp_valid.value):
+                sh, sf = int(d.io_queryResp_bits_sharers.value), int(d.io_queryResp_bits_schedulableFor.value)
+                self.queryResp.append({"obj": int(d.io_queryResp_bits_obj.value),
+                                       "hit": bool(int(d.io_queryResp_bits_hit.value)),
+                                       "state": states[int(d.io_queryResp_bits_state.value)],
+                                       "sharers": [i for i in range(self.n) if sh >> i & 1],
+                                       "pend": [int(getattr(d, f"io_queryResp_bits_pend_{i}").value) for i in range(self.n)],
+                                       "schedulableFor": [bool(sf >> i & 1) for i in range(self.n)],
+                                       "cycle": self.cycles})
             self.idle.sample(self.cycles)
             self.axi.sample(self.cycles)
             for name, lst in outs:

@@ -166,9 +166,40 @@ if cocotb is not None:
         await ms.settle()
         assert data_of(ms, 0, 1) == [7, 8]
 
+    @cocotb.test()
+    async def queries_reach_their_asker(dut):
+        """MEMSERVER.md `query`/`queryResp`: the control plane's queries and the object map's (a
+        removal asks the directory) share the core's query port; each answer goes back to the one
+        that asked. An object a server read answers hit, S, that sharer; one no server read answers
+        no hit. With a removal of the shared object in flight among 24 queries, the control plane
+        gets one answer per query, in order, each the directory's, and the removal its own: busy."""
+        import cocotb
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut, {})
+        for o, size in ((1, 2), (2, 1)):               # the allocator's (a removal frees its extent)
+            assert (await ms.map_upd(o, size))["code"] == "ok"
+        ms.send(0, "ObjGet", epoch=0, obj=1)
+        await ms.settle()
+        q = await ms.query(1)
+        assert q and (q["hit"], q["state"], q["sharers"]) == (True, "S", [0]), f"a shared object: {q}"
+        q = await ms.query(2)
+        assert q and not q["hit"], f"an object no server read: {q}"
+        n, m = len(ms.queryResp), len(ms.mapUpdDone)
+        removal = cocotb.start_soon(ms.map_upd(1, 0, 0))
+        asked = []
+        for k in range(24):
+            ms.inq["query"].append(1 + k % 2)
+            asked.append(1 + k % 2)
+            await ClockCycles(dut.clock, 1 + k % 3)
+        r = await removal
+        await ms.settle()
+        assert (r["code"], len(ms.mapUpdDone) - m) == ("busy", 1), f"the removal of a shared object: {ms.mapUpdDone[m:]}"
+        got = [(a["obj"], a["hit"], a["sharers"]) for a in ms.queryResp[n:]]
+        assert got == [(o, o == 1, [0] if o == 1 else []) for o in asked], f"asked {asked}, answered {got}"
+
 
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
                          else ["ms3", "msv"])
 def test_ms_ports_runner(variant):
     from ms_bfm import run_ms_module
-    run_ms_module(variant, "test_ms_ports", 4)
+    run_ms_module(variant, "test_ms_ports", 5)

@@ -29,7 +29,6 @@ from apta import vectors_io
 
 VECTORS = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors")) / "ms"
 VARIANT, MUTANTS_VARIANT = "msv", "msv_mutants"
-STATES = vectors_io.STATES
 QUIET = 64          # cycles without any port activity that end a step (a get's first beat comes ~12 in)
 
 
@@ -60,30 +59,10 @@ async def _quiesce(ms, limit: int = 20000):
 
 
 async def _query(ms, obj: int) -> dict:
-    """One io_query handshake and its io_queryResp (Valid)."""
-    from cocotb.triggers import ReadOnly, RisingEdge
-    d = ms.dut
-    await RisingEdge(d.clock)
-    d.io_query_valid.value, d.io_query_bits_obj.value = 1, obj
-    for _ in range(100):
-        await ReadOnly()
-        ok = int(d.io_query_ready.value)
-        await RisingEdge(d.clock)
-        if ok:
-            break
-    d.io_query_valid.value = 0
-    for _ in range(20):
-        await ReadOnly()
-        if int(d.io_queryResp_valid.value) and int(d.io_queryResp_bits_obj.value) == obj:
-            sh = int(d.io_queryResp_bits_sharers.value)
-            return {"hit": bool(int(d.io_queryResp_bits_hit.value)),
-                    "state": STATES[int(d.io_queryResp_bits_state.value)],
-                    "sharers": [i for i in range(ms.n) if sh >> i & 1],
-                    "pend": [int(getattr(d, f"io_queryResp_bits_pend_{i}").value) for i in range(ms.n)],
-                    "schedulableFor": [bool(int(d.io_queryResp_bits_schedulableFor.value) >> i & 1)
-                                       for i in range(ms.n)]}
-        await RisingEdge(d.clock)
-    raise Mismatch(f"no queryResp for object {obj}")
+    """One io_query of obj and its io_queryResp (the BFM's: ms_bfm.Ms.query)."""
+    if (q := await ms.query(obj)) is None:
+        raise Mismatch(f"no queryResp for object {obj}")
+    return q
 
 
 async def _drain(ms):
