@@ -151,8 +151,8 @@ if cocotb is not None:
         get_op = ms.S.messages["ObjGet"].opcode       # the OSC's reports: a get's opcode, txn 0
         assert [(e["opcode"], e["txn"]) for e in ms.err if (e["server"], e["code"]) in ((0, "unknownObj"), (1, "overLong"))] \
             == [(get_op, 0)] * 2, ms.err
-        assert ms.rsp_of("ObjErr", server=0, obj=50, code=4)
-        assert ms.rsp_of("ObjErr", server=1, obj=9, code=6)
+        assert ms.rsp_of("ObjErr", server=0, obj=50, code=4, txn=0)   # a get's ObjErr: txn 0 (messages.json)
+        assert ms.rsp_of("ObjErr", server=1, obj=9, code=6, txn=0)
         assert ms.rsp_of("ObjErr", server=2, obj=10, txn=3, code=5)
         # state intact: a normal get and put still work
         ms.send(1, "PutPrepare", epoch=0, obj=1, txn=1)
