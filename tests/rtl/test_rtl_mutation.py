@@ -81,10 +81,10 @@ def test_xkeys_name_the_same_logic_on_both_variants():
     assert not all(m.xkey in x3 for m in ms["msv"])
 
 
-@pytest.mark.rtl_variants("m2s1w1")
+@pytest.mark.rtl_variants("m2s1w1", "ms3")
 def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
-    """APTA_MUTATION_SAMPLE mutants (default 12) of each of APTA_MUTATION_GROUPS (default: the core;
-    `make rtl-mutation` runs every group in full), seeded by APTA_MUTATION_SEED (default:
+    """APTA_MUTATION_SAMPLE mutants (default 12) of each of APTA_MUTATION_GROUPS (default: the core
+    and the memory server on ms3; `make rtl-mutation` runs every group in full), seeded by APTA_MUTATION_SEED (default:
     the day, so the sample moves over the whole set across runs; the seed is printed): the
     unmutated schema passes every test, and every sampled mutant is killed, argued equivalent, or
     one of the analysed open findings (tests/rtl/mutation_open.json); a new survivor fails."""
@@ -92,7 +92,7 @@ def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
     seed = int(os.environ.get("APTA_MUTATION_SEED", datetime.date.today().toordinal()))
     n = os.environ.get("APTA_MUTATION_SAMPLE", "12")
     out = tmp_path / "rtl-mutation.json"
-    groups = os.environ.get("APTA_MUTATION_GROUPS", "core")   # the memory-server groups' survivors are not yet all analysed
+    groups = os.environ.get("APTA_MUTATION_GROUPS", "core,ms3")
     rc = mutation.main(["--groups", groups, "--sample", n, "--seed", str(seed), "--jobs", "2", "--allow-open", "--fresh",
                         "--out", str(out)])
     rep = json.loads(out.read_text()) if out.exists() else {}
