@@ -1,6 +1,8 @@
 """Smoke test of the memory-server top (rtl/MEMSERVER.md) on the `ms3` variant: DRAM is
 cocotbext-axi's AxiRam. Gets of an initial object, put then get (new version), a put to an object
 with a sharer sends ObjBISnp, staging full -> PutRetry, a fence aborts an open put (bad input and the dispatcher: test_ms_ports.py).
+The tests run in file order and a mutant's run ends at its first failure, so the slowest
+(stalled_get_pins_nothing's sweep, 4 s of the 12) comes last.
 """
 from __future__ import annotations
 
@@ -516,67 +518,6 @@ if cocotb is not None:
         assert ms.rsp_of("PutCommit", server=2, obj=6, txn=1), ms.rsp
 
     @cocotb.test()
-    async def stalled_get_pins_nothing(dut):
-        """Only a Served get pins a draining slot (MEMSERVER.md OSC/OPC): a get that keeps stalling
-        (its server owes an ack for the object) never holds the slot of the object's last put, so
-        the cycle that drain's last B arrives the slot is free, and a put sent then opens it and
-        commits (no PutRetry). The drain's end is swept over 16 phases of the stalled get's retry
-        period, the put sent 0-2 cycles after the B; then all again with another server's gets served
-        between the retries. Otherwise a dead reader's repeated Stalls would
-        turn writers away."""
-        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
-        ms = await setup(dut, {5: 4, 6: 2, 4: 2, 7: 2})
-        ms.send(0, "ObjGet", epoch=0, obj=5)                # server 0 holds a copy
-        await ms.settle()
-        ms.send(2, "PutPrepare", epoch=0, obj=6, txn=1)     # slot 1 stays open: one slot left
-        ms.send(2, "PutLine", epoch=0, obj=6, txn=1, line=0, data=val(6, 1, 0))
-        await ms.settle()
-        v = 0
-        for gets, phase in ((g, p) for g in (0, 4) for p in range(16)):
-            for m in range(3):
-                v += 1
-                ms.ram.write_if.w_channel.pause = True
-                ms.send(1, "PutPrepare", epoch=0, obj=5, txn=v % 256)
-                for l in range(4):
-                    ms.send(1, "PutLine", epoch=0, obj=5, txn=v % 256, line=l, data=val(5, v, l))
-                for _ in range(300):
-                    await RisingEdge(dut.clock)
-                    if len(ms.rsp_of("PutCommit", server=1, obj=5)) == v:
-                        break
-                assert len(ms.rsp_of("PutCommit", server=1, obj=5)) == v, (phase, m, ms.rsp[-4:])
-                if v == 1:                                 # server 0 owes the ack now: its get stalls, again and again
-                    ms.send(0, "ObjGet", epoch=0, obj=5)
-                await ClockCycles(dut.clock, 30 + phase)
-                ms.ram.write_if.w_channel.pause = False
-                for _ in range(gets):                      # Served answers between the Stalls: the core's
-                    ms.send(1, "ObjGet", epoch=0, obj=7)   # answer port shows Served when a retry is sent
-                bs = 0
-                for _ in range(300):                       # the drain's 4 B beats (AXI id 2)
-                    await RisingEdge(dut.clock)
-                    await ReadOnly()
-                    if int(dut.axi_b_valid.value) and int(dut.axi_b_ready.value) and int(dut.axi_b_bits_id.value) == 2:
-                        bs += 1
-                        if bs == 4:
-                            break
-                assert bs == 4, (phase, m, bs)
-                await RisingEdge(dut.clock)
-                if m:
-                    await ClockCycles(dut.clock, m)
-                txn = 100 + v % 100
-                ms.send(2, "PutPrepare", epoch=0, obj=4, txn=txn)
-                for l in range(2):
-                    ms.send(2, "PutLine", epoch=0, obj=4, txn=txn, line=l, data=val(4, v, l))
-                await ClockCycles(dut.clock, 60)
-                assert not ms.rsp_of("PutRetry", server=2, obj=4), \
-                    f"phase {phase}, +{m}: a put turned away after the drain ended (a stalled get pinned its slot)"
-                assert len(ms.rsp_of("PutCommit", server=2, obj=4)) == v, (phase, m, ms.rsp[-4:])
-                assert len(ms.rsp_of("ObjData", server=0, obj=5)) == 4, "the stalled get was answered"
-        ms.ack(0, 0, 5)
-        await ms.settle()
-        last = sorted(ms.rsp_of("ObjData", server=0, obj=5)[-4:], key=lambda f: f["line"])
-        assert [f["data"] for f in last] == [val(5, v, l) for l in range(4)], ms.rsp[-6:]
-
-    @cocotb.test()
     async def get_meets_commit_at_every_offset(dut):
         """A get of an object and the commit of its put reach the core at 17 relative offsets (the
         put's last line -8..8 cycles from the get), the drain held back: each answer is one whole
@@ -1083,6 +1024,67 @@ if cocotb is not None:
         assert [f["obj"] for f in ms.rsp_of("ObjErr", server=B)] == unknown, ms.rsp
         assert len(ms.rsp_of("PutCommit", server=W, obj=c, txn=1)) == 1, ms.rsp[-4:]
         assert ms.read_obj(obj_base(c), 2) == [val(c, 1, l) for l in range(2)]
+
+    @cocotb.test()
+    async def stalled_get_pins_nothing(dut):
+        """Only a Served get pins a draining slot (MEMSERVER.md OSC/OPC): a get that keeps stalling
+        (its server owes an ack for the object) never holds the slot of the object's last put, so
+        the cycle that drain's last B arrives the slot is free, and a put sent then opens it and
+        commits (no PutRetry). The drain's end is swept over 16 phases of the stalled get's retry
+        period, the put sent 0-2 cycles after the B; then all again with another server's gets served
+        between the retries. Otherwise a dead reader's repeated Stalls would
+        turn writers away."""
+        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+        ms = await setup(dut, {5: 4, 6: 2, 4: 2, 7: 2})
+        ms.send(0, "ObjGet", epoch=0, obj=5)                # server 0 holds a copy
+        await ms.settle()
+        ms.send(2, "PutPrepare", epoch=0, obj=6, txn=1)     # slot 1 stays open: one slot left
+        ms.send(2, "PutLine", epoch=0, obj=6, txn=1, line=0, data=val(6, 1, 0))
+        await ms.settle()
+        v = 0
+        for gets, phase in ((g, p) for g in (0, 4) for p in range(16)):
+            for m in range(3):
+                v += 1
+                ms.ram.write_if.w_channel.pause = True
+                ms.send(1, "PutPrepare", epoch=0, obj=5, txn=v % 256)
+                for l in range(4):
+                    ms.send(1, "PutLine", epoch=0, obj=5, txn=v % 256, line=l, data=val(5, v, l))
+                for _ in range(300):
+                    await RisingEdge(dut.clock)
+                    if len(ms.rsp_of("PutCommit", server=1, obj=5)) == v:
+                        break
+                assert len(ms.rsp_of("PutCommit", server=1, obj=5)) == v, (phase, m, ms.rsp[-4:])
+                if v == 1:                                 # server 0 owes the ack now: its get stalls, again and again
+                    ms.send(0, "ObjGet", epoch=0, obj=5)
+                await ClockCycles(dut.clock, 30 + phase)
+                ms.ram.write_if.w_channel.pause = False
+                for _ in range(gets):                      # Served answers between the Stalls: the core's
+                    ms.send(1, "ObjGet", epoch=0, obj=7)   # answer port shows Served when a retry is sent
+                bs = 0
+                for _ in range(300):                       # the drain's 4 B beats (AXI id 2)
+                    await RisingEdge(dut.clock)
+                    await ReadOnly()
+                    if int(dut.axi_b_valid.value) and int(dut.axi_b_ready.value) and int(dut.axi_b_bits_id.value) == 2:
+                        bs += 1
+                        if bs == 4:
+                            break
+                assert bs == 4, (phase, m, bs)
+                await RisingEdge(dut.clock)
+                if m:
+                    await ClockCycles(dut.clock, m)
+                txn = 100 + v % 100
+                ms.send(2, "PutPrepare", epoch=0, obj=4, txn=txn)
+                for l in range(2):
+                    ms.send(2, "PutLine", epoch=0, obj=4, txn=txn, line=l, data=val(4, v, l))
+                await ClockCycles(dut.clock, 60)
+                assert not ms.rsp_of("PutRetry", server=2, obj=4), \
+                    f"phase {phase}, +{m}: a put turned away after the drain ended (a stalled get pinned its slot)"
+                assert len(ms.rsp_of("PutCommit", server=2, obj=4)) == v, (phase, m, ms.rsp[-4:])
+                assert len(ms.rsp_of("ObjData", server=0, obj=5)) == 4, "the stalled get was answered"
+        ms.ack(0, 0, 5)
+        await ms.settle()
+        last = sorted(ms.rsp_of("ObjData", server=0, obj=5)[-4:], key=lambda f: f["line"])
+        assert [f["data"] for f in last] == [val(5, v, l) for l in range(4)], ms.rsp[-6:]
 
 
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
