@@ -101,6 +101,77 @@ def watch_opc(dut) -> list[tuple[str, int]]:
     return ev
 
 
+def slot_beside_answers(dut) -> tuple[set, dict]:
+    """White-box, each cycle from now: (the core's ReqResult name, "open" | "complete", slot) for
+    each change of a staging slot (Free -> Open, Open -> Complete) in the cycle after an answer
+    to the OPC's Commit of the other slot; a test stops it by clearing the returned dict's "on"."""
+    import cocotb
+    from cocotb.triggers import ReadOnly, RisingEdge
+    from apta import schema
+    opc, hits, watch = dut.opc, set(), {"on": True}
+
+    async def run():
+        results, prev = schema.enum("ReqResult"), None
+        while watch["on"]:
+            await RisingEdge(dut.clock)
+            await ReadOnly()
+            st = [int(opc.slots_0_st.value), int(opc.slots_1_st.value)]
+            if prev and prev[0]:
+                for i in (0, 1):
+                    if i != prev[3] and (prev[1][i], st[i]) in ((0, 1), (1, 2)):
+                        hits.add((results[prev[2]], "open" if st[i] == 1 else "complete", i))
+            prev = (int(opc.io_coreResp_valid.value) and int(opc.io_coreResp_ready.value), st,
+                    int(opc.io_coreResp_bits_result.value), int(opc.cSlot.value))
+    cocotb.start_soon(run())
+    return hits, watch
+
+async def beside_a_stall(dut, mine: int):
+    """slot_changes_beside_a_stall with C's puts in slot `mine`."""
+    from cocotb.triggers import ClockCycles
+    R, W, C = 2, 1, 0
+    ms, held, c, e, ans = await full_set_shared(dut, R)
+    hits, watch = slot_beside_answers(dut)
+    v = 0
+    if mine == 0:                                       # C's first put holds slot 0 while W's opens
+        v = 1
+        ms.send(C, "PutPrepare", epoch=0, obj=e, txn=1)
+        await ClockCycles(dut.clock, 20)
+    ms.send(W, "PutPrepare", epoch=0, obj=c, txn=1)
+    for l in range(2):
+        ms.send(W, "PutLine", epoch=0, obj=c, txn=1, line=l, data=val(c, 1, l))
+    await ClockCycles(dut.clock, 40)
+    if mine == 0:
+        for l in range(2):
+            ms.send(C, "PutLine", epoch=0, obj=e, txn=1, line=l, data=val(e, 1, l))
+    await ClockCycles(dut.clock, 60)
+    assert ans and ans[-1][0] == "Stall", f"W's commit does not stall: {ans[-5:]}"
+    for change in ("open", "complete"):
+        for k in range(16):
+            v, e0, t = v + 1, len(ms.err), 2 + v % 8
+            if change == "complete":
+                ms.send(C, "PutPrepare", epoch=0, obj=e, txn=t)
+                ms.send(C, "PutLine", epoch=0, obj=e, txn=t, line=0, data=val(e, v, 0))
+                await ClockCycles(dut.clock, 30 + k)
+            else:
+                await ClockCycles(dut.clock, k)
+                ms.send(C, "PutPrepare", epoch=0, obj=e, txn=t)
+                await ClockCycles(dut.clock, 30)
+                ms.send(C, "PutLine", epoch=0, obj=e, txn=t, line=0, data=val(e, v, 0))
+            ms.send(C, "PutLine", epoch=0, obj=e, txn=t, line=1, data=val(e, v, 1))
+            await ClockCycles(dut.clock, 80)
+            assert len(ms.rsp_of("PutCommit", server=C)) == v and not ms.rsp_of("PutCommit", server=W), \
+                (change, k, ms.rsp[-4:])
+            assert ms.err[e0:] == [], (change, k, ms.err[e0:])
+            assert ms.read_obj(obj_base(e), 2) == [val(e, v, l) for l in range(2)], (change, k)
+    watch["on"] = False
+    missed = {("Stall", ch, mine) for ch in ("open", "complete")} - hits
+    assert not missed, f"no slot change in the cycle of: {sorted(missed)} (the test misses them)"
+    for x in held:
+        ms.ack(R, 0, x)
+    await ms.settle()
+    assert ms.rsp_of("PutCommit", server=W, obj=c, txn=1) and ms.read_obj(obj_base(c), 2) == [val(c, 1, l) for l in range(2)]
+
+
 async def both_slots_free(ms, txn: int, why: str):
     """Servers 1 and 2 each put a 2-line object (3, 4) with `txn`: both must find a free slot (no
     PutRetry) and commit; `why` names what would have kept a slot."""
@@ -1026,6 +1097,65 @@ if cocotb is not None:
         assert ms.read_obj(obj_base(c), 2) == [val(c, 1, l) for l in range(2)]
 
     @cocotb.test()
+    async def slot_changes_beside_a_committed_answer(dut):
+        """A slot that opens (PutPrepare) or completes (its last line) in the cycle the core answers
+        the other slot's Commit with Committed keeps its own state, Open or Complete: the answer
+        changes only its own slot. B's put commits from one slot, C's uses the other (slot 0 after
+        A's drained put, or slot 1 behind B's); C's prepare, or its last line, is sent 0..15 cycles
+        after B's last line, so that in some run the change meets the answer in one cycle
+        (slot_beside_answers: the test needs each case). Each run: one PutCommit per put, no error
+        report, C's lines in DRAM."""
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut, {5: 2, 6: 2, 7: 2})
+        hits, watch = slot_beside_answers(dut)
+        v = 0
+        for mine in (0, 1):
+            for change in ("open", "complete"):
+                for k in range(16):
+                    v, e0, t = v + 1, len(ms.err), 1 + v % 8
+                    # A's put, in slot `mine`, commits and drains; B's, in the other slot, waits
+                    for srv, o in ((0, 7), (1, 6))[::1 if mine == 0 else -1]:
+                        ms.send(srv, "PutPrepare", epoch=0, obj=o, txn=t)
+                        await ClockCycles(dut.clock, 20)
+                    for l in range(2):
+                        ms.send(0, "PutLine", epoch=0, obj=7, txn=t, line=l, data=val(7, v, l))
+                    ms.send(1, "PutLine", epoch=0, obj=6, txn=t, line=0, data=val(6, v, 0))
+                    await ms.settle()
+                    if change == "complete":
+                        ms.send(2, "PutPrepare", epoch=0, obj=5, txn=t)   # C: the free slot, open
+                        ms.send(2, "PutLine", epoch=0, obj=5, txn=t, line=0, data=val(5, v, 0))
+                        await ClockCycles(dut.clock, 30)
+                    ms.send(1, "PutLine", epoch=0, obj=6, txn=t, line=1, data=val(6, v, 1))
+                    await ClockCycles(dut.clock, k)
+                    if change == "open":
+                        ms.send(2, "PutPrepare", epoch=0, obj=5, txn=t)
+                        await ClockCycles(dut.clock, 30)
+                        ms.send(2, "PutLine", epoch=0, obj=5, txn=t, line=0, data=val(5, v, 0))
+                    ms.send(2, "PutLine", epoch=0, obj=5, txn=t, line=1, data=val(5, v, 1))
+                    await ms.settle()
+                    for srv in range(3):
+                        assert len(ms.rsp_of("PutCommit", server=srv)) == v, (mine, change, k, srv, ms.rsp[-6:])
+                    assert ms.err[e0:] == [], (mine, change, k, ms.err[e0:])
+                    assert ms.read_obj(obj_base(5), 2) == [val(5, v, l) for l in range(2)], (mine, change, k)
+        watch["on"] = False
+        missed = {("Committed", c, i) for c in ("open", "complete") for i in (0, 1)} - hits
+        assert not missed, f"no slot change in the cycle of: {sorted(missed)} (the test misses them)"
+
+    @cocotb.test()
+    async def slot_changes_beside_a_stall(dut):
+        """The same with Stall: W's put, in slot 1, of an object whose set a reader fills and never
+        acks is answered Stall every few cycles (CORE.md commit.I.full); meanwhile C's 32 puts
+        through slot 0 open, or complete, at 16 offsets across W's retry period (each case must
+        meet a Stall), each committing once with no error while W's stays uncommitted; once the
+        reader acks, W's commits."""
+        await beside_a_stall(dut, 0)
+
+    @cocotb.test()
+    async def slot_changes_beside_a_stall_in_slot_0(dut):
+        """The same with W's put in slot 0 and C's in slot 1."""
+        await beside_a_stall(dut, 1)
+
+    @cocotb.test()
     async def stalled_get_pins_nothing(dut):
         """Only a Served get pins a draining slot (MEMSERVER.md OSC/OPC): a get that keeps stalling
         (its server owes an ack for the object) never holds the slot of the object's last put, so
@@ -1091,4 +1221,4 @@ if cocotb is not None:
                          else ["ms3", "ms3t"])
 def test_ms_smoke_runner(variant):
     from ms_bfm import run_ms_module
-    run_ms_module(variant, "test_ms_smoke", 23)
+    run_ms_module(variant, "test_ms_smoke", 26)
