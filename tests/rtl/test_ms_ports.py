@@ -113,6 +113,40 @@ if cocotb is not None:
             assert [c for srv, c in errs if srv == b and c != "unknownObj"] == ["noTxn"], errs
 
     @cocotb.test()
+    async def a_waiting_line_completes_nothing(dut):
+        """A PutLine that waits at the OPC's closed input (its answer queue full, the response
+        channel stalled) is not yet the slot's: its put stays open, no Commit reaches the core until
+        the line is taken, and then it commits once with the line's data. On each server's port
+        (the OPC sees the bits of whichever head the dispatcher's mux shows while none can go)."""
+        from cocotb.triggers import ClockCycles
+        from core_bfm import load_params
+        from test_ms_smoke import watch_opc
+        ms = await setup(dut, {5: 2})
+        ev = watch_opc(dut)
+        unknown = [o for o in range(1, load_params(VARIANT)["mapEntries"]) if o != 5][:3]
+        for b in range(ms.n):
+            o, v = (b + 1) % ms.n, b + 1
+            ms.send(b, "PutPrepare", epoch=0, obj=5, txn=9)
+            ms.send(b, "PutLine", epoch=0, obj=5, txn=9, line=0, data=val(5, v, 0))
+            await ms.settle()
+            ms.stalled.add("rsp")
+            for t, x in enumerate(unknown, start=1):            # two ObjErr fill the queue, the third waits
+                ms.send(o, "PutPrepare", epoch=0, obj=x, txn=t)
+            await ClockCycles(dut.clock, 60)
+            n0, r0 = len(ms.req_fire), len(ev)
+            ms.send(b, "PutLine", epoch=0, obj=5, txn=9, line=1, data=val(5, v, 1))
+            await ClockCycles(dut.clock, 100)
+            assert ms.req_fire[n0:] == [] and not [x for x in ev[r0:] if x[0] == "req"], \
+                f"server {b}: the waiting line was taken ({ms.req_fire[n0:]}) or its slot committed ({ev[r0:]})"
+            ms.stalled.discard("rsp")
+            await ms.settle()
+            taken = [c for p, c in ms.req_fire[n0:] if p == b]
+            reqs = [c for what, c in ev[r0:] if what == "req"]
+            assert len(taken) == 1 and len(reqs) == 1 and reqs[0] > taken[0], (b, taken, ev[r0:])
+            assert len(ms.rsp_of("PutCommit", server=b, obj=5, txn=9)) == 1, (b, ms.rsp[-4:])
+            assert ms.read_obj(obj_base(5), 2) == [val(5, v, l) for l in range(2)], b
+
+    @cocotb.test()
     async def errors_from_every_source_are_all_reported(dut):
         """MEMSERVER.md error port: one report a cycle from five sources (the core's decoder and
         AXI, the control front, the dispatcher, the OSC, the OPC), none lost. Malformed acks on the
@@ -202,4 +236,4 @@ if cocotb is not None:
                          else ["ms3", "msv"])
 def test_ms_ports_runner(variant):
     from ms_bfm import run_ms_module
-    run_ms_module(variant, "test_ms_ports", 5)
+    run_ms_module(variant, "test_ms_ports", 6)
