@@ -117,15 +117,21 @@ if cocotb is not None:
         """A PutLine that waits at the OPC's closed input (its answer queue full, the response
         channel stalled) is not yet the slot's: its put stays open, no Commit reaches the core until
         the line is taken, and then it commits once with the line's data. On each server's port
-        (the OPC sees the bits of whichever head the dispatcher's mux shows while none can go)."""
+        (the OPC sees the bits of whichever head the dispatcher's mux shows while none can go), in
+        staging slot 0 and, behind another open put, in slot 1."""
         from cocotb.triggers import ClockCycles
         from core_bfm import load_params
         from test_ms_smoke import watch_opc
         ms = await setup(dut, {5: 2})
         ev = watch_opc(dut)
-        unknown = [o for o in range(1, load_params(VARIANT)["mapEntries"]) if o != 5][:3]
-        for b in range(ms.n):
-            o, v = (b + 1) % ms.n, b + 1
+        P = load_params(VARIANT)
+        unknown = [o for o in range(1, P["mapEntries"]) if o not in (5, 6)][:3]
+        ms.put_map(6, obj_base(6), 2)
+        for b, slot in [(b, s) for s in range(min(2, P["stagingSlots"])) for b in range(ms.n)]:
+            o, v = (b + 1) % ms.n, 1 + len(ms.rsp_of("PutCommit", obj=5))
+            if slot:                                            # another put holds slot 0, open
+                ms.send(o, "PutPrepare", epoch=0, obj=6, txn=8)
+                await ms.settle()
             ms.send(b, "PutPrepare", epoch=0, obj=5, txn=9)
             ms.send(b, "PutLine", epoch=0, obj=5, txn=9, line=0, data=val(5, v, 0))
             await ms.settle()
@@ -133,7 +139,7 @@ if cocotb is not None:
             for t, x in enumerate(unknown, start=1):            # two ObjErr fill the queue, the third waits
                 ms.send(o, "PutPrepare", epoch=0, obj=x, txn=t)
             await ClockCycles(dut.clock, 60)
-            n0, r0 = len(ms.req_fire), len(ev)
+            n0, r0, c0 = len(ms.req_fire), len(ev), len(ms.rsp_of("PutCommit", server=b, obj=5, txn=9))
             ms.send(b, "PutLine", epoch=0, obj=5, txn=9, line=1, data=val(5, v, 1))
             await ClockCycles(dut.clock, 100)
             assert ms.req_fire[n0:] == [] and not [x for x in ev[r0:] if x[0] == "req"], \
@@ -143,8 +149,13 @@ if cocotb is not None:
             taken = [c for p, c in ms.req_fire[n0:] if p == b]
             reqs = [c for what, c in ev[r0:] if what == "req"]
             assert len(taken) == 1 and len(reqs) == 1 and reqs[0] > taken[0], (b, taken, ev[r0:])
-            assert len(ms.rsp_of("PutCommit", server=b, obj=5, txn=9)) == 1, (b, ms.rsp[-4:])
+            assert len(ms.rsp_of("PutCommit", server=b, obj=5, txn=9)) == c0 + 1, (b, slot, ms.rsp[-4:])
             assert ms.read_obj(obj_base(5), 2) == [val(5, v, l) for l in range(2)], b
+            if slot:
+                for l in range(2):
+                    ms.send(o, "PutLine", epoch=0, obj=6, txn=8, line=l, data=val(6, v, l))
+                await ms.settle()
+                assert ms.rsp_of("PutCommit", server=o, obj=6, txn=8), ms.rsp[-3:]
 
     @cocotb.test()
     async def errors_from_every_source_are_all_reported(dut):
