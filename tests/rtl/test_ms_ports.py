@@ -123,7 +123,11 @@ if cocotb is not None:
         from core_bfm import load_params
         from test_ms_smoke import watch_opc
         ms = await setup(dut, {5: 2})
-        ev = watch_opc(dut)
+        try:                        # white-box (the OPC's core port) where the design keeps its hierarchy
+            dut.opc
+            ev = watch_opc(dut)
+        except AttributeError:      # a flattened netlist (RTL_DIR=build/synth): the DRAM and answers only
+            ev = None
         P = load_params(VARIANT)
         unknown = [o for o in range(1, P["mapEntries"]) if o not in (5, 6)][:3]
         ms.put_map(6, obj_base(6), 2)
@@ -139,16 +143,18 @@ if cocotb is not None:
             for t, x in enumerate(unknown, start=1):            # two ObjErr fill the queue, the third waits
                 ms.send(o, "PutPrepare", epoch=0, obj=x, txn=t)
             await ClockCycles(dut.clock, 60)
-            n0, r0, c0 = len(ms.req_fire), len(ev), len(ms.rsp_of("PutCommit", server=b, obj=5, txn=9))
+            n0, r0, c0 = len(ms.req_fire), len(ev or []), len(ms.rsp_of("PutCommit", server=b, obj=5, txn=9))
             ms.send(b, "PutLine", epoch=0, obj=5, txn=9, line=1, data=val(5, v, 1))
             await ClockCycles(dut.clock, 100)
-            assert ms.req_fire[n0:] == [] and not [x for x in ev[r0:] if x[0] == "req"], \
+            assert ms.req_fire[n0:] == [] and not [x for x in (ev or [])[r0:] if x[0] == "req"], \
                 f"server {b}: the waiting line was taken ({ms.req_fire[n0:]}) or its slot committed ({ev[r0:]})"
             ms.stalled.discard("rsp")
             await ms.settle()
             taken = [c for p, c in ms.req_fire[n0:] if p == b]
-            reqs = [c for what, c in ev[r0:] if what == "req"]
-            assert len(taken) == 1 and len(reqs) == 1 and reqs[0] > taken[0], (b, taken, ev[r0:])
+            assert len(taken) == 1, (b, taken)
+            if ev is not None:
+                reqs = [c for what, c in ev[r0:] if what == "req"]
+                assert len(reqs) == 1 and reqs[0] > taken[0], (b, taken, ev[r0:])
             assert len(ms.rsp_of("PutCommit", server=b, obj=5, txn=9)) == c0 + 1, (b, slot, ms.rsp[-4:])
             assert ms.read_obj(obj_base(5), 2) == [val(5, v, l) for l in range(2)], b
             if slot:
