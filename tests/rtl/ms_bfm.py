@@ -22,6 +22,7 @@ from core_bfm import (ROOT, SIM_OPT, VERILATOR_ARGS, X_INITIAL, load_params, loc
 
 ERR = schema.ms_errors()    # code -> name (schema/messages.json msErrors)
 MAP_CODES = schema.enum("MapUpdCode")   # io_mapUpdDone_bits_code -> name (schema/core.json)
+DIR_STATES = schema.enum("DirState")    # io_queryResp_bits_state -> name
 LINE = 64
 
 
@@ -365,15 +366,13 @@ class Ms:
     async def _run(self):
         from cocotb.triggers import ReadOnly, RisingEdge
         d = self.dut
-        ins = [(getattr(d, f"io_req_{i}_valid"), getattr(d, f"io_req_{i}_ready"), getattr(d, f"io_req_{i}_bits"), self.req[i])
-               for i in range(self.n)]
-        ins += [(getattr(d, f"io_{p}_valid"), getattr(d, f"io_{p}_ready"), getattr(d, f"io_{p}_bits"), self.inq[p])
-                for p in ("birsp", "ctrl", "cancel") if hasattr(d, f"io_{p}_valid")]
-        names = [f"req_{i}" for i in range(self.n)] + [p for p in ("birsp", "ctrl", "cancel") if hasattr(d, f"io_{p}_valid")]
+        ports = [(f"req_{i}", self.req[i]) for i in range(self.n)]
+        ports += [(p, self.inq[p]) for p in ("birsp", "ctrl", "cancel") if hasattr(d, f"io_{p}_valid")]
+        ins = [(getattr(d, f"io_{p}_valid"), getattr(d, f"io_{p}_ready"), getattr(d, f"io_{p}_bits"), q) for p, q in ports]
+        names = [p for p, _q in ports]
         outs = [("rsp", self.rsp), ("snp", self.snp), ("ctrlResp", self.ctrlResp)]
         fired = [False] * len(ins)
         upd_fired = qry_fired = False
-        states = schema.enum("DirState")
         while True:
             await RisingEdge(d.clock)
             self.cycles += 1
@@ -409,7 +408,7 @@ class Ms:
                 sh, sf = int(d.io_queryResp_bits_sharers.value), int(d.io_queryResp_bits_schedulableFor.value)
                 self.queryResp.append({"obj": int(d.io_queryResp_bits_obj.value),
                                        "hit": bool(int(d.io_queryResp_bits_hit.value)),
-                                       "state": states[int(d.io_queryResp_bits_state.value)],
+                                       "state": DIR_STATES[int(d.io_queryResp_bits_state.value)],
                                        "sharers": [i for i in range(self.n) if sh >> i & 1],
                                        "pend": [int(getattr(d, f"io_queryResp_bits_pend_{i}").value) for i in range(self.n)],
                                        "schedulableFor": [bool(sf >> i & 1) for i in range(self.n)],
