@@ -203,8 +203,8 @@ def measure(names: list[str], run: str, log=print, no_kill: bool = False, kube: 
             slow_producer_ms: int = 0) -> dict:
     """Each workflow after completion, then early, a guest killed in each run; the makespan ratios
     (`no_kill`: the same pair again without a kill; `kube`: placed by kube-scheduler;
-    `slow_producer_ms`: one more early run, without a kill, whose source instances wait that long
-    before their function (JOBS.md `delay`), so that successors placed early start before the commit
+    `slow_producer_ms`: one more early run, without a kill, whose producers of an early
+    instance's inputs (those placed after completion) wait that long before their function (JOBS.md `delay`), so that successors placed early start before the commit
     they name whatever the machine's timing: at tiny sizes a producer often commits before its
     successor's job is posted)."""
     b = Bench(run, log, kube=kube)
@@ -222,11 +222,11 @@ def measure(names: list[str], run: str, log=print, no_kill: bool = False, kube: 
                                         "speedup": round(a0["wall_s"] / e0["wall_s"], 3),
                                         "early_before_commit": e0["early_before_commit"]}
             if slow_producer_ms:
-                b.ex.source_delay_ms = slow_producer_ms
+                b.ex.producer_delay_ms = slow_producer_ms
                 try:
                     sp_ = b.run(wf, early=True, kill=False)
                 finally:
-                    b.ex.source_delay_ms = 0
+                    b.ex.producer_delay_ms = 0
                 per[name]["slow_producer"] = {k: sp_[k] for k in ("wall_s", "early_runs", "early_before_commit", "history_ok")}
         sp = [p["speedup"] for p in per.values() if p["speedup"]]
         return {

@@ -172,9 +172,11 @@ class Executor:
         self.api = Api(api_port, auth=auth)
         self.dead_after_s = dead_after_s
         self.early = early                    # place early (the module's docstring)
-        # ms each run of a source instance (no predecessors) waits before its function (JOBS.md
-        # `delay`): a test's producer slow enough that its successors placed early start before its commit
-        self.source_delay_ms = 0
+        # ms each run of a producer that an early instance reads, itself placed after completion,
+        # waits before its function (JOBS.md `delay`): its successors placed early start before its
+        # commit, and their gets wait in the memory server. Not just the sources: video's only one
+        # (locateKeyFrame) feeds splitVideo, which is never early, so nothing early waits for it
+        self.producer_delay_ms = 0
         # ms the first instance with inputs placed in a run pauses after its first get (JOBS.md
         # `pause`): a test's kill point that holds a copy mid-run whatever the machine's timing
         self.pause_first_reader_ms = 0
@@ -327,8 +329,8 @@ class Executor:
         d += [f"put {o} {objs[o][0]} {objs[o][1]}" for o in inst.writes]
         d += [f"emit {e}" for e in inst.emits] + [f"param {k_}={v}" for k_, v in params.items()]
         after = sorted({f for f in self.wf.function(inst.function).get("after", [])})
-        if self.source_delay_ms and not after:
-            d.append(f"delay {self.source_delay_ms}")
+        if self.producer_delay_ms and k not in self.early_k and set(inst.writes) & self.early_reads:
+            d.append(f"delay {self.producer_delay_ms}")
         if self.pause_first_reader_ms and inst.reads and not self.paused:
             d.append(f"pause {self.pause_first_reader_ms}")
             self.paused = True                  # once: a re-execution runs at full speed
@@ -408,6 +410,7 @@ class Executor:
             self.placer.new_workflow()
         objs = self.allocate(wf, ref)
         self.early_k = self._plan_early(wf, insts, objs) if self.early else {}
+        self.early_reads = {o for v in self.early_k.values() for o in v}
         digests = {jobs.digest_hex(ref.initial.get(o, b"")): "initial" for o in objs}
         self.emit({"ev": "meta", "format": 1, "source": "qemu-cxl", "initial": {o: "initial" for o in objs},
                    "digests": digests, "floor": "place"})

@@ -4,8 +4,8 @@ executor. A workflow runs after completion and then early (its one-writer instan
 ancestors are placed, reading with versioned gets the memory server holds until the producer's
 commit), a guest's QEMU SIGKILLed mid-run in each run (and the pair again without a kill): outputs equal to the host run's, histories
 clean (apta.history P1-P4 and V1), the lost run re-executed, the killed guest fenced, rebooted and
-rejoined. One more early run, without a kill, has its source instances wait 2 s before their
-function (JOBS.md `delay`): in it some instance must have started before an input it names had
+rejoined. One more early run, without a kill, has the producers of an early instance's inputs
+(those placed after completion) wait 2 s before their function (JOBS.md `delay`): in it some instance must have started before an input it names had
 committed, its versioned get held by the memory server until the commit (at tiny sizes the
 unslowed runs' producers often commit before a successor's job is posted: how many started early
 there is printed, never asserted).
