@@ -202,6 +202,11 @@ if cocotb is not None:
         get_op = ms.S.messages["ObjGet"].opcode       # the OSC's reports: a get's opcode, txn 0
         assert [(e["opcode"], e["txn"]) for e in ms.err if (e["server"], e["code"]) in ((0, "unknownObj"), (1, "overLong"))] \
             == [(get_op, 0)] * 2, ms.err
+        op = {n: ms.S.messages[n].opcode for n in ("PutPrepare", "PutLine")}   # the OPC's reports: the message's
+        assert [(e["opcode"], e["obj"], e["txn"]) for e in ms.err if (e["server"], e["code"]) == (2, "badMapEntry")] \
+            == [(op["PutPrepare"], 10, 3)], ms.err                                # opcode, obj and txn
+        assert [(e["opcode"], e["obj"], e["txn"]) for e in ms.err if (e["server"], e["code"]) == (0, "noTxn")] \
+            == [(op["PutLine"], 1, 4)], ms.err
         assert ms.rsp_of("ObjErr", server=0, obj=50, code=4, txn=0)   # a get's ObjErr: txn 0 (messages.json)
         assert ms.rsp_of("ObjErr", server=1, obj=9, code=6, txn=0)
         assert ms.rsp_of("ObjErr", server=2, obj=10, txn=3, code=5)

@@ -679,8 +679,9 @@ if cocotb is not None:
         for srv, o, txn, l, _code in bad:
             ms.send(srv, "PutLine", epoch=0, obj=o, txn=txn, line=l, data=val(o, 9, l))
             await ms.settle()
-        assert [(e["server"], e["obj"], e["txn"], e["code"]) for e in ms.err] == \
-            [(srv, o, txn, code) for srv, o, txn, _l, code in bad], ms.err
+        put_line = ms.S.messages["PutLine"].opcode
+        assert [(e["server"], e["obj"], e["txn"], e["code"], e["opcode"]) for e in ms.err] == \
+            [(srv, o, txn, code, put_line) for srv, o, txn, _l, code in bad], ms.err
         assert [(n, f["server"], f["obj"], f["code"]) for n, f in ms.rsp] == [("ObjErr", 1, 3, 9)], ms.rsp
         assert not ms.rsp_of("PutCommit"), "a stray line completed a put"
         for srv, o, txn in ((0, 2, 1), (1, 3, 2)):
@@ -1156,6 +1157,75 @@ if cocotb is not None:
         await beside_a_stall(dut, 1)
 
     @cocotb.test()
+    async def commit_retry_period(dut):
+        """MEMSERVER.md OPC Commit: a Stall'd Commit goes back to the core `stallBackoff` cycles
+        after the Stall answer, every time (the cycle after the answer the slot is Complete with
+        the pause loaded; it counts down, and the Commit goes in the cycle it reaches 0). White-box
+        (the OPC's core port): a reader shares every way of two sets; W's commit into each set
+        stalls until the reader acks, first in slot 0, then in slot 1 beside C's open put; every
+        Stall-to-Commit gap is measured."""
+        from cocotb.triggers import ClockCycles
+        from core_bfm import load_params, set_of
+        P = load_params(VARIANT)
+        R, W, C = 2, 1, 0
+        sets = []
+        for first in (1, next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, 1))):
+            g = [o for o in range(1, P["mapEntries"]) if set_of(P, o) == set_of(P, first)][:P["dirWays"] + 1]
+            sets.append((g[:-1], g[-1]))
+        x = next(o for o in range(1, P["mapEntries"]) if all(o not in h + [c] for h, c in sets))
+        ms = await setup(dut, {**{o: 2 for h, c in sets for o in h + [c]}, x: 2})
+        ev = watch_opc(dut)
+        for h, _c in sets:
+            for o in h:
+                ms.send(R, "ObjGet", epoch=0, obj=o)
+        await ms.settle()
+        B = ms.P["stallBackoff"]
+        for slot, (held, c) in enumerate(sets):
+            if slot:                                    # C's open put holds slot 0
+                ms.send(C, "PutPrepare", epoch=0, obj=x, txn=1)
+                await ms.settle()
+            k = len(ev)
+            ms.send(W, "PutPrepare", epoch=0, obj=c, txn=1 + slot)
+            for l in range(2):
+                ms.send(W, "PutLine", epoch=0, obj=c, txn=1 + slot, line=l, data=val(c, 1, l))
+            await ClockCycles(dut.clock, 150)
+            core = [e for e in ev[k:] if e[0] in ("req", "Stall")]
+            gaps = [t2 - t1 for (a, t1), (b, t2) in zip(core, core[1:]) if (a, b) == ("Stall", "req")]
+            assert len(gaps) >= 5 and set(gaps) == {B + 1}, (slot, B, gaps, core[-12:])
+            for o in held:
+                ms.ack(R, 0, o)
+            await ms.settle()
+            assert ms.rsp_of("PutCommit", server=W, obj=c, txn=1 + slot), ms.rsp[-3:]
+
+    @cocotb.test()
+    async def bisnp_names_the_extent_it_invalidates(dut):
+        """MEMSERVER.md OPC Commit: the Commit carries its slot's extent (base, size), which the
+        directory keeps and the next commit's ObjBISnp names. Each slot commits while the other
+        holds another object's extent (slot 0's commit beside slot 1 open; slot 1's beside slot 0
+        free but not cleared), a third server reads both, then both are put again: each ObjBISnp
+        to the reader names its own object's base and size."""
+        ms = await setup(dut, {2: 2, 3: 3})
+        ms.ack_every_snoop()
+        ms.send(0, "PutPrepare", epoch=0, obj=2, txn=1)
+        ms.send(1, "PutPrepare", epoch=0, obj=3, txn=2)
+        await ms.settle()
+        for srv, o, txn, size in ((0, 2, 1, 2), (1, 3, 2, 3)):
+            for l in range(size):
+                ms.send(srv, "PutLine", epoch=0, obj=o, txn=txn, line=l, data=val(o, 1, l))
+            await ms.settle()
+        for o in (2, 3):
+            ms.send(2, "ObjGet", epoch=0, obj=o)
+        await ms.settle()
+        for srv, o, txn, size in ((0, 2, 3, 2), (1, 3, 4, 3)):
+            ms.send(srv, "PutPrepare", epoch=0, obj=o, txn=txn)
+            for l in range(size):
+                ms.send(srv, "PutLine", epoch=0, obj=o, txn=txn, line=l, data=val(o, 2, l))
+            await ms.settle()
+        assert len(ms.rsp_of("PutCommit")) == 4, ms.rsp
+        got = sorted((f["obj"], f["base"], f["size"]) for n, f in ms.snp if n == "ObjBISnp" and f["server"] == 2)
+        assert got == [(2, obj_base(2), 2), (3, obj_base(3), 3)], ms.snp
+
+    @cocotb.test()
     async def stalled_get_pins_nothing(dut):
         """Only a Served get pins a draining slot (MEMSERVER.md OSC/OPC): a get that keeps stalling
         (its server owes an ack for the object) never holds the slot of the object's last put, so
@@ -1221,4 +1291,4 @@ if cocotb is not None:
                          else ["ms3", "ms3t"])
 def test_ms_smoke_runner(variant):
     from ms_bfm import run_ms_module
-    run_ms_module(variant, "test_ms_smoke", 26)
+    run_ms_module(variant, "test_ms_smoke", 28)
