@@ -142,10 +142,17 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   // an open slot ages each cycle; a staged line or a retry's reopening restarts it (connected below:
   // the last connection wins, so the timeout counts from the writer's last sign of life)
   age.foreach(a => for (i <- 0 until S) when(isSt(slots(i), SlotSt.Open) && a(i) =/= p.opcTimeout.U) { a(i) := a(i) + 1.U })
+  // the input state's transitions, one arm per state (sAct's arms say when it is done)
+  val actDone = WireDefault(false.B)
+  switch(inState) {
+    is(sIn) { when(io.in.fire && isPrep) { inState := sLook } }
+    is(sLook) { when(io.lk.fire) { inState := sLookW } }
+    is(sLookW) { when(io.lkRes.valid) { inState := sAct } }
+    is(sAct) { when(actDone) { inState := sIn } }
+  }
   when(io.in.fire) {
     when(isPrep) {
       prep := PutPrepareMsg.fromFlit(io.in.bits.flit)
-      inState := sLook
     }.elsewhen(!lineErr) {
       stage.write(at(oi, line.line), line.data)
       slots(oi).got := os.got | UIntToOH(line.line, L)
@@ -163,11 +170,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   }
   io.lk.valid := inState === sLook
   io.lk.bits := prep.obj
-  when(io.lk.fire) { inState := sLookW }
-  when(inState === sLookW && io.lkRes.valid) {
-    res := io.lkRes.bits
-    inState := sAct
-  }
+  when(inState === sLookW && io.lkRes.valid) { res := io.lkRes.bits }
   // the slot of the same (writer, txn), open or complete (not yet committing), is reused: the retry
   // is idempotent; else the first free one
   val mine = slots.map(s => (isSt(s, SlotSt.Open) || isSt(s, SlotSt.Complete)) && s.owner === prep.server &&
@@ -182,14 +185,14 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val prepZombie = io.fenced(prep.server) || io.epochs(prep.server) =/= prep.epoch
   when(inState === sAct) {
     when(prepZombie) {
-      inState := sIn        // fenced while translating: discarded like a zombie
+      actDone := true.B     // fenced while translating: discarded like a zombie
     }.elsewhen(!res.ok) {
       rspArb.io.in(1).valid := errArb.io.in(1).ready
       rspArb.io.in(1).bits := ObjErrFlit(prep.server, prep.epoch, prep.obj, prep.txn, res.code)
       errArb.io.in(1).valid := rspArb.io.in(1).ready
       errArb.io.in(1).bits := MsErr(0, prep.server, prep.obj, prep.txn, MsgOpcode.PutPrepare)
       errArb.io.in(1).bits.code := res.code
-      when(rspArb.io.in(1).fire) { inState := sIn }
+      actDone := rspArb.io.in(1).fire
     }.elsewhen(committing.reduce(_ || _)) {
       // wait (bounded: the core answers the OPC's one Commit in flight)
     }.elsewhen(canOpen) {
@@ -203,7 +206,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       s.size := res.size
       s.got := 0.U
       age.foreach(_(target) := 0.U)
-      inState := sIn
+      actDone := true.B
     }.otherwise {            // staging full
       val r = Wire(new Slot)
       r := 0.U.asTypeOf(new Slot)
@@ -213,7 +216,7 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
       r.txn := prep.txn
       rspArb.io.in(1).valid := true.B
       rspArb.io.in(1).bits := rspFlit(MsgOpcode.PutRetry, r)
-      when(rspArb.io.in(1).fire) { inState := sIn }
+      actDone := rspArb.io.in(1).fire
     }
   }
 

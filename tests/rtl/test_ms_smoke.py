@@ -553,40 +553,52 @@ if cocotb is not None:
         A get served from a draining slot, whose stream the response channel holds up, keeps the slot
         after its drain ends: a put that finds no other free slot is answered PutRetry (it must not
         take the slot and overwrite the lines still to be streamed), and the get gets the committed
-        version whole."""
+        version whole. The put drains from slot 0, then from slot 1 (another writer's open put holds
+        slot 0 first)."""
         from cocotb.triggers import ClockCycles, RisingEdge
         ms = await setup(dut, {5: 4, 6: 2, 4: 2})
-        ms.ram.write_if.w_channel.pause = True             # the drain cannot reach DRAM yet
-        ms.send(0, "PutPrepare", epoch=0, obj=5, txn=2)
-        for l in range(4):
-            ms.send(0, "PutLine", epoch=0, obj=5, txn=2, line=l, data=val(5, 1, l))
-        for _ in range(200):
-            await RisingEdge(dut.clock)
-            if ms.rsp_of("PutCommit", server=0, obj=5):
-                break
-        assert ms.rsp_of("PutCommit", server=0, obj=5), ms.rsp
-        ms.stalled.add("rsp")
-        ms.send(1, "ObjGet", epoch=0, obj=5)                # served from the draining slot, held up
-        await ClockCycles(dut.clock, 60)
-        ms.ram.write_if.w_channel.pause = False            # the drain ends while the stream waits
-        await ClockCycles(dut.clock, 60)
-        assert ms.read_obj(obj_base(5), 4) == [val(5, 1, l) for l in range(4)], "the drain did not end"
-        ms.send(2, "PutPrepare", epoch=0, obj=6, txn=1)     # takes the other slot, stays open
-        ms.send(2, "PutLine", epoch=0, obj=6, txn=1, line=0, data=val(6, 1, 0))
-        await ClockCycles(dut.clock, 20)
-        ms.send(2, "PutPrepare", epoch=0, obj=4, txn=3)     # no free slot: the pinned one is not
-        for l in range(2):
-            ms.send(2, "PutLine", epoch=0, obj=4, txn=3, line=l, data=val(4, 1, l))
-        await ClockCycles(dut.clock, 60)
-        ms.stalled.discard("rsp")
-        await ms.settle()
-        assert data_of(ms, 1, 5) == [val(5, 1, l) for l in range(4)], \
-            f"the stream of the pinned slot: versions {[(d >> 20) & 0xFFFFF for d in data_of(ms, 1, 5)]}, objs {[d >> 40 & 0xFF for d in data_of(ms, 1, 5)]}"
-        assert ms.rsp_of("PutRetry", server=2, obj=4, txn=3) and not ms.rsp_of("PutCommit", server=2, obj=4), ms.rsp
-        assert ms.read_obj(obj_base(4), 2) == [val(4, 0, l) for l in range(2)]
-        ms.send(2, "PutLine", epoch=0, obj=6, txn=1, line=1, data=val(6, 1, 1))
-        await ms.settle()
-        assert ms.rsp_of("PutCommit", server=2, obj=6, txn=1), ms.rsp
+        ms.ack_every_snoop()                                # the reader of the first round acks
+        for slot in (0, 1):
+            v, t = 1 + slot, 1 + 4 * slot
+            if slot:                                        # takes slot 0, stays open
+                ms.send(2, "PutPrepare", epoch=0, obj=6, txn=t)
+                held_open = keep_open(ms, 2, 6, t)
+                await ClockCycles(dut.clock, 20)
+            ms.ram.write_if.w_channel.pause = True         # the drain cannot reach DRAM yet
+            ms.send(0, "PutPrepare", epoch=0, obj=5, txn=t + 1)
+            for l in range(4):
+                ms.send(0, "PutLine", epoch=0, obj=5, txn=t + 1, line=l, data=val(5, v, l))
+            for _ in range(200):
+                await RisingEdge(dut.clock)
+                if ms.rsp_of("PutCommit", server=0, obj=5, txn=t + 1):
+                    break
+            assert ms.rsp_of("PutCommit", server=0, obj=5, txn=t + 1), ms.rsp
+            n1 = len(ms.rsp_of("ObjData", server=1, obj=5))
+            ms.stalled.add("rsp")
+            ms.send(1, "ObjGet", epoch=0, obj=5)            # served from the draining slot, held up
+            await ClockCycles(dut.clock, 60)
+            ms.ram.write_if.w_channel.pause = False        # the drain ends while the stream waits
+            await ClockCycles(dut.clock, 60)
+            assert ms.read_obj(obj_base(5), 4) == [val(5, v, l) for l in range(4)], "the drain did not end"
+            if not slot:                                    # takes the other slot, stays open
+                ms.send(2, "PutPrepare", epoch=0, obj=6, txn=t)
+                held_open = keep_open(ms, 2, 6, t)
+                await ClockCycles(dut.clock, 20)
+            ms.send(2, "PutPrepare", epoch=0, obj=4, txn=t + 2)     # no free slot: the pinned one is not
+            for l in range(2):
+                ms.send(2, "PutLine", epoch=0, obj=4, txn=t + 2, line=l, data=val(4, v, l))
+            await ClockCycles(dut.clock, 60)
+            ms.stalled.discard("rsp")
+            await ms.settle()
+            got = [f["data"] for f in sorted(ms.rsp_of("ObjData", server=1, obj=5)[n1:], key=lambda f: f["line"])]
+            assert got == [val(5, v, l) for l in range(4)], \
+                f"slot {slot}: the stream of the pinned slot: versions {[(d >> 20) & 0xFFFFF for d in got]}, objs {[d >> 40 & 0xFF for d in got]}"
+            assert ms.rsp_of("PutRetry", server=2, obj=4, txn=t + 2) and not ms.rsp_of("PutCommit", server=2, obj=4), ms.rsp
+            assert ms.read_obj(obj_base(4), 2) == [val(4, 0, l) for l in range(2)]
+            held_open["on"] = False
+            ms.send(2, "PutLine", epoch=0, obj=6, txn=t, line=1, data=val(6, t, 1))
+            await ms.settle()
+            assert ms.rsp_of("PutCommit", server=2, obj=6, txn=t), ms.rsp
 
     @cocotb.test()
     async def get_meets_commit_at_every_offset(dut):
@@ -1157,6 +1169,34 @@ if cocotb is not None:
         await beside_a_stall(dut, 1)
 
     @cocotb.test()
+    async def drain_under_write_backpressure(dut):
+        """MEMSERVER.md OPC drain: a committed put's lines reach DRAM each at its own address however
+        the AXI slave paces them. The W channel is held back in patterns (1 to 3 cycles of every
+        2 to 5): each put of an 8-line object, in slot 0 and in slot 1 (another writer's open put
+        holds slot 0), must leave DRAM holding exactly its lines."""
+        import itertools
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut, {1: 8, 2: 2})
+        v = 0
+        for slot in (0, 1):
+            if slot:                                        # held open (ms3t times out an idle put)
+                ms.send(2, "PutPrepare", epoch=0, obj=2, txn=9)
+                keep_open(ms, 2, 2, 9)
+                await ClockCycles(dut.clock, 20)
+            for on, off in ((1, 1), (1, 3), (2, 1), (3, 2)):
+                v += 1
+                ms.ram.write_if.w_channel.set_pause_generator(itertools.cycle([0] * on + [1] * off))
+                ms.send(0, "PutPrepare", epoch=0, obj=1, txn=v)
+                for l in range(8):
+                    ms.send(0, "PutLine", epoch=0, obj=1, txn=v, line=l, data=val(1, v, l))
+                await ms.settle()
+                ms.ram.write_if.w_channel.set_pause_generator(None)
+                assert ms.rsp_of("PutCommit", server=0, obj=1, txn=v), ms.rsp[-3:]
+                assert ms.read_obj(obj_base(1), 8) == [val(1, v, l) for l in range(8)], \
+                    (slot, on, off, [(d >> 20) & 0xFFFFF for d in ms.read_obj(obj_base(1), 8)])
+        assert not ms.err, ms.err
+
+    @cocotb.test()
     async def commit_retry_period(dut):
         """MEMSERVER.md OPC Commit: a Stall'd Commit goes back to the core `stallBackoff` cycles
         after the Stall answer, every time (the cycle after the answer the slot is Complete with
@@ -1291,4 +1331,4 @@ if cocotb is not None:
                          else ["ms3", "ms3t"])
 def test_ms_smoke_runner(variant):
     from ms_bfm import run_ms_module
-    run_ms_module(variant, "test_ms_smoke", 28)
+    run_ms_module(variant, "test_ms_smoke", 29)
