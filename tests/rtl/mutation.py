@@ -166,8 +166,9 @@ NUMBERED = re.compile(r".*_(?:T|GEN)(?:_\d+)?$")
 
 
 def _temp_defs(body: list[str]) -> dict[str, str]:
-    """A module's temporaries defined by `wire ... name = expr;` (one or more lines): name -> expr;
-    and a case-block mux (`always_comb begin casez (sel) ... casez_tmp_N = ...; endcase`): name ->
+    """A module's temporaries defined by `wire ... name = expr;` or, declared before a use that
+    comes first (`wire name;`), by `assign name = expr;` (one or more lines): name -> expr; and a
+    case-block mux (`always_comb begin casez (sel) ... casez_tmp_N = ...; endcase`): name ->
     the block's text with its own name left out."""
     defs, k = {}, 0
     while k < len(body):
@@ -182,7 +183,7 @@ def _temp_defs(body: list[str]) -> dict[str, str]:
                 defs[t] = block.replace(f"{t} = ", "= ")
             k = j + 1
             continue
-        m = re.match(r"^\s*wire\b[^=;]*?\b(\w+)\s*=(?!=)(.*)$", body[k])
+        m = re.match(r"^\s*(?:wire\b[^=;]*?|assign)\s*\b(\w+)\s*=(?!=)(.*)$", body[k])
         if m and TEMP.fullmatch(m.group(1)):
             text, j = m.group(2), k
             while not text.rstrip().endswith(";") and j + 1 < len(body):
