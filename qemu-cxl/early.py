@@ -203,10 +203,10 @@ def measure(names: list[str], run: str, log=print, no_kill: bool = False, kube: 
             slow_producer_ms: int = 0) -> dict:
     """Each workflow after completion, then early, a guest killed in each run; the makespan ratios
     (`no_kill`: the same pair again without a kill; `kube`: placed by kube-scheduler;
-    `slow_producer_ms`: one more early run, without a kill, whose producers of an early
-    instance's inputs (those placed after completion) wait that long before their function (JOBS.md `delay`), so that successors placed early start before the commit
-    they name whatever the machine's timing: at tiny sizes a producer often commits before its
-    successor's job is posted)."""
+    `slow_producer_ms`: one more early run, without a kill, whose producers of an early instance's
+    inputs (those placed after completion) wait that long before their function (JOBS.md `delay`),
+    so that successors placed early start before the commit they name whatever the machine's
+    timing: at tiny sizes a producer often commits before its successor's job is posted)."""
     b = Bench(run, log, kube=kube)
     try:
         per = {}

@@ -53,14 +53,14 @@ def keep_open(ms, server: int, o: int, txn: int, every: int = 64) -> dict:
     return flag
 
 
-def full_set() -> tuple[list[int], int, int]:
-    """Objects of one directory set: the dirWays a reader will share (`held`), one more that a
-    writer commits into the full set (`c`: CORE.md commit.I.evict, then commit.I.full while the
-    reader never acks), and one object of another set (`e`)."""
+def full_set(first: int = 1) -> tuple[list[int], int, int]:
+    """Objects of the directory set of object `first`: the dirWays a reader will share (`held`),
+    one more that a writer commits into the full set (`c`: CORE.md commit.I.evict, then
+    commit.I.full while the reader never acks), and one object of another set (`e`)."""
     from core_bfm import load_params, set_of
     P = load_params(VARIANT)
-    group = [o for o in range(1, P["mapEntries"]) if set_of(P, o) == set_of(P, 1)][:P["dirWays"] + 1]
-    e = next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, 1))
+    group = [o for o in range(first, P["mapEntries"]) if set_of(P, o) == set_of(P, first)][:P["dirWays"] + 1]
+    e = next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, first))
     return group[:-1], group[-1], e
 
 
@@ -1205,14 +1205,11 @@ if cocotb is not None:
         stalls until the reader acks, first in slot 0, then in slot 1 beside C's open put; every
         Stall-to-Commit gap is measured."""
         from cocotb.triggers import ClockCycles
-        from core_bfm import load_params, set_of
-        P = load_params(VARIANT)
         R, W, C = 2, 1, 0
-        sets = []
-        for first in (1, next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, 1))):
-            g = [o for o in range(1, P["mapEntries"]) if set_of(P, o) == set_of(P, first)][:P["dirWays"] + 1]
-            sets.append((g[:-1], g[-1]))
-        x = next(o for o in range(1, P["mapEntries"]) if all(o not in h + [c] for h, c in sets))
+        held, c, e = full_set()
+        sets = [(held, c), full_set(e)[:2]]
+        from core_bfm import load_params
+        x = next(o for o in range(1, load_params(VARIANT)["mapEntries"]) if all(o not in h + [c] for h, c in sets))
         ms = await setup(dut, {**{o: 2 for h, c in sets for o in h + [c]}, x: 2})
         ev = watch_opc(dut)
         for h, _c in sets:
