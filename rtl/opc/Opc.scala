@@ -234,8 +234,12 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     (io.oscBusy.valid && io.oscBusy.bits === slots(i).obj && !mut.on(Mutants.noGetCommitInterlock))
   // a slot a retry reopens in this cycle (sAct, lines cleared) does not also start its commit in it
   val reopening = mine.map(_ && inState === sAct)
+  // an open or complete slot whose writer is fenced or in another epoch (the core's status now) is
+  // aborted below, and a stale one never commits, also while its report waits for the error port
+  val stale = slots.map(s => (isSt(s, SlotSt.Open) || isSt(s, SlotSt.Complete)) &&
+    (io.fenced(s.owner) || io.epochs(s.owner) =/= s.epoch))
   val canCommit = VecInit((0 until S).map(i => isSt(slots(i), SlotSt.Complete) && backoff(i) === 0.U && !objBusy(i) &&
-    !reopening(i)))
+    !reopening(i) && !stale(i)))
   val ci = PriorityEncoder(canCommit)
   val early = mut.on(Mutants.commitBeforeCore)   // mutant: PutCommit leaves with the Commit request
   io.coreReq.valid := canCommit.asUInt.orR && !inCore && (!early || rspArb.io.in(0).ready)
@@ -261,6 +265,11 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   io.committed.bits := cs.obj
   when(io.coreResp.fire) {
     assert(io.coreResp.bits.op === ReqOp.Commit && inCore, "the OPC's own answer")
+    // the core drops a commit of a fenced or old-epoch writer (or a malformed one); the OPC sends
+    // none: its writer's status is the core's own, which no ctrl op changes between the request's
+    // cycle and its S1 (the core takes no ctrl op in a request's cycle), and the object map's
+    // sizes are 1..linesPerObject
+    assert(io.coreResp.bits.result =/= ReqResult.Drop, "opc-commit-never-dropped: the OPC sent a stale Commit")
     inCore := false.B
     switch(io.coreResp.bits.result) {
       is(ReqResult.Committed) {
@@ -273,7 +282,6 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
         cs.st := SlotSt.Complete
         backoff(cSlot) := p.stallBackoff.U
       }
-      is(ReqResult.Drop) { cs.st := SlotSt.Free }   // the writer was fenced: no reply
     }
   }
 
@@ -313,8 +321,6 @@ class Opc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   }
 
   // ---- aborts: fenced / rejoined writers (no reply), timeout (PutRetry) ---------------------------------
-  val stale = slots.map(s => (isSt(s, SlotSt.Open) || isSt(s, SlotSt.Complete)) &&
-    (io.fenced(s.owner) || io.epochs(s.owner) =/= s.epoch))
   val ai = PriorityEncoder(stale)
   errArb.io.in(0).valid := stale.reduce(_ || _) && !mut.on(Mutants.fenceKeepsOpenPut)
   errArb.io.in(0).bits := MsErr(MsErrCode.fenceAbort, slots(ai).owner, slots(ai).obj, slots(ai).txn, 0)
