@@ -1269,9 +1269,10 @@ if cocotb is not None:
         busy (the core's reports go first); then a server port's zombie gets keep it busy while W is
         fenced and W2's drain is let go. W's put must not commit: no PutCommit, DRAM holds W2's
         version, and W's fenceAbort arrives once the port is quiet, after the drain ended (the
-        moment the slot could have committed). Until 2026-11-27 the slot went to the core, which
-        answered Drop: freed without its report. Every report of the floods arrives; W rejoins and
-        puts again."""
+        moment the slot could have committed). W's put is in slot 1 (W2 prepared first), then in
+        slot 0 (white-box: the slot is checked). Until 2026-11-27 the slot went to the core, which
+        answered Drop: freed without its report. Every report of the floods arrives; W rejoins
+        after each round and its last put commits."""
         import cocotb
         from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
         X, W, W2, G = 1, 0, 1, 2
@@ -1280,7 +1281,7 @@ if cocotb is not None:
         bad_ack = S.encode("ObjBIRsp", server=0, epoch=0, obj=X) | 1 << (S.messages["ObjBIRsp"].bits + 3)
         flood = {"birsp": False, "zombies": False}
         sent = {"birsp": 0, "zombies": 0}
-        drained = []                                        # cycles of the drain's B beats (AXI id 2)
+        drained = []                                        # cycles of the drains' B beats (AXI id 2)
 
         async def feed():
             while True:
@@ -1296,62 +1297,78 @@ if cocotb is not None:
                     drained.append(ms.cycles)
         cocotb.start_soon(feed())
 
-        ms.ram.write_if.w_channel.pause = True
-        ms.send(W2, "PutPrepare", epoch=0, obj=X, txn=1)
-        for l in range(2):
-            ms.send(W2, "PutLine", epoch=0, obj=X, txn=1, line=l, data=val(X, 1, l))
-        for _ in range(300):
-            await RisingEdge(dut.clock)
-            if ms.rsp_of("PutCommit", server=W2, obj=X, txn=1):
-                break
-        ms.send(W, "PutPrepare", epoch=0, obj=X, txn=2)
-        for l in range(2):
-            ms.send(W, "PutLine", epoch=0, obj=X, txn=2, line=l, data=val(X, 2, l))
-        await ClockCycles(dut.clock, 30)
-        assert ms.rsp_of("PutCommit", server=W2, obj=X, txn=1) and not ms.rsp_of("PutCommit", server=W), ms.rsp
-        flood["birsp"] = True
-        await ClockCycles(dut.clock, 4)
-        fired = len(ms.req_fire)
-        for _ in range(2):                                  # orphans: their noTxn reports wait in the OPC
-            ms.send(G, "PutLine", epoch=0, obj=X, txn=77, line=0, data=0)
-        flood["zombies"] = True                             # they wait behind the orphans, then for the acks
-        for _ in range(60):
-            await RisingEdge(dut.clock)
-            if sum(1 for p, _c in ms.req_fire[fired:] if p == G) >= 2:
-                break
-        await ClockCycles(dut.clock, 4)
-        flood["birsp"] = False                              # the zombies' reports take over; the Fence goes in
-        ms.ctrl("Fence", W, 0)
-        for _ in range(200):
-            await RisingEdge(dut.clock)
-            if [f for n, f in ms.ctrlResp if n == "Fence" and f["server"] == W]:
-                break
-        assert int(dut.io_status_fenced.value) >> W & 1, ms.ctrlResp
-        ms.ram.write_if.w_channel.pause = False
-        for _ in range(200):
-            await RisingEdge(dut.clock)
-            if len(drained) == 2:
-                break
-        await ClockCycles(dut.clock, 40)                    # the slot could commit now, its report still waiting
-        flood["zombies"] = False
-        await ms.settle()
-        aborts = [e for e in ms.err if e["code"] == "fenceAbort"]
-        assert [(e["server"], e["obj"], e["txn"]) for e in aborts] == [(W, X, 2)], \
-            f"W's complete put was not aborted with its report: {aborts}, rsp {ms.rsp[-3:]}"
-        assert len(drained) == 2 and aborts[0]["cycle"] > drained[-1], \
-            f"the report was not held past the drain's end (B beats at {drained}, report at {aborts[0]['cycle']})"
-        assert not ms.rsp_of("PutCommit", server=W) and int(dut.io_status_commitSeq.value) == 1, ms.rsp
-        assert ms.read_obj(obj_base(X), 2) == [val(X, 1, l) for l in range(2)]
-        codes = {}
-        for e in ms.err:
-            codes[e["code"]] = codes.get(e["code"], 0) + 1
-        assert codes == {"badFlit": sent["birsp"], "noTxn": 2, "zombie": sent["zombies"], "fenceAbort": 1}, \
-            (codes, sent)
-        ms.send(W, "Rejoin", epoch=0)
-        await ms.settle()
-        ms.send(W, "PutPrepare", epoch=1, obj=X, txn=3)
-        for l in range(2):
-            ms.send(W, "PutLine", epoch=1, obj=X, txn=3, line=l, data=val(X, 3, l))
+        def lines(srv: int, ep: int, txn: int):
+            for l in range(2):
+                ms.send(srv, "PutLine", epoch=ep, obj=X, txn=txn, line=l, data=val(X, txn, l))
+
+        for slot in (1, 0):
+            ep, tw, tw2 = ms.epoch(W), 10 + slot, 20 + slot
+            e0, c0, seq0 = len(ms.err), len(ms.ctrlResp), int(dut.io_status_commitSeq.value)
+            sent.update(birsp=0, zombies=0)
+            ms.ram.write_if.w_channel.pause = True
+            if slot == 0:                                   # W's prepare first: W gets slot 0
+                ms.send(W, "PutPrepare", epoch=ep, obj=X, txn=tw)
+                await ClockCycles(dut.clock, 20)
+            ms.send(W2, "PutPrepare", epoch=0, obj=X, txn=tw2)
+            lines(W2, 0, tw2)
+            for _ in range(300):
+                await RisingEdge(dut.clock)
+                if ms.rsp_of("PutCommit", server=W2, obj=X, txn=tw2):
+                    break
+            if slot == 1:
+                ms.send(W, "PutPrepare", epoch=ep, obj=X, txn=tw)
+            lines(W, ep, tw)
+            await ClockCycles(dut.clock, 30)
+            assert ms.rsp_of("PutCommit", server=W2, obj=X, txn=tw2) and not ms.rsp_of("PutCommit", server=W), ms.rsp
+            st = getattr(dut.opc, f"slots_{slot}_st")
+            assert (int(st.value), int(getattr(dut.opc, f"slots_{slot}_owner").value)) == (2, W), \
+                f"W's put is not the Complete slot {slot}"
+            flood["birsp"] = True
+            await ClockCycles(dut.clock, 4)
+            fired = len(ms.req_fire)
+            for _ in range(2):                              # orphans: their noTxn reports wait in the OPC
+                ms.send(G, "PutLine", epoch=0, obj=X, txn=77, line=0, data=0)
+            flood["zombies"] = True                         # behind the orphans, then waiting for the acks
+            for _ in range(60):
+                await RisingEdge(dut.clock)
+                if sum(1 for p, _c in ms.req_fire[fired:] if p == G) >= 2:
+                    break
+            await ClockCycles(dut.clock, 4)
+            flood["birsp"] = False                          # the zombies' reports take over; the Fence goes in
+            ms.ctrl("Fence", W, ep)
+            for _ in range(200):
+                await RisingEdge(dut.clock)
+                if [f for n, f in ms.ctrlResp[c0:] if n == "Fence" and f["server"] == W]:
+                    break
+            assert int(dut.io_status_fenced.value) >> W & 1, (slot, ms.ctrlResp)
+            d0 = len(drained)
+            ms.ram.write_if.w_channel.pause = False
+            for _ in range(200):
+                await RisingEdge(dut.clock)
+                if len(drained) == d0 + 2:
+                    break
+            await ClockCycles(dut.clock, 40)                # the slot could commit now, its report still waiting
+            flood["zombies"] = False
+            await ms.settle()
+            aborts = [e for e in ms.err[e0:] if e["code"] == "fenceAbort"]
+            assert [(e["server"], e["obj"], e["txn"]) for e in aborts] == [(W, X, tw)], \
+                f"slot {slot}: W's complete put was not aborted with its report: {aborts}, rsp {ms.rsp[-3:]}"
+            assert len(drained) == d0 + 2 and aborts[0]["cycle"] > drained[-1], \
+                f"slot {slot}: the report was not held past the drain's end (B beats at {drained[d0:]}, " \
+                f"report at {aborts[0]['cycle']})"
+            assert not ms.rsp_of("PutCommit", server=W) and int(dut.io_status_commitSeq.value) == seq0 + 1, ms.rsp
+            assert ms.read_obj(obj_base(X), 2) == [val(X, tw2, l) for l in range(2)], slot
+            codes = {}
+            for e in ms.err[e0:]:
+                codes[e["code"]] = codes.get(e["code"], 0) + 1
+            assert codes == {"badFlit": sent["birsp"], "noTxn": 2, "zombie": sent["zombies"], "fenceAbort": 1}, \
+                (slot, codes, sent)
+            ms.send(W, "Rejoin", epoch=ep)
+            await ms.settle()
+            assert ms.rsp_of("RejoinAck", server=W, epoch=ep + 1), (slot, ms.rsp[-3:])
+        ep = ms.epoch(W)
+        ms.send(W, "PutPrepare", epoch=ep, obj=X, txn=3)
+        lines(W, ep, 3)
         await ms.settle()
         assert ms.rsp_of("PutCommit", server=W, obj=X, txn=3) and \
             ms.read_obj(obj_base(X), 2) == [val(X, 3, l) for l in range(2)], ms.rsp[-3:]
