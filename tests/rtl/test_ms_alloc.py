@@ -376,10 +376,14 @@ if cocotb is not None:
         lands `b` cycles around it, for each b of a sweep. Either the removal is refused busy and the
         put of o commits its data at o's extent, or the removal frees o and the put is refused
         (ObjErr unknownObj); never both a removal and a commit on the freed extent. The sweep must
-        see both outcomes (measured: ok up to b = 1, busy from 2)."""
+        see both outcomes (measured: ok up to b = 1, busy from 2; on msv ok up to 0). With one
+        staging slot (msv) the put of 2 completes and drains first, so the prepare of o meets a free
+        slot; msv's one directory entry makes o's commit evict 2, so writer 0 acks its snoops."""
         import cocotb
         from cocotb.triggers import ClockCycles
         ms = await start(dut, 1 << 16)
+        ms.ack_every_snoop()
+        two = ms.P["stagingSlots"] > 1
         r2 = await ms.map_upd(2, 2)
         seen = set()
         for i, b in enumerate(range(-14, 6)):
@@ -388,12 +392,15 @@ if cocotb is not None:
             assert reg["code"] == "ok" and r2["code"] == "ok", (reg, r2)
             ms.send(0, "PutPrepare", epoch=0, obj=2, txn=t)
             ms.send(0, "PutLine", epoch=0, obj=2, txn=t, line=0, data=pattern(2, i))
+            if not two:
+                ms.send(0, "PutLine", epoch=0, obj=2, txn=t, line=1, data=pattern(2, i))
             await ms.settle()
             rm = None
             if b < 0:
                 rm = cocotb.start_soon(ms.map_upd(o, 0, 0))
                 await ClockCycles(dut.clock, -b)
-            ms.send(0, "PutLine", epoch=0, obj=2, txn=t, line=1, data=pattern(2, i))
+            if two:
+                ms.send(0, "PutLine", epoch=0, obj=2, txn=t, line=1, data=pattern(2, i))
             ms.send(0, "PutPrepare", epoch=0, obj=o, txn=t)
             if b >= 0:
                 await ClockCycles(dut.clock, b)
@@ -527,13 +534,19 @@ if cocotb is not None:
             f"a get after the removal: {ms.rsp[-3:]}"
 
 
-@pytest.mark.parametrize("variant", [os.environ.get("APTA_MS_VARIANT", "ms3")])
+# ms3, and msv: the msv mutation group runs these tests too, so its unmutated run must pass (a
+# test written for two staging slots once failed there, unseen until a mutation run)
+@pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
+                         else ["ms3", "msv"])
 def test_ms_alloc_runner(variant):
     from ms_bfm import run_ms
-    from core_bfm import declared_variants, rtl_dir_lacks, variant_dir
+    from core_bfm import declared_variants, rtl_dir_lacks, rtl_dir_overridden, variant_dir
     lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
     if lack and lack[0] == "skip":
         pytest.skip(lack[1])
+    if variant == "msv" and rtl_dir_overridden():
+        pytest.skip("removal_query_waits_for_the_core probes the object map inside the top: the "
+                    "flattened netlist has no such scope (ms3 runs these tests on build/rtl)")
     if not (variant_dir(variant) / "MemoryServer.sv").exists():
         if os.environ.get("APTA_RTL"):
             raise FileNotFoundError("MemoryServer.sv missing: run `make rtl`")
