@@ -278,11 +278,14 @@ if cocotb is not None:
         busy, the removal's query waits (white-box: the map's query valid and not taken) having read its
         entry once; once the acks stop it is taken and answered, and the removal completes with its own
         answer. The same
-        again for an object a server caches (busy)."""
+        again for an object a server caches (busy). Then the read data bus carries another read's
+        beats while the query waits (a served get's DRAM reads, held back until the removal's entry
+        read is queued beside them): the removal still asks the directory, once its entry is read,
+        and is answered ok."""
         import cocotb
         from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
         ms = await start(dut, 1 << 14)
-        waited = {"n": 0}
+        waited, taken = {"n": 0}, []
 
         async def watch():
             while True:
@@ -290,6 +293,8 @@ if cocotb is not None:
                 await ReadOnly()
                 if int(dut.map.io_qry_valid.value) and not int(dut.map.io_qry_ready.value):
                     waited["n"] += 1
+                if int(dut.map.io_qry_valid.value) and int(dut.map.io_qry_ready.value):
+                    taken.append(ms.cycles)
         cocotb.start_soon(watch())
         r5 = await ms.map_upd(5, 2)
         # an update is answered only once its entry write is acknowledged (B held back meanwhile)
@@ -316,6 +321,35 @@ if cocotb is not None:
             assert reads == 1, f"object {obj}: the removal read its entry {reads} times while its query waited"
             assert waited["n"] - w0 >= 5, f"object {obj}: the removal's query never had to wait ({waited['n'] - w0} cycles)"
             await ms.settle()
+        # while the query waits, the read data bus carries another read's data (which the map must
+        # not take for its entry): a get of 7, served before the acks, has its DRAM reads held back
+        # (AR paused) until the removal's entry read is queued beside them; they share the R bus
+        ms.ack_every_snoop()                                # (msv's one directory entry evicts 6)
+        r7, r8 = await ms.map_upd(7, 8), await ms.map_upd(8, 2)
+        ms.write_obj(r7["base"], [pattern(7, l) for l in range(8)])
+        ms.send(1, "ObjGet", epoch=0, obj=7)               # its translation is cached from now on
+        await ms.settle()
+        ms.ram.read_if.ar_channel.pause = True
+        beats = len(ms.r_beats)
+        ms.send(1, "ObjGet", epoch=0, obj=7)
+        await ClockCycles(dut.clock, 20)
+        for _ in range(60):
+            ms.ack(2, 0, 40)
+        await ClockCycles(dut.clock, 3)
+        rm = cocotb.start_soon(ms.map_upd(8, 0, 0, limit=1000))
+        await ClockCycles(dut.clock, 10)
+        ms.ram.read_if.ar_channel.pause = False
+        r = await rm
+        await ms.settle()
+        assert (r["code"], r["base"]) == ("ok", r8["base"]), r
+        entry = [c for i, c in ms.r_beats[beats:] if i == 0][0]
+        asked = next((c for c in taken if c > entry), None)
+        assert asked is not None, f"the removal was answered {r} without asking the directory"
+        others = [c for i, c in ms.r_beats[beats:] if i == 1 and entry < c < asked]
+        assert others, f"no data beat on the bus while the query waited (entry read at {entry}, query taken at {asked}, " \
+            f"beats {ms.r_beats[beats:]})"
+        got = [f["data"] for f in sorted(ms.rsp_of("ObjData", server=1, obj=7)[8:], key=lambda f: f["line"])]
+        assert got == [pattern(7, l) for l in range(8)], "the get whose reads shared the bus"
 
     @cocotb.test()
     async def axi_read_errors(dut):

@@ -29,7 +29,29 @@ async def setup(dut, objects: dict[int, int], **kw):
         ms.put_map(o, obj_base(o), size)
         ms.write_obj(obj_base(o), [val(o, 0, l) for l in range(size)])
     await ms.start()
+    pins_only_when_served(dut)
     return ms
+
+
+def pins_only_when_served(dut):
+    """White-box, every cycle of every test here (MEMSERVER.md OSC/OPC): the OPC takes a pin of a
+    draining slot (the OSC's pinReq meeting a hit) only in the cycle the core answers the OSC's get
+    Served. A get that waits for its answer, stalls or is dropped pins nothing. (A pin taken while a
+    get waits held the slot a few cycles longer; only a put arriving in that window could tell.)"""
+    import cocotb
+    from cocotb.triggers import ReadOnly, RisingEdge
+    from apta import schema
+    served, osc, opc = schema.enum("ReqResult").index("Served"), dut.osc, dut.opc
+
+    async def watch():
+        while True:
+            await RisingEdge(dut.clock)
+            await ReadOnly()
+            if int(opc.io_pinReq.value) and int(opc.io_pinHit_valid.value):
+                assert int(osc.io_coreResp_valid.value) and int(osc.io_coreResp_ready.value) and \
+                    int(osc.io_coreResp_bits_result.value) == served, \
+                    "a draining slot pinned in a cycle without a get answered Served"
+    cocotb.start_soon(watch())
 
 
 def data_of(ms, server: int, o: int) -> list[int]:
