@@ -263,6 +263,7 @@ class Ms:
         self.rsp_cycle = []     # the cycle of each rsp flit (parallel to self.rsp)
         self.req_fire = []      # (port, cycle) of each accepted req flit
         self.r_beats = []       # (AXI id, cycle) of each accepted DRAM read beat
+        self.b_beats = []       # (AXI id, cycle) of each accepted DRAM write response
         self.rsp_status = []    # io_status_{commitSeq,pending} as each rsp flit leaves (parallel to self.rsp)
         self.idle = IdleWatch(dut, self.n, int(self.P.get("opcTimeout", 0)))   # io_idle's contract, every cycle
         self.axi = AxiWatch(dut)                                                # the AXI master's contract
@@ -402,6 +403,8 @@ class Ms:
                     self.req_fire.append((k, self.cycles))
             if int(d.axi_r_valid.value) and int(d.axi_r_ready.value):
                 self.r_beats.append((int(d.axi_r_bits_id.value), self.cycles))
+            if int(d.axi_b_valid.value) and int(d.axi_b_ready.value):
+                self.b_beats.append((int(d.axi_b_bits_id.value), self.cycles))
             upd_fired = bool(int(d.io_mapUpd_valid.value)) and bool(int(d.io_mapUpd_ready.value))
             qry_fired = bool(int(d.io_query_valid.value)) and bool(int(d.io_query_ready.value))
             if int(d.io_queryResp_valid.value):

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from test_ms_smoke import VARIANT, data_of, obj_base, setup, val
+from test_ms_smoke import VARIANT, data_of, malformed_ack, obj_base, setup, val
 
 try:
     import cocotb
@@ -172,7 +172,7 @@ if cocotb is not None:
         core's reports take."""
         ms = await setup(dut, {5: 2})
         S = ms.S
-        bad_ack = S.encode("ObjBIRsp", server=0, epoch=0, obj=5) | 1 << (S.messages["ObjBIRsp"].bits + 3)
+        bad_ack = malformed_ack(S, 5)
         code, _field = S.check(bad_ack)
         for _ in range(12):
             ms.inq["birsp"].append(bad_ack)
