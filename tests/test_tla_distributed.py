@@ -264,6 +264,31 @@ def test_remote_worker_over_ssh(build, tmp_path):
     assert_none_left(str(build))
 
 
+def test_worker_that_fails_parsing_once_is_started_again(build, tmp_path):
+    """TLC's server can answer two workers' first module fetches wrongly when they come at once,
+    and a worker then dies parsing the spec (seen once in CI). Such a worker has not registered:
+    check.py starts it again, once, and the run passes. Here the stand-in `ssh` fails like that
+    the first time and runs the worker the second."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    once = tmp_path / "raced"
+    (fake / "ssh").write_text(
+        f'#!/bin/sh\nif [ ! -e {once} ]; then touch {once}; echo "Fatal errors while parsing '
+        f'TLA+ spec in file MCApta"; exit 1; fi\n' + STAND_IN_SSH.split("\n", 1)[1])
+    (fake / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", MARKER=str(build))
+    base = free_port_base(3)
+    p, out, _ = run_watching(check_cmd(build, "--only", MODEL, "--distributed-workers", "127.0.0.2",
+                                       "--distributed-threads", "1",
+                                       "--distributed-port", str(base)), str(build), env=env)
+    assert p.returncode == 0, out
+    assert "worker 0 (127.0.0.2) failed parsing the spec before it registered" in out, out
+    rec = {r["name"]: r for r in json.loads((build / "s.json").read_text())}[MODEL]
+    assert rec["distinct_states"] == PINS[MODEL]["distinct_states"], rec
+    assert (build / "logs" / f"{MODEL}.worker0.out").read_text().count("ssh -tt ") == 2
+    assert_none_left(str(build))
+
+
 def test_worker_that_never_registers_fails_the_run(build, tmp_path):
     """A worker host that takes the ssh login but whose worker never reaches the server (a
     firewall, say; here a stand-in `ssh` that just waits): the run fails after

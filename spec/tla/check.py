@@ -663,6 +663,15 @@ def distributed_unsupported(run: Run, temporal: list[str]) -> str | None:
     return None
 
 
+# what a worker prints when its parse of the spec fetched from the server failed
+PARSE_FAILED = "Fatal errors while parsing TLA+ spec"
+
+
+def parse_race(worker_log: Path) -> bool:
+    """The worker whose log this is died parsing the spec (which it does before it registers)."""
+    return worker_log.exists() and PARSE_FAILED in worker_log.read_text(errors="replace")
+
+
 def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, d: Distributed,
                         timeout: int, progress=print) -> dict:
     """`run` on a TLC server with d.workers; the record as run_tlc's, plus "distributed" (the
@@ -690,6 +699,16 @@ def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, 
 
     def elapsed() -> str:
         return f"{time.monotonic() - t0:5.0f} s"
+
+    retried = [False] * len(d.workers)
+
+    def launch(i: int, again: bool = False) -> tuple[str, subprocess.Popen, object]:
+        wcmd = worker_cmd(d, i, wtmp[i])
+        wtmp[i].mkdir(parents=True, exist_ok=True)
+        wf = open(wlogs[i], "a" if again else "w")
+        wf.write(("\ncheck.py: started again\n" if again else "") + " ".join(wcmd) + "\n")
+        wf.flush()
+        return (f"worker {i} ({d.workers[i]})", start(wcmd, wf), wf)
 
     def tail(path: Path, n: int = 15) -> str:
         lines = [l for l in path.read_text(errors="replace").splitlines()
@@ -725,13 +744,8 @@ def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, 
                     ready_at = time.monotonic()
                 if ready_at is not None and not workers_started:
                     workers_started = True
-                    for i, host in enumerate(d.workers):
-                        wcmd = worker_cmd(d, i, wtmp[i])
-                        wtmp[i].mkdir(parents=True, exist_ok=True)
-                        wf = open(wlogs[i], "w")
-                        wf.write(" ".join(wcmd) + "\n")
-                        wf.flush()
-                        procs.append((f"worker {i} ({host})", start(wcmd, wf), wf))
+                    for i in range(len(d.workers)):
+                        procs.append(launch(i))
                     progress(f"    [{elapsed()}] started {len(d.workers)} worker(s) on "
                              f"{', '.join(d.workers)}; server {d.server_host}:{d.port}", flush=True)
                 registered = out.count("Registration for worker")     # one per worker thread
@@ -746,6 +760,18 @@ def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, 
                     error = "workers"
                     break
                 gone = [(name, p) for name, p, _ in procs[1:] if p.poll() is not None]
+                for i, (name, p, wf) in enumerate(procs[1:]):
+                    if p.poll() is not None and not retried[i] and parse_race(wlogs[i]):
+                        # TLC's server can answer two workers' first module fetches wrongly when
+                        # they come at once (seen in CI: "Module-Table lookup failure"); the
+                        # worker has not registered, so starting it again loses nothing
+                        retried[i] = True
+                        wf.close()
+                        progress(f"    [{elapsed()}] {name} failed parsing the spec before it "
+                                 f"registered (a TLC race between workers); starting it again",
+                                 flush=True)
+                        procs[1 + i] = launch(i, again=True)
+                        gone = [(n, q) for n, q in gone if q is not p]
                 if gone:
                     # a worker ends after the server's "Worker: <uri> Sent: ..." lines (the end of
                     # the run): the server then prints its results and exits
