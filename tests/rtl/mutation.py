@@ -570,12 +570,12 @@ GROUPS = {
                  [("ms-smoke", _ms_smoke), ("ms-ports", _ms_ports), ("ms-alloc", _ms_alloc), ("ms-hold", _ms_hold),
                   ("ms-workflows", _ms_workflows)]),
     # the memory server in the model's geometry: its vectors (the model's steps, its cells), the
-    # server ports, the allocator tests, then the workflows with crashes. The smoke and hold tests need ms3's two
-    # staging slots; what ms3 killed is covered here (the same statement's mutant), so this group
-    # runs what only msv's Verilog has and ms3's survivors
+    # server ports, the allocator tests, the hold table (its one entry), then the workflows with
+    # crashes. The smoke tests need ms3's two staging slots; what ms3 killed is covered here (the
+    # same statement's mutant), so this group runs what only msv's Verilog has and ms3's survivors
     "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
                  [("ms-vectors", _ms_vectors), ("ms-ports", _ms_ports), ("ms-alloc", _ms_alloc),
-                  ("ms-workflows", _ms_workflows)],
+                  ("ms-hold", _ms_hold), ("ms-workflows", _ms_workflows)],
                  cross="ms3"),
 }
 
