@@ -528,6 +528,10 @@ def _ms_hold(variant: str, env: dict) -> str | None:
     return _ms_module(variant, "test_ms_hold", "hold-table", 6)
 
 
+def _ms_timeout(variant: str, env: dict) -> str | None:
+    return _ms_module(variant, "test_ms_timeout", "timeout", 2)
+
+
 def _ms_ports(variant: str, env: dict) -> str | None:
     return _ms_module(variant, "test_ms_ports", "server-port", 4)
 
@@ -570,12 +574,13 @@ GROUPS = {
                  [("ms-smoke", _ms_smoke), ("ms-ports", _ms_ports), ("ms-alloc", _ms_alloc), ("ms-hold", _ms_hold),
                   ("ms-workflows", _ms_workflows)]),
     # the memory server in the model's geometry: its vectors (the model's steps, its cells), the
-    # server ports, the allocator tests, the hold table (its one entry), then the workflows with
-    # crashes. The smoke tests need ms3's two staging slots; what ms3 killed is covered here (the
-    # same statement's mutant), so this group runs what only msv's Verilog has and ms3's survivors
+    # server ports, the allocator tests, the hold table (its one entry), the OPC's timeout (ms3 has
+    # none), then the workflows with crashes. The smoke tests need ms3's two staging slots; what ms3
+    # killed is covered here (the same statement's mutant), so this group runs what only msv's
+    # Verilog has and ms3's survivors
     "msv": Group("msv", "msv", "MemoryServer", "MemoryServer.sv",
                  [("ms-vectors", _ms_vectors), ("ms-ports", _ms_ports), ("ms-alloc", _ms_alloc),
-                  ("ms-hold", _ms_hold), ("ms-workflows", _ms_workflows)],
+                  ("ms-hold", _ms_hold), ("ms-timeout", _ms_timeout), ("ms-workflows", _ms_workflows)],
                  cross="ms3"),
 }
 

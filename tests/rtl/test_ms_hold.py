@@ -317,11 +317,12 @@ if cocotb is not None:
         for srv, o, v in waiting:
             ms.send(srv, "ObjGet", epoch=0, obj=o, version=v)
         await ClockCycles(dut.clock, 20)
-        for _srv, o, _v in waiting:                     # C's GetCancelled has no room: C waits, still
-            ms.cancel(o)                                # held; D's cancel is accepted only once C's answer left
+        ms.cancel(1)                                    # C's GetCancelled has no room: C waits, still held;
+        ms.cancel(2)                                    # the next cancel (D's) is taken only once C's answer left
         ms.send(1, "ObjGet", epoch=0, obj=1, version=v1 + 5)   # table full: its GetRetry waits for room too
         await ClockCycles(dut.clock, 40)
         assert ms.held() == H and cancelled(n) == [], f"under the stall: {ms.held()} held, sent {ms.rsp[n:]}"
+        assert list(ms.inq["cancel"]) == [2], f"a cancel taken while C's answer waits: {list(ms.inq['cancel'])}"
         ms.stalled.discard("rsp")
         await ms.settle()
         assert sorted(cancelled(n)) == sorted(queued + waiting), \

@@ -2,7 +2,8 @@
 msv (the model's geometry): every kind of flit a port must refuse, with its error report's fields;
 the round-robin among the ports whose head can go (strict rotation, a blocked head costs the
 others no cycle); every error source reported when all report at once; bad requests (unknown,
-over-long and malformed map entries, lines without a transaction or past the object) answered
+over-long and malformed map entries, lines without a transaction, past the object or naming another
+object than their put's) answered
 and the state left intact. Helpers from test_ms_smoke.py.
 """
 from __future__ import annotations
@@ -214,9 +215,13 @@ if cocotb is not None:
         ms.send(1, "PutPrepare", epoch=0, obj=1, txn=1)
         ms.send(1, "PutLine", epoch=0, obj=1, txn=1, line=0, data=7)
         ms.send(1, "PutLine", epoch=0, obj=1, txn=1, line=5, data=7)   # line >= size 2
+        ms.send(1, "PutLine", epoch=0, obj=10, txn=1, line=0, data=9)  # the put's txn, another object
         ms.send(1, "PutLine", epoch=0, obj=1, txn=1, line=1, data=8)
         await ms.settle()
         assert ms.rsp_of("ObjErr", server=1, obj=1, code=9)
+        assert [(e["code"], e["obj"]) for e in ms.err if e["server"] == 1 and e["opcode"] == op["PutLine"]] \
+            == [("lineRange", 1), ("txnMismatch", 10)], ms.err
+        assert not ms.rsp_of("ObjErr", server=1, obj=10), "a line naming another object is no line of the put"
         assert ms.rsp_of("PutCommit", server=1, obj=1, txn=1)
         ms.send(0, "ObjGet", epoch=0, obj=1)
         await ms.settle()
