@@ -189,6 +189,99 @@ if cocotb is not None:
         assert len(ms.err) == 12 + 8 * ms.n, ms.err
 
     @cocotb.test()
+    async def refusals_wait_for_the_error_port(dut):
+        """A refused PutPrepare (unknown object) is answered ObjErr and reported unknownObj together,
+        also when the report has to wait: malformed acks keep the error port busy (the core's reports
+        go first) and two orphan PutLines fill the OPC's report queue, so the refusal waits in the
+        OPC's input stage (the OSC's refusal of a get of an unknown object beside it has room in the
+        OSC's own queue). The put is not answered while the port is busy; once it is free every report
+        and answer arrives once, and a put of the same server then commits."""
+        import cocotb
+        from collections import Counter
+        from cocotb.triggers import ClockCycles, RisingEdge
+        ms = await setup(dut, {5: 2})
+        bad = malformed_ack(ms.S, 5)
+        flood = {"on": True, "sent": 0}
+
+        async def feed():
+            while flood["on"]:
+                while len(ms.inq["birsp"]) < 4:
+                    ms.inq["birsp"].append(bad)
+                    flood["sent"] += 1
+                await RisingEdge(dut.clock)
+        cocotb.start_soon(feed())
+        await ClockCycles(dut.clock, 4)
+        for _ in range(2):                              # orphans: their noTxn reports wait in the OPC
+            ms.send(2, "PutLine", epoch=0, obj=5, txn=77, line=0, data=0)
+        ms.send(2, "PutPrepare", epoch=0, obj=50, txn=4)
+        ms.send(1, "ObjGet", epoch=0, obj=51)
+        await ClockCycles(dut.clock, 80)
+        assert not ms.rsp_of("ObjErr", server=2), f"answered while its report could not leave: {ms.rsp}"
+        flood["on"] = False
+        await ms.settle()
+        codes = Counter((e["server"], e["code"]) for e in ms.err)
+        assert codes == {(0, "badFlit"): flood["sent"], (2, "noTxn"): 2, (2, "unknownObj"): 1,
+                         (1, "unknownObj"): 1}, (codes, flood["sent"])
+        op = {n: ms.S.messages[n].opcode for n in ("PutPrepare", "ObjGet")}
+        assert [(e["opcode"], e["obj"], e["txn"]) for e in ms.err if e["code"] == "unknownObj"] in \
+            ([(op["PutPrepare"], 50, 4), (op["ObjGet"], 51, 0)], [(op["ObjGet"], 51, 0), (op["PutPrepare"], 50, 4)]), ms.err
+        assert len(ms.rsp_of("ObjErr", server=2, obj=50, txn=4, code=4)) == 1, ms.rsp
+        assert len(ms.rsp_of("ObjErr", server=1, obj=51, code=4)) == 1 and len(ms.rsp) == 2, ms.rsp
+        ms.send(2, "PutPrepare", epoch=0, obj=5, txn=5)
+        for l in range(2):
+            ms.send(2, "PutLine", epoch=0, obj=5, txn=5, line=l, data=val(5, 5, l))
+        await ms.settle()
+        assert ms.rsp_of("PutCommit", server=2, obj=5, txn=5), ms.rsp[-3:]
+
+    @cocotb.test()
+    async def put_answer_meets_a_commit_in_a_full_queue(dut):
+        """A PutPrepare's answer must not be lost when a commit's PutCommit takes the last room in the
+        OPC's answer queue while the prepare is in its lookup. The rsp port is stalled with one answer
+        queued (an ObjErr); then server 0's put gets its last line, and at every offset from that a
+        PutPrepare of server 2 follows: of an unknown object (ObjErr), and of a registered object
+        while every slot is busy (PutRetry; if the slot is free by then, the put opens and commits).
+        The input stage must hold the answer until the queue takes it: after the stall every answer
+        arrives once."""
+        from cocotb.triggers import ClockCycles
+        ms = await setup(dut, {5: 2, 6: 2, 7: 2})
+        ms.ack_every_snoop()                            # msv's one directory entry: the puts take turns
+        slots = ms.P["stagingSlots"]
+        for w in range(1, slots):                       # the other slots: open puts, held all along
+            ms.send(w, "PutPrepare", epoch=0, obj=5 + w, txn=1)
+            ms.send(w, "PutLine", epoch=0, obj=5 + w, txn=1, line=0, data=val(5 + w, 1, 0))
+        t = 0
+        for kind in ("unknown", "no slot"):
+            for d in range(12):
+                t += 1
+                r0 = len(ms.rsp)
+                ms.send(0, "PutPrepare", epoch=0, obj=5, txn=t % 256)
+                ms.send(0, "PutLine", epoch=0, obj=5, txn=t % 256, line=0, data=val(5, t, 0))
+                await ms.settle()
+                ms.stalled.add("rsp")
+                ms.send(2, "PutPrepare", epoch=0, obj=50, txn=t % 256)       # its ObjErr waits in the queue
+                await ClockCycles(dut.clock, 20)
+                ms.send(0, "PutLine", epoch=0, obj=5, txn=t % 256, line=1, data=val(5, t, 1))
+                await ClockCycles(dut.clock, d)
+                o = 51 if kind == "unknown" else 7
+                ms.send(2, "PutPrepare", epoch=0, obj=o, txn=t % 256)
+                await ClockCycles(dut.clock, 60)
+                ms.stalled.discard("rsp")
+                await ms.settle()
+                got = [(n, f["server"], f["obj"]) for n, f in ms.rsp[r0:]]
+                want = [("ObjErr", 2, 50), ("PutCommit", 0, 5)]
+                if kind == "unknown":
+                    want.append(("ObjErr", 2, 51))
+                elif ("PutRetry", 2, 7) in got:
+                    want.append(("PutRetry", 2, 7))
+                else:                                   # the slot was free: the put opened; finish it
+                    for l in range(2):
+                        ms.send(2, "PutLine", epoch=0, obj=7, txn=t % 256, line=l, data=val(7, t, l))
+                    await ms.settle()
+                    got = [(n, f["server"], f["obj"]) for n, f in ms.rsp[r0:]]
+                    want.append(("PutCommit", 2, 7))
+                assert sorted(got) == sorted(want), f"{kind}, offset {d}: answers {got}"
+
+    @cocotb.test()
     async def bad_input(dut):
         ms = await setup(dut, {1: 2})
         ms.put_map(9, obj_base(9), 20)                 # over-long (linesPerObject 8)
@@ -263,4 +356,4 @@ if cocotb is not None:
                          else ["ms3", "msv"])
 def test_ms_ports_runner(variant):
     from ms_bfm import run_ms_module
-    run_ms_module(variant, "test_ms_ports", 6)
+    run_ms_module(variant, "test_ms_ports", 8)
