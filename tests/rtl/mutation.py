@@ -15,7 +15,10 @@ Never inside string literals, assertions (`ifndef SYNTHESIS` blocks) or memory p
 A mutant is killed by the first test (in the group's order, cheapest first) that fails on it: a
 wrong output, a scoreboard or history violation, an RTL assertion, a timeout. A survivor that is
 listed in mutation_equivalent.json (keyed by a stable id: module, hash of the statement, operator,
-position) is "equivalent" and carries its argument there; any other survivor is a finding. A mutant
+position) is "equivalent" and carries its argument there; any other survivor is a finding. An
+argument names, per group, the mutation it is about (the mutant's `what`): a key can come to name
+another mutation (firtool renumbers a statement's operators, or the same statement text on another
+variant sits in other logic), and then the argument does not count there (`argument`). A mutant
 with a written argument is not run (`--run-argued` runs it): its run cannot turn it into a finding,
 since it survives as equivalent or is killed, and it costs every test (about 40 s on the memory
 server, 40% of a full ms3 run's time).
@@ -49,6 +52,21 @@ RUNS = ROOT / "build" / "rtl-mutation"
 OUT = Path(os.environ.get("APTA_MUTATION_DIR") or
            RUNS / f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}")
 EQUIVALENT = HERE / "mutation_equivalent.json"
+
+
+def argument(equivalent: dict, group: str, key: str, what: str) -> str | None:
+    """The written equivalence argument of mutant `key` of `group`, if it was written for this very
+    mutation: each entry is {"why": ..., "mutants": {group: what}}. Otherwise None (the mutant runs;
+    if it survives it is a finding until someone argues it again)."""
+    e = equivalent.get(key)
+    return e["why"] if e is not None and e["mutants"].get(group) == what else None
+
+
+def stale_arguments(equivalent: dict, group: str, mutants) -> list[str]:
+    """The keys of `group`'s mutants whose argument on record names another mutation, or not this
+    group: printed by every run, so that a renumbering cannot silently move an argument."""
+    return [m.key for m in mutants if m.key in equivalent
+            and argument(equivalent, group, m.key, m.what) is None]
 # survivors analysed and not yet killed: the regression's known blind spots, each with what would
 # kill it. They fail `make rtl-mutation`; the sample in `make test` fails only on a survivor not here.
 OPEN = HERE / "mutation_open.json"
@@ -890,10 +908,11 @@ def main(argv=None) -> int:
     open_findings = json.loads(OPEN.read_text()) if OPEN.exists() else {}
     if args.reclassify:
         report = json.loads(Path(args.reclassify).read_text())
-        for g in report["groups"].values():
+        for gname, g in report["groups"].items():
             for m in g["mutants"]:
                 if m["status"] in ("survived", "open") or (m["status"] == "equivalent" and not m["why"].startswith("yosys")):
-                    m["status"], m["why"] = (("equivalent", equivalent[m["key"]]) if m["key"] in equivalent else
+                    why = argument(equivalent, gname, m["key"], m["what"])
+                    m["status"], m["why"] = (("equivalent", why) if why else
                                              ("open", open_findings[m["key"]]) if m["key"] in open_findings else
                                              ("survived", None))
         report["table"] = table(report)
@@ -947,6 +966,10 @@ def main(argv=None) -> int:
             # of the selected ones (without --select/--only-open: of all, the sample seeded runs measured)
             chosen = sorted(random.Random(args.seed).sample(chosen, min(args.sample, len(chosen))), key=lambda m: m.id)
 
+        if (stale := stale_arguments(equivalent, gname, chosen)):
+            print(f"{gname}: {len(stale)} arguments on record name another mutation than this group's mutant "
+                  f"of their key (they run; argue them again if they survive): {', '.join(stale[:6])}"
+                  + (" ..." if len(stale) > 6 else ""), flush=True)
         crossed = ({o["xkey"]: o for o in report["groups"][g.cross]["mutants"] if o["status"] == "killed" and o.get("xkey")}
                    if g.cross in report["groups"] else {})
         if crossed:
@@ -964,8 +987,8 @@ def main(argv=None) -> int:
                 print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} proved earlier  "
                       f"{m.module}:{m.line} {m.what[:90]}", flush=True)
                 return m
-            if m.key in equivalent and not args.run_argued:
-                m.status, m.why = "equivalent", equivalent[m.key]
+            if (why := argument(equivalent, gname, m.key, m.what)) and not args.run_argued:
+                m.status, m.why = "equivalent", why
                 print(f"  {gname} #{m.id:4d} {m.controller:18s} {m.kind:9s} {m.status:10s} argued, not run "
                       f"{m.module}:{m.line} {m.what[:90]}", flush=True)
                 return m
@@ -978,8 +1001,8 @@ def main(argv=None) -> int:
                                         "seconds": round(m.seconds, 2)}) + "\n")
             if m.by:
                 m.status, m.why = "killed", why
-            elif m.key in equivalent:
-                m.status, m.why = "equivalent", equivalent[m.key]
+            elif (why := argument(equivalent, gname, m.key, m.what)):
+                m.status, m.why = "equivalent", why
             elif m.key in open_findings:      # analysed: not equivalent (no proof to try)
                 m.status, m.why = "open", open_findings[m.key]
             elif not args.no_prove and (proof := cached_proof(g, m)):

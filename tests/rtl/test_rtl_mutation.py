@@ -82,6 +82,30 @@ def test_xkeys_name_the_same_logic_on_both_variants():
 
 
 @pytest.mark.rtl_variants("m2s1w1", "ms3")
+def test_an_argument_counts_only_for_the_mutation_it_was_written_for():
+    """A key (statement hash, operator, position) can come to name another mutation: an argument
+    counts only where its group and the mutant's `what` are the ones on record. Every argument on
+    record names at least one group's mutant, and each one still exists in that group's schema
+    (else it is stale: argue it again or remove it)."""
+    eq = {"Opc:0:operator:& -> |#3": {"why": "x | x = x", "mutants": {"ms3": "& -> | in `a & a`"}}}
+    assert mutation.argument(eq, "ms3", "Opc:0:operator:& -> |#3", "& -> | in `a & a`") == "x | x = x"
+    assert mutation.argument(eq, "ms3", "Opc:0:operator:& -> |#3", "& -> | in `a & b | c`") is None
+    assert mutation.argument(eq, "msv", "Opc:0:operator:& -> |#3", "& -> | in `a & a`") is None
+    m = mutation.Mutant(1, "Opc:0:operator:& -> |#3", "Opc", "OPC", 1, "operator", "& -> | in `a & b`")
+    assert mutation.stale_arguments(eq, "ms3", [m]) == ["Opc:0:operator:& -> |#3"]
+    on_record = json.loads(mutation.EQUIVALENT.read_text())
+    assert all(e["why"] and e["mutants"] for e in on_record.values())
+    whats = {}
+    for gname, g in mutation.GROUPS.items():
+        src = ROOT / "build" / "rtl" / g.variant / g.file
+        if not src.exists():
+            pytest.skip("run `make rtl` first")
+        whats[gname] = {(x.key, x.what) for x in mutation.schema(src, gname)[1]}
+    stale = [(k, gname) for k, e in on_record.items() for gname, what in e["mutants"].items()
+             if (k, what) not in whats[gname]]
+    assert not stale, f"arguments whose mutation is gone from the group's schema: {stale}"
+
+
 def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
     """APTA_MUTATION_SAMPLE mutants (default 12) of each of APTA_MUTATION_GROUPS (default: the core
     and the memory server on ms3; `make rtl-mutation` runs every group in full), seeded by APTA_MUTATION_SEED (default:
