@@ -1039,10 +1039,11 @@ def main(argv=None) -> int:
         # the groups so far, in case the run stops before the next one ends (covering not yet applied)
         write_atomic(Path(args.out), json.dumps({**report, "partial": True, "table": table(report)}, indent=1))
     covered = json.loads(COVERED.read_text()) if COVERED.exists() else {}
-    for g in report["groups"].values():
+    for gname, g in report["groups"].items():
         for m in g["mutants"]:
-            c = covered.get(m["key"])
-            if m["status"] not in ("survived", "open") or not c or c["group"] not in report["groups"]:
+            c = covered.get(m["key"])       # pinned to its mutant's `what` per group, as arguments are
+            if (m["status"] not in ("survived", "open") or not c or c["group"] not in report["groups"]
+                    or c["mutants"].get(gname) != m["what"]):
                 continue
             other = {o["key"]: o for o in report["groups"][c["group"]]["mutants"]}
             if all(k in other and other[k]["status"] == "killed" for k in c["keys"]):
