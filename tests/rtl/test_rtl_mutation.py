@@ -104,6 +104,13 @@ def test_an_argument_counts_only_for_the_mutation_it_was_written_for():
     stale = [(k, gname) for k, e in on_record.items() for gname, what in e["mutants"].items()
              if (k, what) not in whats[gname]]
     assert not stale, f"arguments whose mutation is gone from the group's schema: {stale}"
+    # a covered mutant likewise, and the other group's mutants that cover it must exist there
+    covered = json.loads(mutation.COVERED.read_text())
+    keys = {g: {k for k, _ in w} for g, w in whats.items()}
+    stale = [(k, gname) for k, c in covered.items() for gname, what in c["mutants"].items()
+             if (k, what) not in whats[gname]]
+    stale += [(k, c["group"]) for k, c in covered.items() for x in c["keys"] if x not in keys[c["group"]]]
+    assert all(c["mutants"] for c in covered.values()) and not stale, f"stale covered entries: {stale}"
 
 
 def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
