@@ -93,6 +93,7 @@ def test_an_argument_counts_only_for_the_mutation_it_was_written_for():
     assert mutation.argument(eq, "msv", "Opc:0:operator:& -> |#3", "& -> | in `a & a`") is None
     m = mutation.Mutant(1, "Opc:0:operator:& -> |#3", "Opc", "OPC", 1, "operator", "& -> | in `a & b`")
     assert mutation.stale_arguments(eq, "ms3", [m]) == ["Opc:0:operator:& -> |#3"]
+    assert mutation.stale_arguments(eq, "msv", [m]) == []          # not written for msv: not msv's
     on_record = json.loads(mutation.EQUIVALENT.read_text())
     assert all(e["why"] and e["mutants"] for e in on_record.values())
     whats = {}
