@@ -217,12 +217,8 @@ def test_update_pins_is_not_distributed(tmp_path):
 def test_failed_ssh_worker_fails_the_run(build, tmp_path):
     """A worker on another host whose ssh fails (here a stand-in `ssh` that refuses): the run
     fails at once, naming the worker and its output; the server is stopped."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "ssh").write_text("#!/bin/sh\necho \"ssh: connect to host $6 port 22: Connection refused\" >&2\n"
-                              "exit 255\n")
-    (fake / "ssh").chmod(0o755)
-    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    env = stand_in_ssh(tmp_path, "#!/bin/sh\necho \"ssh: connect to host $6 port 22: Connection refused\" >&2\n"
+                                 "exit 255\n")
     base = free_port_base(3)
     t0 = time.monotonic()
     p, out, _ = run_watching(check_cmd(build, "--only", MODEL, "--distributed-workers", "127.0.0.2",
@@ -232,6 +228,15 @@ def test_failed_ssh_worker_fails_the_run(build, tmp_path):
     assert "Connection refused" in out and "ssh -tt -o BatchMode=yes" in out, out
     assert time.monotonic() - t0 < 60
     assert_none_left(str(build))
+
+
+def stand_in_ssh(tmp_path, script: str, **env) -> dict:
+    """An environment whose PATH finds `script` as `ssh` first (a stand-in for a remote host)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ssh").write_text(script)
+    (fake / "ssh").chmod(0o755)
+    return dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", **env)
 
 
 # drops ssh's options and the host and runs the remote command here, bound to 127.0.0.2 instead of
@@ -246,11 +251,7 @@ exec sh -c "$(printf '%s' "$1" | sed -e 's/ 0\.0\.0\.0 / 127.0.0.2 /' \
 def test_remote_worker_over_ssh(build, tmp_path):
     """The ssh path end to end, with a stand-in `ssh` that runs the remote command here: the
     worker "on" 127.0.0.2 (bound there instead of all interfaces) and a local one check the model."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "ssh").write_text(STAND_IN_SSH)
-    (fake / "ssh").chmod(0o755)
-    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", MARKER=str(build))
+    env = stand_in_ssh(tmp_path, STAND_IN_SSH, MARKER=str(build))
     base = free_port_base()
     p, out, seen = run_watching(
         check_cmd(build, "--only", MODEL, "--distributed-workers", "127.0.0.2,127.0.0.1",
@@ -269,14 +270,10 @@ def test_worker_that_fails_parsing_once_is_started_again(build, tmp_path):
     and a worker then dies parsing the spec (seen once in CI). Such a worker has not registered:
     check.py starts it again, once, and the run passes. Here the stand-in `ssh` fails like that
     the first time and runs the worker the second."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
     once = tmp_path / "raced"
-    (fake / "ssh").write_text(
-        f'#!/bin/sh\nif [ ! -e {once} ]; then touch {once}; echo "Fatal errors while parsing '
-        f'TLA+ spec in file MCApta"; exit 1; fi\n' + STAND_IN_SSH.split("\n", 1)[1])
-    (fake / "ssh").chmod(0o755)
-    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", MARKER=str(build))
+    env = stand_in_ssh(tmp_path, f'#!/bin/sh\nif [ ! -e {once} ]; then touch {once}; echo "Fatal errors '
+                       f'while parsing TLA+ spec in file MCApta"; exit 1; fi\n' + STAND_IN_SSH.split("\n", 1)[1],
+                       MARKER=str(build))
     base = free_port_base(3)
     p, out, _ = run_watching(check_cmd(build, "--only", MODEL, "--distributed-workers", "127.0.0.2",
                                        "--distributed-threads", "1",
@@ -293,11 +290,8 @@ def test_worker_that_never_registers_fails_the_run(build, tmp_path):
     """A worker host that takes the ssh login but whose worker never reaches the server (a
     firewall, say; here a stand-in `ssh` that just waits): the run fails after
     --distributed-register-timeout instead of waiting forever, and the waiting ssh is stopped."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "ssh").write_text('#!/bin/sh\nexec python3 -c "import time; time.sleep(600)" "$MARKER"\n')
-    (fake / "ssh").chmod(0o755)
-    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", MARKER=str(build))
+    env = stand_in_ssh(tmp_path, '#!/bin/sh\nexec python3 -c "import time; time.sleep(600)" "$MARKER"\n',
+                       MARKER=str(build))
     base = free_port_base(3)
     p, out, _ = run_watching(check_cmd(build, "--only", MODEL, "--distributed-workers", "127.0.0.2",
                                        "--distributed-register-timeout", "3",

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from test_ms_smoke import VARIANT, data_of, malformed_ack, obj_base, setup, val
+from test_ms_smoke import VARIANT, data_of, flood_malformed_acks, malformed_ack, obj_base, setup, val
 
 try:
     import cocotb
@@ -196,20 +196,10 @@ if cocotb is not None:
         OPC's input stage (the OSC's refusal of a get of an unknown object beside it has room in the
         OSC's own queue). The put is not answered while the port is busy; once it is free every report
         and answer arrives once, and a put of the same server then commits."""
-        import cocotb
         from collections import Counter
-        from cocotb.triggers import ClockCycles, RisingEdge
+        from cocotb.triggers import ClockCycles
         ms = await setup(dut, {5: 2})
-        bad = malformed_ack(ms.S, 5)
-        flood = {"on": True, "sent": 0}
-
-        async def feed():
-            while flood["on"]:
-                while len(ms.inq["birsp"]) < 4:
-                    ms.inq["birsp"].append(bad)
-                    flood["sent"] += 1
-                await RisingEdge(dut.clock)
-        cocotb.start_soon(feed())
+        flood = flood_malformed_acks(ms, 5)
         await ClockCycles(dut.clock, 4)
         for _ in range(2):                              # orphans: their noTxn reports wait in the OPC
             ms.send(2, "PutLine", epoch=0, obj=5, txn=77, line=0, data=0)

@@ -61,6 +61,23 @@ def malformed_ack(S, obj: int) -> int:
     return S.encode("ObjBIRsp", server=0, epoch=0, obj=obj) | 1 << (S.messages["ObjBIRsp"].bits + 3)
 
 
+def flood_malformed_acks(ms, obj: int) -> dict:
+    """Keeps the ack port full of malformed acks (each one a badFlit report of the core, which the
+    error port serves before the OPC's) until the returned dict's "on" is cleared; "sent" counts them."""
+    import cocotb
+    from cocotb.triggers import RisingEdge
+    bad, flood = malformed_ack(ms.S, obj), {"on": True, "sent": 0}
+
+    async def feed():
+        while flood["on"]:
+            while len(ms.inq["birsp"]) < 4:
+                ms.inq["birsp"].append(bad)
+                flood["sent"] += 1
+            await RisingEdge(ms.dut.clock)
+    cocotb.start_soon(feed())
+    return flood
+
+
 def data_of(ms, server: int, o: int) -> list[int]:
     fl = ms.rsp_of("ObjData", server=server, obj=o)
     return [f["data"] for f in sorted(fl, key=lambda f: f["line"])]

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from test_ms_smoke import VARIANT, malformed_ack, obj_base, setup, val
+from test_ms_smoke import VARIANT, flood_malformed_acks, obj_base, setup, val
 
 # the cycles from a line's acceptance at its server port to the PutRetry of its put on the rsp port
 # beyond opcTimeout: one into the OPC, one out through its response queue (measured on ms3t and msv).
@@ -113,21 +113,11 @@ if cocotb is not None:
         and two orphan PutLines fill the OPC's report queue. When the flood ends its PutRetry and
         report come at once, and every report of the flood and the orphans arrives. (An age that
         went on counting past opcTimeout would miss its moment.)"""
-        import cocotb as ct
-        from cocotb.triggers import ClockCycles, RisingEdge
+        from cocotb.triggers import ClockCycles
         T = timeout_of()
         W, O = 2, 1                          # the writer, on the last port; the orphans' server
         ms = await setup(dut, {6: 2})
-        bad = malformed_ack(ms.S, 6)
-        flood = {"on": True, "sent": 0}
-
-        async def feed():
-            while flood["on"]:
-                while len(ms.inq["birsp"]) < 4:
-                    ms.inq["birsp"].append(bad)
-                    flood["sent"] += 1
-                await RisingEdge(dut.clock)
-        ct.start_soon(feed())
+        flood = flood_malformed_acks(ms, 6)
         n0 = sum(1 for k, _ in ms.req_fire if k == W)
         ms.send(W, "PutPrepare", epoch=0, obj=6, txn=3)
         ms.send(W, "PutLine", epoch=0, obj=6, txn=3, line=0, data=11)
