@@ -759,7 +759,6 @@ def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, 
                             f"(can the workers reach {d.server_host}:{d.port} and {d.port + 1}?)")
                     error = "workers"
                     break
-                gone = [(name, p) for name, p, _ in procs[1:] if p.poll() is not None]
                 for i, (name, p, wf) in enumerate(procs[1:]):
                     if p.poll() is not None and not retried[i] and parse_race(wlogs[i]):
                         # TLC's server can answer two workers' first module fetches wrongly when
@@ -771,7 +770,7 @@ def run_tlc_distributed(run: Run, java: list[str], spec_dir: Path, build: Path, 
                                  f"registered (a TLC race between workers); starting it again",
                                  flush=True)
                         procs[1 + i] = launch(i, again=True)
-                        gone = [(n, q) for n, q in gone if q is not p]
+                gone = [(name, p) for name, p, _ in procs[1:] if p.poll() is not None]
                 if gone:
                     # a worker ends after the server's "Worker: <uri> Sent: ..." lines (the end of
                     # the run): the server then prints its results and exits

@@ -54,12 +54,20 @@ OUT = Path(os.environ.get("APTA_MUTATION_DIR") or
 EQUIVALENT = HERE / "mutation_equivalent.json"
 
 
+def pinned(entries: dict, group: str, key: str, what: str) -> dict | None:
+    """The entry of mutant `key` of `group` in an analysis file (mutation_equivalent.json,
+    mutation_covered.json), if it was written for this very mutation: each entry names, per group,
+    the mutant's `what` ({"mutants": {group: what}, ...}). Otherwise None."""
+    e = entries.get(key)
+    return e if e is not None and e["mutants"].get(group) == what else None
+
+
 def argument(equivalent: dict, group: str, key: str, what: str) -> str | None:
-    """The written equivalence argument of mutant `key` of `group`, if it was written for this very
-    mutation: each entry is {"why": ..., "mutants": {group: what}}. Otherwise None (the mutant runs;
-    if it survives it is a finding until someone argues it again)."""
-    e = equivalent.get(key)
-    return e["why"] if e is not None and e["mutants"].get(group) == what else None
+    """The written equivalence argument of mutant `key` of `group` ({"why", "mutants"}), if written
+    for this very mutation; otherwise None (the mutant runs; if it survives it is a finding until
+    someone argues it again)."""
+    e = pinned(equivalent, group, key, what)
+    return e["why"] if e else None
 
 
 def stale_arguments(equivalent: dict, group: str, mutants) -> list[str]:
@@ -1042,9 +1050,8 @@ def main(argv=None) -> int:
     covered = json.loads(COVERED.read_text()) if COVERED.exists() else {}
     for gname, g in report["groups"].items():
         for m in g["mutants"]:
-            c = covered.get(m["key"])       # pinned to its mutant's `what` per group, as arguments are
-            if (m["status"] not in ("survived", "open") or not c or c["group"] not in report["groups"]
-                    or c["mutants"].get(gname) != m["what"]):
+            c = pinned(covered, gname, m["key"], m["what"])
+            if m["status"] not in ("survived", "open") or not c or c["group"] not in report["groups"]:
                 continue
             other = {o["key"]: o for o in report["groups"][c["group"]]["mutants"]}
             if all(k in other and other[k]["status"] == "killed" for k in c["keys"]):

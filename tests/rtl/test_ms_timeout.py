@@ -32,14 +32,16 @@ except ImportError:
     cocotb = None
 
 if cocotb is not None:
-    async def accepted(ms, server: int, n: int) -> int:
-        """The cycle the server port accepted its n-th flit (counting from 1), waiting for it."""
+    async def accepted(ms, server: int, n: int, limit: int = 1000) -> int:
+        """The cycle the server port accepted its n-th flit (counting from 1), waiting for it (within
+        `limit` cycles)."""
         from cocotb.triggers import RisingEdge
-        while True:
+        for _ in range(limit):
             fired = [c for k, c in ms.req_fire if k == server]
             if len(fired) >= n:
                 return fired[n - 1]
             await RisingEdge(ms.dut.clock)
+        raise AssertionError(f"server {server}'s flit {n} not accepted within {limit} cycles")
 
     async def answer(ms, name: str, limit: int, **fields) -> int:
         """The BFM's cycle when the response `name` with `fields` has arrived (within `limit` cycles)."""

@@ -81,7 +81,7 @@ def test_xkeys_name_the_same_logic_on_both_variants():
     assert not all(m.xkey in x3 for m in ms["msv"])
 
 
-@pytest.mark.rtl_variants("m2s1w1", "ms3")
+@pytest.mark.rtl_variants("m2s1w1", "stress", "mutants_epochs", "ms3", "msv", simulator=False)
 def test_an_argument_counts_only_for_the_mutation_it_was_written_for():
     """A key (statement hash, operator, position) can come to name another mutation: an argument
     counts only where its group and the mutant's `what` are the ones on record. Every argument on
@@ -96,12 +96,8 @@ def test_an_argument_counts_only_for_the_mutation_it_was_written_for():
     assert mutation.stale_arguments(eq, "msv", [m]) == []          # not written for msv: not msv's
     on_record = json.loads(mutation.EQUIVALENT.read_text())
     assert all(e["why"] and e["mutants"] for e in on_record.values())
-    whats = {}
-    for gname, g in mutation.GROUPS.items():
-        src = ROOT / "build" / "rtl" / g.variant / g.file
-        if not src.exists():
-            pytest.skip("run `make rtl` first")
-        whats[gname] = {(x.key, x.what) for x in mutation.schema(src, gname)[1]}
+    whats = {gname: {(x.key, x.what) for x in mutation.schema(ROOT / "build" / "rtl" / g.variant / g.file, gname)[1]}
+             for gname, g in mutation.GROUPS.items()}
     stale = [(k, gname) for k, e in on_record.items() for gname, what in e["mutants"].items()
              if (k, what) not in whats[gname]]
     assert not stale, f"arguments whose mutation is gone from the group's schema: {stale}"
@@ -114,6 +110,7 @@ def test_an_argument_counts_only_for_the_mutation_it_was_written_for():
     assert all(c["mutants"] for c in covered.values()) and not stale, f"stale covered entries: {stale}"
 
 
+@pytest.mark.rtl_variants("m2s1w1", "ms3")
 def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
     """APTA_MUTATION_SAMPLE mutants (default 12) of each of APTA_MUTATION_GROUPS (default: the core
     and the memory server on ms3; `make rtl-mutation` runs every group in full), seeded by APTA_MUTATION_SEED (default:
