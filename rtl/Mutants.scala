@@ -10,8 +10,9 @@ import chisel3.util._
   */
 object Mutants {
   /** `unit`: "core" (the CoherenceCore: `mutants` variants), "ms" (the OSC/OPC of the memory-server
-    * top: `ms3_mutants`, tests/rtl/test_ms_mutants.py) or "epoch" (the core's epoch bound, beyond
-    * the model's MAX_EPOCH and the stress's rejoins: `mutants_epochs`, tests/rtl/test_core_epochs.py) */
+    * top: `ms3_mutants`, tests/rtl/test_ms_mutants.py), "epoch" (the core's epoch bound, beyond
+    * the model's MAX_EPOCH and the stress's rejoins: `mutants_epochs`, tests/rtl/test_core_epochs.py)
+    * or "sram" (visible only with the bench's read-first SRAM model: tests/rtl/test_core_sram.py) */
   case class Mutant(id: Int, name: String, doc: String, unit: String = "core")
 
   val sharersKeptOnCommit = Mutant(1, "sharers_kept_on_commit",
@@ -63,11 +64,16 @@ object Mutants {
   val holdSweepLane0 = Mutant(20, "hold_sweep_lane0",
     "the version table's reset sweep clears one counter per row, not the whole row: a slot keeps its pre-reset (or power-up) count and a get naming a version never committed is served at once", "ms")
 
+  // ---- the directory SRAM's read during a write (tests/rtl/test_core_sram.py) ---------------------------
+  val otcNoForward = Mutant(21, "otc_no_forward",
+    "the OTC does not forward the set S1 wrote to the read of that set in the same cycle: correct only with an SRAM that returns the new data (firtool's simulation model), wrong with a read-first one", "sram")
+
   val all: Seq[Mutant] = Seq(sharersKeptOnCommit, ackNotDecremented, acceptInSI, fenceIgnored,
     oldEpochAck, getSAtoS, commitStalledInSA,
     oscNoForward, noGetCommitInterlock, fenceKeepsOpenPut, retryNotIdempotent, commitBeforeCore,
     epochWraps, allocOverlap, allocNoExhaustion,
-    holdReleaseOld, holdDropAtWriterFence, holdWakeExact, holdFullNoRetry, holdSweepLane0)
+    holdReleaseOld, holdDropAtWriterFence, holdWakeExact, holdFullNoRetry, holdSweepLane0,
+    otcNoForward)
   require(all.map(_.id).distinct.size == all.size && !all.exists(_.id == 0), "mutant ids unique, 0 = none")
 
   /** width of io_mutant */

@@ -140,7 +140,8 @@ def read_tla(root: Path) -> dict:
 RTL_MUTANT = re.compile(r'=\s*Mutant\(\s*(\d+)\s*,\s*"([^"]+)"\s*,\s*"(?:[^"\\]|\\.)*"\s*(?:,\s*"(\w+)"\s*)?\)')
 RTL_TESTS = {"core": "tests/rtl/test_core_mutants.py::test_mutants_caught",       # takes unit "core"
              "ms": "tests/rtl/test_ms_mutants.py::test_ms_mutants_caught",         # takes unit "ms"
-             "epoch": "tests/rtl/test_core_epochs.py::test_epoch_mutant_caught"}   # takes unit "epoch"
+             "epoch": "tests/rtl/test_core_epochs.py::test_epoch_mutant_caught",   # takes unit "epoch"
+             "sram": "tests/rtl/test_core_sram.py::test_forwarding_is_needed_only_with_a_read_first_sram"}
 RTL_MS_VECTORS = "tests/rtl/test_ms_vectors.py::test_ms_vectors_catch_mutants"   # its `must` set
 
 

