@@ -284,6 +284,9 @@ def test_ms_vectors_catch_mutants():
     needs concurrency a settled step never has are listed (tests/rtl/test_ms_mutants.py catches
     them with directed races)."""
     mut = json.loads((ROOT / "build" / "rtl" / "mutants" / "mutants.json").read_text())
+    # (unit sram: the directory's forwarding, visible only on the read-first SRAM model and only in
+    # a directory of 2+ sets; msv's is one register: test_core_sram.py)
+    mut = [m for m in mut if m["unit"] != "sram"]
     scen = load_all()
     res = _run(MUTANTS_VARIANT, scen, [0])
     assert not res["failed"]["0"], f"{MUTANTS_VARIANT} with io_mutant=0 fails: {res['failed']['0'][:3]}"
