@@ -13,6 +13,7 @@ its held get; a cancel answers GetCancelled. tests/rtl/test_ms_mutants.py runs t
 """
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -504,17 +505,20 @@ if cocotb is not None:
         registered (version 0) and committed 1, 2 or 3 times by slot (neighbours differ); then every
         other slot's object is removed (a removed object's version is read by a get held for it: a
         get may name an object not registered yet), registered and committed again, then the other
-        half. After each step every slot's version is checked exactly: a get naming it is served at
-        once, one naming the next is held, then cancelled. On ms3 only: msv's table is the same
-        Verilog (64 slots), and msv's group counts ms3's kills of it. (A removal in the cycle another
-        object commits, lane by lane, is not here: its delay moves from slot to slot.)"""
+        half; then, slot by slot, the object is removed in the very cycle slot k + 32's commits (the
+        clear applied inside the commit's write of the row, `sameRow`): the removal is held at its
+        map write's response, which the bench lets go at the cycle measured to make the two
+        coincide (the table's ports are watched). After each step every version it touched is
+        checked exactly: a get naming it is served at once, one naming the next is held, then
+        cancelled. On ms3 only: msv's table is the same Verilog (64 slots), and msv's group counts
+        ms3's kills of it."""
         ms = await setup(dut, objects=(), acks=True)
         E = ms.P["mapEntries"]
         objs = [E + k for k in range(E)]               # slot k: object E + k
         ver = {o: 0 for o in objs}
         ep = [0] * ms.n
         W, R = 1, 0                                    # the writer, the reader of the checks
-        txn = iter(range(1, 1 << 20))
+        txn = itertools.cycle(range(1, 256))          # (8 bits; each put ends before the next)
         H = ms.P["holdSlots"]
 
         async def rejoin(*servers):
@@ -604,6 +608,74 @@ if cocotb is not None:
                     ver[o] += 1
             await check(f"slots {half}, {half + 2}, ... registered and committed again")
             await rejoin(W, R)
+        # races: slot k's object removed in the cycle slot k + E/2's object commits: the clear is
+        # then applied inside the commit's write of the row (`sameRow`). The removal is held at
+        # its last step, its map write's response (the DRAM's B channel paused), so that the bench
+        # says when it ends, whatever the map's cache and the drains did before
+        from cocotb.triggers import RisingEdge
+        vers, events = dut.vers, []
+
+        async def watch():
+            while True:
+                await RisingEdge(dut.clock)
+                cv, kv = int(vers.io_commit_valid.value), int(vers.io_clear_valid.value)
+                if cv or kv:
+                    events.append((ms.cycles, cv, kv))
+        cocotb.start_soon(watch())
+
+        async def wait(n: int):
+            for _ in range(n):
+                await RisingEdge(dut.clock)
+
+        bch = ms.ram.write_if.b_channel
+        OPEN, HOLD = 20, 60         # cycles for a PutPrepare to pass the map; for a removal to reach its write
+
+        async def race(o: int, other: int, lead: int) -> int:
+            """the removal of o held at its write's response; other's lines `lead` cycles before
+            the response is let go (after, if lead < 0); the commit's cycle minus the clear's"""
+            t = next(txn)
+            ms.send(W, "PutPrepare", epoch=ep[W], obj=other, txn=t)
+            await wait(OPEN)
+            bch.pause = True
+            c0 = ms.cycles
+            ms.inq["mapUpd"].append((o, 0, 0))
+            await wait(HOLD)
+            n = len(events)
+            if lead >= 0:
+                lines(other, t)
+                await wait(lead)
+                bch.pause = False
+            else:
+                bch.pause = False
+                await wait(-lead)
+                lines(other, t)
+            await ms.settle()
+            done = [x for x in ms.mapUpdDone if x["obj"] == o and x["cycle"] >= c0]
+            assert done and done[0]["code"] == "ok", f"slot {o - E}: removal {done}"
+            assert ms.rsp_of("PutCommit", server=W, obj=other, txn=t), (other, ms.rsp[-3:])
+            ver[other] += 1
+            ver[o] = 0
+            com = [c for c, cv, _ in events[n:] if cv]
+            clr = [c for c, _, kv in events[n:] if kv]
+            assert len(com) == 1 and len(clr) == 1, events[n:]
+            return com[0] - clr[0]
+
+        lead = 0
+        for k, o in enumerate(objs):
+            other = objs[(k + E // 2) % E]
+            for attempt in range(3):
+                late = await race(o, other, lead)
+                if late == 0:
+                    break
+                lead += late                           # the clear comes `late` cycles earlier
+                await register(o)
+                await rejoin(W, R)
+            else:
+                raise AssertionError(f"slot {k}: the removal and the commit never coincided (last lead {lead})")
+            await check(f"slot {k} removed in the cycle slot {(k + E // 2) % E}'s object commits", [o, other])
+            await register(o)
+            await rejoin(W, R)
+        await check("after the races")
         await check("after the races")
 
     @cocotb.test()
