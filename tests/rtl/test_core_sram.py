@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from unittest import mock
 
 import pytest
 
@@ -50,15 +51,12 @@ def test_read_first_rewrites_firtools_memory_and_refuses_other_shapes(tmp_path):
     # a design without a memory (m2s1w1's one-set directory is a register) is refused
     f = tmp_path / "CoherenceCore.sv"
     f.write_text("module CoherenceCore(); endmodule\n")
-    os.environ["APTA_SRAM"] = "read-first"
-    try:
+    with mock.patch.dict(os.environ, APTA_SRAM="read-first"):
         with pytest.raises(ValueError, match="no memory module"):
             sram.bench_sources([f], tmp_path)
-        os.environ["APTA_SRAM"] = "read-last"
+    with mock.patch.dict(os.environ, APTA_SRAM="read-last"):
         with pytest.raises(ValueError, match="APTA_SRAM='read-last'"):
             sram.bench_sources([f], tmp_path)
-    finally:
-        del os.environ["APTA_SRAM"]
 
 
 def _stress(variant: str, mid: int | None, model: str) -> dict:
@@ -71,12 +69,8 @@ def _stress(variant: str, mid: int | None, model: str) -> dict:
     env = {"APTA_OPS": OPS, "APTA_SEED": 3, "APTA_RESULT": out}
     if mid is not None:
         env["APTA_MUTANT"] = mid
-    old = os.environ.get("APTA_SRAM")
-    os.environ["APTA_SRAM"] = model
-    try:
+    with mock.patch.dict(os.environ, APTA_SRAM=model):
         n, failed = run(variant, "test_core_stress", env, results_name=f"sram-{tag}.xml")
-    finally:
-        os.environ.pop("APTA_SRAM") if old is None else os.environ.__setitem__("APTA_SRAM", old)
     res = json.loads(out.read_text()) if out.exists() else {"violation": "the simulation stopped (an RTL assertion)"}
     res["failed"] = failed > 0 or n != 1
     return res
