@@ -381,16 +381,51 @@ if cocotb is not None:
         """The version table's reset sweep (a row of 64 counters per cycle, rtl/osc/VersionTable.scala)
         leaves every object at version 0: after two commits of object 1 and a reset, a get naming
         version 1 is held again and served by the next commit, not at once with the pre-reset count
-        (mutant hold_sweep_lane0 clears one counter per row: object 1's survives)."""
+        (mutant hold_sweep_lane0 clears one counter per row: object 1's survives). So does every
+        other slot's counter: a get naming version 1 of each slot's object is held, then cancelled.
+        The sweep takes one cycle a row, no more: the map port's ready, which the table's ready
+        gates, is low through the reset and rises in the cycle the last row is cleared (mapEntries /
+        64 cycles after the reset's release)."""
+        from cocotb.triggers import ReadOnly, RisingEdge
         from ms_bfm import reset
         ms = await setup(dut)
+        E, H = ms.P["mapEntries"], ms.P["holdSlots"]
+        rows = max(1, E // 64)
         put(ms, 1, 1, version=1, txn=1)
         await ms.settle()
         put(ms, 1, 1, version=2, txn=2)
         await ms.settle()
         assert len(ms.rsp_of("PutCommit", server=1, obj=1)) == 2, ms.rsp
+        trace = []                                     # (reset, io_mapUpd_ready) at each edge
+
+        async def watch():
+            while len(trace) < 8 + rows:
+                await RisingEdge(dut.clock)
+                await ReadOnly()
+                trace.append((int(dut.reset.value), int(dut.io_mapUpd_ready.value)))
+        w = cocotb.start_soon(watch())
         await reset(dut)                               # DRAM (the map, version 2's data) survives
+        await w
+        first = next(i for i, (rst, _) in enumerate(trace) if rst)
+        last = max(i for i, (rst, _) in enumerate(trace) if rst)
+        # (a synchronous reset: the cycle the reset is raised in still shows the state before it)
+        during, after = [r for _, r in trace[first + 1:last + 1]], [r for _, r in trace[last + 1:]]
+        assert not any(during) and after == [0] * (rows - 1) + [1] * (len(after) - rows + 1), \
+            f"mapUpd.ready during the reset {during}, then after its release {after}: low until the sweep " \
+            f"of {rows} row(s) is over, high from then on"
         await ms.settle()
+        objs = [E + k for k in range(E)]               # slot k: object E + k, none registered
+        for i in range(0, E, H):
+            n = len(ms.rsp)
+            for o in objs[i:i + H]:
+                ms.send(0, "ObjGet", epoch=0, obj=o, version=1)
+            await ms.settle()
+            assert ms.held() == len(objs[i:i + H]) and len(ms.rsp) == n, \
+                f"slot(s) {list(range(i, i + H))}: version 1 answered right after the reset: {ms.rsp[n:]}"
+            for o in objs[i:i + H]:
+                ms.cancel(o)
+            await ms.settle()
+            assert ms.held() == 0 and len(ms.rsp_of("GetCancelled", server=0)) == min(i + H, E), ms.rsp[-H:]
         ms.send(0, "ObjGet", epoch=0, obj=1, version=1)
         await ms.settle()
         assert ms.held() == 1 and not ms.rsp_of("ObjData", server=0), \
