@@ -76,6 +76,23 @@ def data_of(ms, server: int, o: int) -> list[int]:
     return [f["data"] for f in sorted(fl, key=lambda f: f["line"])]
 
 
+async def held_then_cancelled(ms, gets: list, what: str, server: int = 0, epoch: int = 0):
+    """Gets of `server` naming (object, version) not committed: each is held (the server has no
+    answer), then the control plane cancels the objects and each is answered GetCancelled."""
+    n = len(ms.rsp)
+    for o, v in gets:
+        ms.send(server, "ObjGet", epoch=epoch, obj=o, version=v)
+    await ms.settle()
+    mine = [r for r in ms.rsp[n:] if r[1]["server"] == server]
+    assert ms.held() == len(gets) and not mine, f"{what}: gets naming {gets} answered: {mine}"
+    for o, _ in gets:
+        ms.cancel(o)
+    await ms.settle()
+    for o, v in gets:
+        assert ms.rsp_of("GetCancelled", server=server, epoch=epoch, obj=o, version=v), (what, o, v, ms.rsp[-3:])
+    assert ms.held() == 0, (what, ms.held())
+
+
 try:
     import cocotb
 except ImportError:
@@ -416,16 +433,8 @@ if cocotb is not None:
         await ms.settle()
         objs = [E + k for k in range(E)]               # slot k: object E + k, none registered
         for i in range(0, E, H):
-            n = len(ms.rsp)
-            for o in objs[i:i + H]:
-                ms.send(0, "ObjGet", epoch=0, obj=o, version=1)
-            await ms.settle()
-            assert ms.held() == len(objs[i:i + H]) and len(ms.rsp) == n, \
-                f"slot(s) {list(range(i, i + H))}: version 1 answered right after the reset: {ms.rsp[n:]}"
-            for o in objs[i:i + H]:
-                ms.cancel(o)
-            await ms.settle()
-            assert ms.held() == 0 and len(ms.rsp_of("GetCancelled", server=0)) == min(i + H, E), ms.rsp[-H:]
+            await held_then_cancelled(ms, [(o, 1) for o in objs[i:i + H]],
+                                      f"slot(s) {list(range(i, min(i + H, E)))} right after the reset")
         ms.send(0, "ObjGet", epoch=0, obj=1, version=1)
         await ms.settle()
         assert ms.held() == 1 and not ms.rsp_of("ObjData", server=0), \
@@ -536,6 +545,74 @@ if cocotb is not None:
                 f"served at once (held {ms.held()}): the commit's bump was lost"
         assert not white_box or any(cv and kv for _, cv, kv in events), f"no round made the clear and the commit coincide (lc {lc}, lm {lm})"
 
+    @cocotb.test()
+    async def a_get_meets_a_commit(dut):
+        """VersionTable's read port (`rdVer`, MEMSERVER.md "Versioned gets"): the hold decision of a
+        get reads its object's version with this cycle's commit included, and only if the commit
+        is of that object. Object 1 is committed once per round; each round sends a get at one of
+        17 delays after the put's lines, from 8 cycles before to 8 after the measured time to the
+        PutCommit, in two sweeps:
+        - server 0's get of object 2 (never committed) naming version 1 is held, then cancelled:
+          another object's commit in its decision's cycle is not its own;
+        - server 2's get of object 1 naming the version the round commits is served: decided in
+          the commit's cycle it must see the new version, for a get held then would miss the
+          wake-up that the same commit sends to the held gets.
+        Where the top has the OSC's and the table's ports (not in a flattened netlist), some round
+        of each sweep must have made the decision and the commit coincide."""
+        from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+        ms = await setup(dut, acks=True)
+        met = set()                                    # (the get's object, the commit's) decided together
+        white_box = hasattr(dut, "vers")
+        if white_box:
+            async def watch():
+                osc, vers = dut.osc, dut.vers
+                while True:
+                    await RisingEdge(dut.clock)
+                    await ReadOnly()
+                    if int(osc.io_get_valid.value) and int(osc.io_get_ready.value) and int(vers.io_commit_valid.value):
+                        met.add((int(osc.io_get_bits_obj.value), int(vers.io_commit_bits.value)))
+            cocotb.start_soon(watch())
+        OPEN = 20                                      # cycles for a PutPrepare to pass the object map
+        txns = itertools.count(1)
+        version = 0
+
+        async def commit(delay: int, get) -> int:
+            """object 1's next version: PutPrepare, then the lines, then `get()` `delay` cycles later"""
+            nonlocal version
+            t = next(txns)
+            ms.send(1, "PutPrepare", epoch=0, obj=1, txn=t)
+            await ClockCycles(dut.clock, OPEN)
+            c = ms.cycles
+            put_lines(ms, 1, 1, version + 1, t)
+            if delay:
+                await ClockCycles(dut.clock, delay)
+            await get()
+            await ms.settle()
+            done = [cy for (nm, f), cy in zip(ms.rsp, ms.rsp_cycle)
+                    if nm == "PutCommit" and f["obj"] == 1 and f["txn"] == t]
+            assert done, f"object 1's put {t} did not commit: {ms.rsp[-3:]}"
+            version += 1
+            return done[0] - c
+
+        async def nothing():
+            pass
+        lc = await commit(0, nothing)                  # calibration: the lines to the PutCommit
+        for j in range(-8, 9):
+            what = f"a get of object 2 {lc + j} cycles after object 1's lines (PutCommit at {lc})"
+            await commit(max(0, lc + j), lambda: held_then_cancelled(ms, [(2, 1)], what))
+        for j in range(-8, 9):
+            n = len(ms.rsp_of("ObjData", server=2, obj=1))
+
+            async def get():
+                ms.send(2, "ObjGet", epoch=0, obj=1, version=version + 1)
+            await commit(max(0, lc + j), get)
+            got = sorted(ms.rsp_of("ObjData", server=2, obj=1)[n:], key=lambda f: f["line"])
+            assert ms.held() == 0 and [f["data"] for f in got] == [val(1, version, l) for l in range(SIZE)], \
+                f"a get of object 1's version {version} sent {lc + j} cycles after its lines (PutCommit at " \
+                f"{lc}): {got} (held {ms.held()}): decided in the commit's cycle without seeing it?"
+        assert not white_box or {(2, 1), (1, 1)} <= met, \
+            f"the sweeps never brought a get's decision into a commit's cycle: {met} (PutCommit at {lc})"
+
     @cocotb.test(skip=VARIANT != "ms3")
     async def every_lane_keeps_its_own_version(dut):
         """VersionTable lane by lane (64 slots: one row of 64 counters, each lane with its own bump
@@ -573,21 +650,6 @@ if cocotb is not None:
             assert r["code"] == "ok", (o, r)
             ver[o] = 0
 
-        async def held_then_cancelled(batch: list[int], what: str):
-            """a get naming ver + 1 of each object is held (no answer), then cancelled"""
-            n = len(ms.rsp)
-            for o in batch:
-                ms.send(R, "ObjGet", epoch=ep[R], obj=o, version=ver[o] + 1)
-            await ms.settle()
-            assert ms.held() == len(batch) and len(ms.rsp) == n, \
-                f"{what}: gets naming versions past {[(o, ver[o]) for o in batch]} answered: {ms.rsp[n:]}"
-            for o in batch:
-                ms.cancel(o)
-            await ms.settle()
-            for o in batch:
-                assert ms.rsp_of("GetCancelled", server=R, epoch=ep[R], obj=o, version=ver[o] + 1), (what, o)
-            assert ms.held() == 0
-
         async def check(what: str, which=None):
             which = objs if which is None else which
             served = [o for o in which if ver[o]]
@@ -601,7 +663,9 @@ if cocotb is not None:
                     [val(o, ver[o], l) for l in range(SIZE)], \
                     f"{what}: slot {o - E}: version {ver[o]} not served at once (held {ms.held()})"
             for i in range(0, len(which), H):
-                await held_then_cancelled(which[i:i + H], f"{what}: slot(s) {[o - E for o in which[i:i + H]]}")
+                batch = which[i:i + H]
+                await held_then_cancelled(ms, [(o, ver[o] + 1) for o in batch],
+                                          f"{what}: slot(s) {[o - E for o in batch]}", R, ep[R])
 
         def commit(o: int):
             t = next(txn)
