@@ -132,6 +132,14 @@ async def reset(dut, cycles: int = 3, mutant: int | None = None):
     await RisingEdge(dut.clock)
 
 
+def bit(h) -> bool:
+    """A 1-bit signal's value, read from cocotb's simulator handle: `int(h.value)` builds a Logic
+    per read, and the memory-server benches read some 40 signals a cycle (the reads and writes of
+    the clock loop were three quarters of a hold-table run's Python time). cocotb is pinned
+    (requirements-rtl.txt); Verilator is 2-state, so the string is "0" or "1"."""
+    return h._handle.get_signal_val_binstr() == "1"
+
+
 class IdleWatch:
     """io_idle's contract (MEMSERVER.md `idle`: nothing in flight), sampled in each cycle's ReadOnly
     phase by a testbench's clock loop (`sample`): no output is valid while idle, and once idle with
@@ -151,23 +159,24 @@ class IdleWatch:
         self.ins = [(getattr(dut, v), getattr(dut, v[:-len("valid")] + "ready"))
                     for v in [f"io_req_{i}_valid" for i in range(servers)] + list(IN_VALIDS) if hasattr(dut, v)]
         self.outs = [(n, getattr(dut, n)) for n in OUT_VALIDS if hasattr(dut, n)]
+        self.reset, self.idle = dut.reset, dut.io_idle
+        self.err_valid, self.err_code = dut.io_err_valid, dut.io_err_bits_code
         self.since: int | None = None        # the cycle idle was seen with no input accepted since
         self.fresh = True                    # reset, and no input accepted yet: nothing may be sent
         self.trace: deque = deque(maxlen=4)  # (cycle, idle, input accepted), for the message
 
     def sample(self, cycle: int):
-        d = self.dut
-        if int(d.reset.value):
+        if bit(self.reset):
             self.since, self.fresh = None, True
             return
-        idle = bool(int(d.io_idle.value))
-        fired = any(int(v.value) and int(r.value) for v, r in self.ins)
-        on = [n for n, h in self.outs if int(h.value)]
+        idle = bit(self.idle)
+        fired = any(bit(v) and bit(r) for v, r in self.ins)
+        on = [n for n, h in self.outs if bit(h)]
         self.trace.append((cycle, idle, fired))
         if self.fresh and on and not fired:
             raise AssertionError(f"cycle {cycle}: {on[0]} is 1 after reset, before any input was accepted")
         self.fresh = self.fresh and not fired
-        timed_out = self.timeout and int(d.io_err_valid.value) and ERR.get(int(d.io_err_bits_code.value)) == "timeout"
+        timed_out = self.timeout and bit(self.err_valid) and ERR.get(int(self.err_code.value)) == "timeout"
         if not timed_out:
             if idle and on:
                 raise AssertionError(f"cycle {cycle}: io_idle is 1 while {on[0]} is 1")
@@ -190,22 +199,26 @@ class AxiWatch:
 
     IDS = {"ar": (0, 1), "aw": (2, 3)}
 
+    FIELDS = ("id", "addr", "len", "size", "burst", "lock", "cache", "prot", "qos")
+
     def __init__(self, dut):
         self.dut = dut
+        self.chans = [(ch, ids, getattr(dut, f"axi_{ch}_valid"), getattr(dut, f"axi_{ch}_ready"),
+                       {k: getattr(dut, f"axi_{ch}_bits_{k}") for k in self.FIELDS}) for ch, ids in self.IDS.items()]
+        self.w = (dut.axi_w_valid, dut.axi_w_ready, dut.axi_w_bits_last)
 
     def sample(self, cycle: int):
-        d = self.dut
-        for ch, ids in self.IDS.items():
-            if not (int(getattr(d, f"axi_{ch}_valid").value) and int(getattr(d, f"axi_{ch}_ready").value)):
+        for ch, ids, valid, ready, bits in self.chans:
+            if not (bit(valid) and bit(ready)):
                 continue
-            f = {k: int(getattr(d, f"axi_{ch}_bits_{k}").value)
-                 for k in ("id", "addr", "len", "size", "burst", "lock", "cache", "prot", "qos")}
+            f = {k: int(h.value) for k, h in bits.items()}
             want = {"len": 0, "size": 6, "burst": 1, "lock": 0, "cache": 0, "prot": 0, "qos": 0}
             bad = [k for k, v in want.items() if f[k] != v]
             if f["addr"] % LINE or f["id"] not in ids or bad:
                 raise AssertionError(f"cycle {cycle}: axi_{ch} handshake breaks the contract: {f} "
                                      f"(line-aligned addr, id in {ids}, {want})")
-        if int(d.axi_w_valid.value) and int(d.axi_w_ready.value) and not int(d.axi_w_bits_last.value):
+        wv, wr, wl = self.w
+        if bit(wv) and bit(wr) and not bit(wl):
             raise AssertionError(f"cycle {cycle}: a write beat without wlast (every transaction is one beat)")
 
 
@@ -371,45 +384,64 @@ class Ms:
         d = self.dut
         ports = [(f"req_{i}", self.req[i]) for i in range(self.n)]
         ports += [(p, self.inq[p]) for p in ("birsp", "ctrl", "cancel") if hasattr(d, f"io_{p}_valid")]
-        ins = [(getattr(d, f"io_{p}_valid"), getattr(d, f"io_{p}_ready"), getattr(d, f"io_{p}_bits"), q) for p, q in ports]
-        names = [p for p, _q in ports]
-        outs = [("rsp", self.rsp), ("snp", self.snp), ("ctrlResp", self.ctrlResp)]
+        ins = [(getattr(d, f"io_{p}_valid"), getattr(d, f"io_{p}_ready"), getattr(d, f"io_{p}_bits"), q, p,
+                len(getattr(d, f"io_{p}_bits"))) for p, q in ports]
+        upd = [(h, len(h)) for h in (d.io_mapUpd_bits_obj, d.io_mapUpd_bits_size, d.io_mapUpd_bits_valid)]
+        upd_vr = (d.io_mapUpd_valid, d.io_mapUpd_ready)
+        qry, qry_vr = d.io_query_bits_obj, (d.io_query_valid, d.io_query_ready)
+        qry_w = len(qry)
+        outs = [(name, lst, getattr(d, f"io_{name}_valid"), getattr(d, f"io_{name}_ready"), getattr(d, f"io_{name}_bits"))
+                for name, lst in (("rsp", self.rsp), ("snp", self.snp), ("ctrlResp", self.ctrlResp))]
+        r_vr, b_vr = (d.axi_r_valid, d.axi_r_ready), (d.axi_b_valid, d.axi_b_ready)
+        rst, err_v, done_v, qr_v = d.reset, d.io_err_valid, d.io_mapUpdDone_valid, d.io_queryResp_valid
+        noise, idle_bits = self.noise, self.idle_bits
+        # what this loop last wrote to each input: written again only when it changes (a valid, a
+        # ready, a message waiting for its ready; the noise changes every cycle). While the reset
+        # is high everything is written each cycle: reset() drives the valids itself
+        driven: dict = {}
+
+        def drive(h, x):
+            if driven.get(id(h)) != x:        # (by id: a handle's own __hash__ is Python code)
+                h.value = x
+                driven[id(h)] = x
         fired = [False] * len(ins)
         upd_fired = qry_fired = False
         while True:
             await RisingEdge(d.clock)
             self.cycles += 1
-            for k, (v, _r, b, q) in enumerate(ins):
+            if bit(rst):
+                driven.clear()
+            for k, (v, _r, b, q, name, w) in enumerate(ins):
                 if fired[k]:
                     q.popleft()
-                v.value = 1 if q else 0
-                b.value = q[0] if q else self.idle_bits.get(names[k], self.noise.getrandbits(len(b)))
+                drive(v, 1 if q else 0)
+                drive(b, q[0] if q else idle_bits.get(name, noise.getrandbits(w)))
             uq = self.inq["mapUpd"]
             if upd_fired:
                 uq.popleft()
-            d.io_mapUpd_valid.value = 1 if uq else 0
-            upd = (d.io_mapUpd_bits_obj, d.io_mapUpd_bits_size, d.io_mapUpd_bits_valid)
-            for h, x in zip(upd, uq[0] if uq else [self.noise.getrandbits(len(h)) for h in upd]):
-                h.value = x
+            drive(upd_vr[0], 1 if uq else 0)
+            for (h, _w), x in zip(upd, uq[0] if uq else [noise.getrandbits(w) for _h, w in upd]):
+                drive(h, x)
             qq = self.inq["query"]
             if qry_fired:
                 qq.popleft()
-            d.io_query_valid.value = 1 if qq else 0
-            d.io_query_bits_obj.value = qq[0] if qq else self.idle_bits.get("query", self.noise.getrandbits(len(d.io_query_bits_obj)))
-            for name, _ in outs:
-                getattr(d, f"io_{name}_ready").value = 0 if name in self.stalled or self.rng.random() < self.bp else 1
+            drive(qry_vr[0], 1 if qq else 0)
+            drive(qry, qq[0] if qq else idle_bits.get("query", noise.getrandbits(qry_w)))
+            for name, _lst, _v, r, _b in outs:
+                drive(r, 0 if name in self.stalled or self.rng.random() < self.bp else 1)
             await ReadOnly()
-            fired = [bool(int(v.value)) and bool(int(r.value)) for v, r, _b, _q in ins]
+            # (a queue a test filled after this cycle's writes drove no valid: the valid is read)
+            fired = [bool(q) and bit(v) and bit(r) for v, r, _b, q, _n, _w in ins]
             for k in range(self.n):
                 if fired[k]:
                     self.req_fire.append((k, self.cycles))
-            if int(d.axi_r_valid.value) and int(d.axi_r_ready.value):
+            if bit(r_vr[0]) and bit(r_vr[1]):
                 self.r_beats.append((int(d.axi_r_bits_id.value), self.cycles))
-            if int(d.axi_b_valid.value) and int(d.axi_b_ready.value):
+            if bit(b_vr[0]) and bit(b_vr[1]):
                 self.b_beats.append((int(d.axi_b_bits_id.value), self.cycles))
-            upd_fired = bool(int(d.io_mapUpd_valid.value)) and bool(int(d.io_mapUpd_ready.value))
-            qry_fired = bool(int(d.io_query_valid.value)) and bool(int(d.io_query_ready.value))
-            if int(d.io_queryResp_valid.value):
+            upd_fired = bool(uq) and bit(upd_vr[0]) and bit(upd_vr[1])
+            qry_fired = bool(qq) and bit(qry_vr[0]) and bit(qry_vr[1])
+            if bit(qr_v):
                 sh, sf = int(d.io_queryResp_bits_sharers.value), int(d.io_queryResp_bits_schedulableFor.value)
                 self.queryResp.append({"obj": int(d.io_queryResp_bits_obj.value),
                                        "hit": bool(int(d.io_queryResp_bits_hit.value)),
@@ -420,20 +452,20 @@ class Ms:
                                        "cycle": self.cycles})
             self.idle.sample(self.cycles)
             self.axi.sample(self.cycles)
-            for name, lst in outs:
-                if int(getattr(d, f"io_{name}_valid").value) and int(getattr(d, f"io_{name}_ready").value):
-                    lst.append(self.S.decode(int(getattr(d, f"io_{name}_bits").value)))
+            for name, lst, v, r, b in outs:
+                if bit(v) and bit(r):
+                    lst.append(self.S.decode(int(b.value)))
                     if name == "rsp":
                         self.rsp_cycle.append(self.cycles)
                         self.rsp_status.append({"commitSeq": int(d.io_status_commitSeq.value),
                                                 "pending": int(d.io_status_pending.value)})
-            if int(d.io_err_valid.value):
+            if bit(err_v):
                 self.err.append({"code": ERR.get(int(d.io_err_bits_code.value)),
                                  "server": int(d.io_err_bits_server.value), "obj": int(d.io_err_bits_obj.value),
                                  "txn": int(d.io_err_bits_txn.value), "opcode": int(d.io_err_bits_opcode.value),
                                  "msgCode": int(d.io_err_bits_msgCode.value), "field": int(d.io_err_bits_field.value),
                                  "cycle": self.cycles})
-            if int(d.io_mapUpdDone_valid.value):
+            if bit(done_v):
                 self.mapUpdDone.append({"obj": int(d.io_mapUpdDone_bits_obj.value),
                                         "code": MAP_CODES[int(d.io_mapUpdDone_bits_code.value)],
                                         "base": int(d.io_mapUpdDone_bits_base.value), "cycle": self.cycles})

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 from apta import schema
-from ms_bfm import AxiWatch, IdleWatch
+from ms_bfm import AxiWatch, IdleWatch, bit
 from ms_bfm import reset as ms_reset
 from compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
                             WorkflowRunner, object_table)
@@ -83,6 +83,7 @@ class _InPort:
         self.q = deque()
         self.cur = None
         self.valid.value = 0
+        self.on = 0              # the valid last written: written again only when it changes
 
     def drive(self):
         if self.cur is None and self.q:
@@ -92,10 +93,12 @@ class _InPort:
             else:
                 for f, s in self.fields.items():
                     s.value = self.cur[f]
-        self.valid.value = int(self.cur is not None)
+        on = int(self.cur is not None)
+        if on != self.on:
+            self.valid.value = self.on = on
 
     def sample(self):
-        if self.cur is not None and int(self.ready.value):
+        if self.cur is not None and bit(self.ready):
             self.cur = None
             return True
         return False
@@ -184,26 +187,26 @@ class MsEnv(Transport, ControlPlane):
         self.axi.sample(self.cycle)
         if tr:
             tr.status(st["fenced"])
-        if int(d.io_rsp_valid.value):
+        if bit(d.io_rsp_valid):
             self._rsp(int(d.io_rsp_bits.value))
-        if int(d.io_snp_valid.value):
+        if bit(d.io_snp_valid):
             flit = int(d.io_snp_bits.value)
             _, m = self.S.decode(flit)
             if tr:
                 tr.snp_out(m)
             self._later(m["server"], "snp", flit)
-        if int(d.io_ctrlResp_valid.value):
+        if bit(d.io_ctrlResp_valid):
             name, m = self.S.decode(int(d.io_ctrlResp_bits.value))
             if name == "Fence" and self.runner:
                 self.runner.on_fenced(m["server"], m["epoch"])
-        if int(d.io_queryResp_valid.value):
+        if bit(d.io_queryResp_valid):
             o = int(d.io_queryResp_bits_obj.value)
             issued = self.q_inflight.pop(o, self.cycle)
             self.answers[o] = (issued, int(d.io_queryResp_bits_schedulableFor.value))
-        if int(d.io_mapUpdDone_valid.value):
+        if bit(d.io_mapUpdDone_valid):
             assert int(d.io_mapUpdDone_bits_code.value) == schema.enum("MapUpdCode").index("ok"), "registration refused"
             self.map_done[int(d.io_mapUpdDone_bits_obj.value)] = int(d.io_mapUpdDone_bits_base.value)
-        if int(d.io_err_valid.value):
+        if bit(d.io_err_valid):
             code = int(d.io_err_bits_code.value)
             if tr and code == schema.ms_error_code("zombie"):
                 tr.zombie(int(d.io_err_bits_server.value), int(d.io_err_bits_opcode.value))
