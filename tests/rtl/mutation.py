@@ -98,6 +98,7 @@ MS_MODULES = {"Osc": "OSC", "VersionTable": "OSC", "Opc": "OPC", "ObjMap": "OPC"
 # Chisel's library queues and arbiters and the memory primitives are not ours to mutate.
 
 STOPPED = "the test stopped before writing its result"
+STMT_RUN = 20       # the most mutants of one statement run in turn in one job (main)
 
 
 class HarnessError(RuntimeError):
@@ -1037,7 +1038,9 @@ def main(argv=None) -> int:
         # The mutants of one statement run in turn in one job, each with the test that killed the
         # one before it first: they mostly fail the same test, and a hold-table mutant then costs
         # the hold tests (5 s), not the smoke tests before them (25 s). Which job runs which
-        # statement does not change a verdict, so the report is the same at any --jobs.
+        # statement does not change a verdict, so the report is the same at any --jobs. A statement
+        # of many mutants is cut into runs of STMT_RUN (the version table's row write has 317, five
+        # per lane: alone in one job, it left the other idle for two hours).
         def statement(ms: list[Mutant]) -> list[Mutant]:
             hint = None
             for m in ms:
@@ -1045,7 +1048,8 @@ def main(argv=None) -> int:
                 hint = m.by if m.status == "killed" else hint
             return ms
 
-        stmts = [list(ms) for _, ms in itertools.groupby(chosen, key=lambda m: (m.module, m.line))]
+        stmts = [ms[i:i + STMT_RUN] for ms in (list(x) for _, x in itertools.groupby(chosen, key=lambda m: (m.module, m.line)))
+                 for i in range(0, len(ms), STMT_RUN)]
         with ThreadPoolExecutor(args.jobs) as ex:
             done = [m for ms in ex.map(statement, stmts) for m in ms]
         report["groups"][gname] = {"variant": g.variant, "generated": len(mutants), "run": len(done),
