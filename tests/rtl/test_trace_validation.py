@@ -182,6 +182,30 @@ def test_corrupted_log_rejected_at_the_corruption(good, tmp_path, how):
     assert p.returncode == 1 and f"log step {step} (" in p.stdout and "has no matching action" in p.stdout, p.stdout + p.stderr
 
 
+LONG_GET = 1 << 15   # lines of a get: TLC's stack held 512 when Holds was a \A (a CI run failed)
+
+
+@pytest.mark.rtl_variants("ms3")
+def test_long_gets_validated(good, tmp_path):
+    """Gets of LONG_GET lines (a big object) are checked line by line without exhausting TLC's
+    stack: the log with every get's lines repeated is accepted, and with the last line of one get
+    changed it is rejected at that get."""
+    src = next(p for p, r in good if r["result"] == "accepted" and "pipeline" in p.name)
+    rows = [json.loads(x) for x in src.read_text().splitlines()]
+    gets = [i for i, e in enumerate(rows) if e["ev"] == "get" and e["lines"]]
+    for i in gets:
+        rows[i]["lines"] = (rows[i]["lines"] * LONG_GET)[:LONG_GET]
+    dst = tmp_path / "long.ndjson"
+    dst.write_text("".join(json.dumps(e) + "\n" for e in rows))
+    r = trace.validate(dst, build=tmp_path / "tla")
+    assert r["result"] == "accepted" and r["matched"] == r["length"], trace.line_of(r)
+    bad = gets[-1]
+    rows[bad]["lines"][-1] += 1
+    dst.write_text("".join(json.dumps(e) + "\n" for e in rows))
+    r = trace.validate(dst, build=tmp_path / "tla")
+    assert r["result"] == "rejected" and r["step"] == bad, trace.line_of(r)   # step: 1-based after meta
+
+
 @pytest.mark.rtl_variants("ms3_mutants")
 def test_mutant_log_rejected():
     """The RTL with the old sharers kept on commit: its histories are clean (P1-P4 hold: an extra
