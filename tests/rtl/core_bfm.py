@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,9 @@ def out_root() -> Path:
     return Path(os.environ.get("APTA_OUT_DIR", ROOT / "build"))
 
 
+BUILD_SECONDS = [0.0]   # this process's time in locked_build (mutation.py times a test without it)
+
+
 def locked_build(runner, bdir: Path, **kw) -> None:
     """runner.build into bdir under an exclusive lock on bdir/.build.lock: two processes that
     need the same (content-keyed) build wait for each other instead of compiling into the
@@ -48,10 +52,14 @@ def locked_build(runner, bdir: Path, **kw) -> None:
     # Verilator's and make's up-to-date checks (a second or more per test)
     if os.environ.get("APTA_SIM_PREBUILT") == "1" and (bdir / kw["hdl_toplevel"]).exists():
         return
+    t0 = time.monotonic()
     bdir.mkdir(parents=True, exist_ok=True)
-    with open(bdir / ".build.lock", "w") as lk:
-        fcntl.flock(lk, fcntl.LOCK_EX)
-        runner.build(build_dir=bdir, **kw)
+    try:
+        with open(bdir / ".build.lock", "w") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            runner.build(build_dir=bdir, **kw)
+    finally:
+        BUILD_SECONDS[0] += time.monotonic() - t0
 
 
 def sim_plusargs() -> list[str]:

@@ -833,20 +833,22 @@ FIRST = {"ExtentAlloc": "ms-alloc", "ObjMap": "ms-alloc", "MemoryServer": "ms-po
 
 
 def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
-            module: str | None = None, first: str | None = None) -> tuple[str | None, str | None, float]:
+            module: str | None = None, first: str | None = None,
+            only: str | None = None) -> tuple[str | None, str | None, float]:
     """(the killing test, its failure) or (None, None) for a survivor, each test in a child
     process so that a hung or crashing simulation costs only its budget (seconds per test name);
     `times` receives each test's wall time. A mutant of `module` skips the tests that do not
     simulate it (REACHES); `first` (the test that killed a mutant of the same statement) runs
-    before the module's FIRST and the group's order."""
+    before the module's FIRST and the group's order; `only`: that test alone, in a directory of its
+    own (the unmutated run's tests run side by side)."""
     t0 = time.monotonic()
-    rdir = OUT / "runs" / group.variant / str(mid)
+    rdir = OUT / "runs" / group.variant / (str(mid) if only is None else f"{mid}-{only}")
     rdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, APTA_RTL_MUTANT=str(mid), RTL_DIR=str(SCHEMA_DIRS[group.name]),
                APTA_MUTATION_DIR=str(OUT), APTA_OUT_DIR=str(rdir), **group.env)
     if mid:
         env["APTA_SIM_PREBUILT"] = "1"      # the unmutated run built every simulator of the group
-    order = [n for n, _ in group.tests]
+    order = [n for n, _ in group.tests if only in (None, n)]
     for lead in (FIRST.get(module), first):
         if lead in order:
             order.remove(lead)
@@ -866,14 +868,14 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
             p.communicate()
             return name, f"timeout: no verdict in {budget[name]:.0f} s (the design hangs)", time.monotonic() - t0
         r = subprocess.CompletedProcess(cmd, p.returncode, out, err)
-        if times is not None:
-            times[name] = time.monotonic() - t1
         last = (r.stdout.strip().splitlines() or [""])[-1]
         if r.returncode != 0 or not last.startswith("MUTATION-RESULT "):
             # the harness itself broke (not a verdict on the mutant): never counted as a kill
             raise HarnessError(f"{group.name} mutant {mid} test {name}: exit {r.returncode}: "
                                f"{(r.stderr or r.stdout)[-600:]}")
         res = json.loads(last[len("MUTATION-RESULT "):])
+        if times is not None:       # the test's own time: without the simulator builds it made
+            times[name] = time.monotonic() - t1 - res["build_seconds"]
         if res["failure"]:
             why = res["failure"]
             if why == STOPPED or "cocotb failure" in why:   # the reason is in the simulation's log
@@ -888,10 +890,11 @@ def _child(group: str, test: str, mid: str) -> int:
     fn = dict(g.tests)[test]
     env = {"APTA_RTL_MUTANT": mid}
     import io, contextlib
+    import core_bfm
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         failure = fn(g.variant, env)
-    print("MUTATION-RESULT " + json.dumps({"failure": failure}))
+    print("MUTATION-RESULT " + json.dumps({"failure": failure, "build_seconds": core_bfm.BUILD_SECONDS[0]}))
     return 0
 
 
@@ -957,15 +960,17 @@ def main(argv=None) -> int:
         t0 = time.monotonic()
         d, mutants = generate(g, Path(args.rtl))
         print(f"{gname}: {len(mutants)} mutants of {g.variant}/{g.file} -> {d}", flush=True)
-        # the unmutated schema must pass every test, or a kill means nothing
-        # (the first run builds the simulator, the second measures the tests: a mutant's budget per
-        # test is --budget-factor times that, at least --budget seconds)
+        # the unmutated schema must pass every test, or a kill means nothing; it also builds the
+        # simulators, and measures each test without its builds: a mutant's budget per test is
+        # --budget-factor times that, at least --budget seconds
+        # (its tests side by side, --jobs at a time: as loaded as the mutants' runs will be)
         base_t: dict = {}
-        for _ in range(2):
-            by, why, _ = run_one(g, 0, {n: 1800 for n, _ in g.tests}, base_t)
-            if by:
-                print(f"{gname}: the unmutated schema fails {by}: {why}", file=sys.stderr)
-                return 2
+        with ThreadPoolExecutor(args.jobs) as ex:
+            base = list(ex.map(lambda n: run_one(g, 0, {n: 1800}, base_t, only=n), [n for n, _ in g.tests]))
+        if (fail := next((b for b in base if b[0]), None)):
+            print(f"{gname}: the unmutated schema fails {fail[0]}: {fail[1]}", file=sys.stderr)
+            return 2
+        base_t = {n: base_t[n] for n, _ in g.tests}     # the group's order
         budget = {n: max(args.budget, args.budget_factor * t) for n, t in base_t.items()}
         vfile = verdict_file(g, d)
         known = {} if args.fresh else read_verdicts(vfile)   # (--fresh still records: the last line wins)
