@@ -26,6 +26,7 @@ idle server that never acts is added (Apta.tla assumes one server never crashes)
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -392,7 +393,14 @@ def translate(meta: dict, events: list[dict]) -> tuple[str, dict]:
 
 
 def describe(e: dict) -> str:
-    return json.dumps({k: v for k, v in e.items() if not k.startswith("_")})
+    """The event as JSON; a long list (a big get's lines) as its runs, "v xN, ...", so that the one
+    line that differs shows."""
+    def short(v):
+        if not isinstance(v, list) or len(v) <= 8:
+            return v
+        runs = [f"{k} x{len(list(g))}" for k, g in itertools.groupby(v)]
+        return f"{len(v)} values: " + ", ".join(runs[:8]) + (", ..." if len(runs) > 8 else "")
+    return json.dumps({k: short(v) for k, v in e.items() if not k.startswith("_")})
 
 
 END = '<<"trace-end",'
