@@ -473,11 +473,11 @@ class Ms:
     async def settle(self, limit: int = 2000, quiet: int = 20):
         """Until every input queue is empty and io_idle held `quiet` cycles (error after `limit`)."""
         from cocotb.triggers import RisingEdge
-        still = 0
+        still, idle = 0, self.dut.io_idle
         for _ in range(limit):
             await RisingEdge(self.dut.clock)
             busy = any(self.req) or any(self.inq.values())
-            still = 0 if busy or not int(self.dut.io_idle.value) else still + 1
+            still = 0 if busy or not bit(idle) else still + 1
             if still >= quiet:
                 return
         raise AssertionError(f"memory server not idle after {limit} cycles")
