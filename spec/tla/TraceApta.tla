@@ -44,7 +44,7 @@ E == Log[l + 1]   \* the next event to match
 
 \* every line of the observed value holds the version of the spec's value.  A set, not
 \* \A i : lines[i] = val[1]: in an action TLC chains a \A's conjuncts one stack frame group
-\* each, and a get of 512+ lines overflowed its stack (CI, a QEMU log; tests/test_trace_paths.py)
+\* each, and a get of 512 lines overflowed its stack (CI, a QEMU log; test_long_gets_validated)
 Holds(lines, val) == {lines[i] : i \in DOMAIN lines} \subseteq {val[1]}
 
 Known(f, c) == f \in Func /\ c \in Server /\ where[f] = c
