@@ -538,12 +538,30 @@ def _ms_vectors(variant: str, env: dict) -> str | None:
 
 def _ms_module(variant: str, module: str, what: str, at_least: int) -> str | None:
     """A memory-server cocotb module on the mutant: None if it passes, else how many of its tests
-    failed and the first (a mutation run skips a module's tests after its first failure)."""
-    from ms_bfm import run_ms_named
+    failed and the first (a mutation run skips a module's tests after its first failure). With
+    CASE_ENV set (run_one: the test that killed the last mutant of this statement or module), that
+    test runs alone first; a mutant it does not kill runs the whole module."""
+    from ms_bfm import run_ms, run_ms_named
+    if (case := os.environ.get(CASE_ENV)):
+        from core_bfm import results_path
+        results_path(build_ms_dir(variant), f"{module}.xml").unlink(missing_ok=True)
+        n, failed = run_ms(variant, module, {"APTA_MS_VARIANT": variant}, testcase=case)
+        if n == 1 and failed:
+            return f"{what} test failed, first {case} (run alone first)"
     n, failed, first = run_ms_named(variant, module, {"APTA_MS_VARIANT": variant})
     if not failed and n >= at_least:
         return None
     return f"{failed} of {n} {what} tests failed" + (f", first {first[0]}" if first else "")
+
+
+def build_ms_dir(variant: str) -> Path:
+    from ms_bfm import build_ms
+    return build_ms(variant)[1]
+
+
+# The test of a module that killed the previous mutant (`first ...` in its failure), run alone first
+CASE_ENV = "APTA_MUTATION_TESTCASE"
+FIRST_CASE = re.compile(r", first (\w+)")
 
 
 def _ms_smoke(variant: str, env: dict) -> str | None:
@@ -834,13 +852,15 @@ FIRST = {"ExtentAlloc": "ms-alloc", "ObjMap": "ms-alloc", "MemoryServer": "ms-po
 
 def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
             module: str | None = None, first: str | None = None,
-            only: str | None = None) -> tuple[str | None, str | None, float]:
+            only: str | None = None, case: tuple[str, str] | None = None) -> tuple[str | None, str | None, float]:
     """(the killing test, its failure) or (None, None) for a survivor, each test in a child
     process so that a hung or crashing simulation costs only its budget (seconds per test name);
     `times` receives each test's wall time. A mutant of `module` skips the tests that do not
     simulate it (REACHES); `first` (the test that killed a mutant of the same statement) runs
     before the module's FIRST and the group's order; `only`: that test alone, in a directory of its
-    own (the unmutated run's tests run side by side)."""
+    own (the unmutated run's tests run side by side); `case` (test, cocotb test): that test runs
+    the cocotb test that killed a mutant before this one alone first (_ms_module). None of these
+    changes a verdict, only how soon a kill is seen."""
     t0 = time.monotonic()
     rdir = OUT / "runs" / group.variant / (str(mid) if only is None else f"{mid}-{only}")
     rdir.mkdir(parents=True, exist_ok=True)
@@ -859,7 +879,7 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
         cmd = [sys.executable, __file__, "_one", group.name, name, str(mid)]
         t1 = time.monotonic()
         # its own process group: on a timeout the simulator the child started goes too
-        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
+        p = subprocess.Popen(cmd, env=dict(env, **{CASE_ENV: case[1]}) if case and case[0] == name else env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
                              start_new_session=True)
         try:
             out, err = p.communicate(timeout=budget[name])
@@ -1001,6 +1021,8 @@ def main(argv=None) -> int:
             print(f"{gname}: {sum(m.xkey in crossed for m in chosen)} of its {len(chosen)} mutants are covered by "
                   f"{g.cross}'s kills of the same statement's mutant (not run again)", flush=True)
 
+        last_case: dict[str, tuple[str, str]] = {}     # module -> (test, cocotb test) of its last kill
+
         def one(m: Mutant, hint: str | None = None) -> Mutant:
             if m.xkey and (o := crossed.get(m.xkey)):   # the same logic's mutant killed on the other variant
                 m.status, m.by = "covered", f"{g.cross}: {o['by']}"
@@ -1020,12 +1042,15 @@ def main(argv=None) -> int:
             if (v := known.get(m.id)) and v.get("key") == m.key:
                 m.by, why, m.seconds, m.cached = v["by"], v["why"], v["seconds"], True
             else:
-                m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module, first=hint)
+                m.by, why, m.seconds = run_one(g, m.id, budget, module=m.module, first=hint,
+                                               case=last_case.get(m.module))
                 with vlock, open(vfile, "a") as f:
                     f.write(json.dumps({"id": m.id, "key": m.key, "schema": d.name, "by": m.by, "why": why,
                                         "seconds": round(m.seconds, 2)}) + "\n")
             if m.by:
                 m.status, m.why = "killed", why
+                if (c := FIRST_CASE.search(why or "")):
+                    last_case[m.module] = (m.by, c.group(1))
             elif (why := argument(equivalent, gname, m.key, m.what)):
                 m.status, m.why = "equivalent", why
             elif m.key in open_findings:      # analysed: not equivalent (no proof to try)
