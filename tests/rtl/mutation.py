@@ -536,15 +536,20 @@ def _ms_vectors(variant: str, env: dict) -> str | None:
     return fails[0][:300] if fails else None
 
 
+# The cocotb test that killed a module's previous mutant (`first ...` in its failure), run alone first
+CASE_ENV = "APTA_MUTATION_TESTCASE"
+FIRST_CASE = re.compile(r", first (\w+)")
+
+
 def _ms_module(variant: str, module: str, what: str, at_least: int) -> str | None:
     """A memory-server cocotb module on the mutant: None if it passes, else how many of its tests
     failed and the first (a mutation run skips a module's tests after its first failure). With
-    CASE_ENV set (run_one: the test that killed the last mutant of this statement or module), that
+    CASE_ENV set (run_one: the cocotb test that killed the module's previous mutant), that
     test runs alone first; a mutant it does not kill runs the whole module."""
-    from ms_bfm import run_ms, run_ms_named
+    from ms_bfm import build_ms, run_ms, run_ms_named
     if (case := os.environ.get(CASE_ENV)):
         from core_bfm import results_path
-        results_path(build_ms_dir(variant), f"{module}.xml").unlink(missing_ok=True)
+        results_path(build_ms(variant)[1], f"{module}.xml").unlink(missing_ok=True)
         n, failed = run_ms(variant, module, {"APTA_MS_VARIANT": variant}, testcase=case)
         if n == 1 and failed:
             return f"{what} test failed, first {case} (run alone first)"
@@ -552,16 +557,6 @@ def _ms_module(variant: str, module: str, what: str, at_least: int) -> str | Non
     if not failed and n >= at_least:
         return None
     return f"{failed} of {n} {what} tests failed" + (f", first {first[0]}" if first else "")
-
-
-def build_ms_dir(variant: str) -> Path:
-    from ms_bfm import build_ms
-    return build_ms(variant)[1]
-
-
-# The test of a module that killed the previous mutant (`first ...` in its failure), run alone first
-CASE_ENV = "APTA_MUTATION_TESTCASE"
-FIRST_CASE = re.compile(r", first (\w+)")
 
 
 def _ms_smoke(variant: str, env: dict) -> str | None:
@@ -879,7 +874,8 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
         cmd = [sys.executable, __file__, "_one", group.name, name, str(mid)]
         t1 = time.monotonic()
         # its own process group: on a timeout the simulator the child started goes too
-        p = subprocess.Popen(cmd, env=dict(env, **{CASE_ENV: case[1]}) if case and case[0] == name else env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
+        cenv = dict(env, **{CASE_ENV: case[1]}) if case and case[0] == name else env
+        p = subprocess.Popen(cmd, env=cenv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
                              start_new_session=True)
         try:
             out, err = p.communicate(timeout=budget[name])
