@@ -13,7 +13,7 @@ class MsStatus(implicit p: AptaParams) extends Bundle {
   val commitSeq = UInt(p.commitSeqBits.W)
   /** acks each server owes over all objects (the core's sums: no walk of the objects) */
   val pendTotal = Vec(p.servers, UInt(p.totalPendBits.W))
-  /** versioned gets held by the OSC whose version has not committed (issue 19) */
+  /** versioned gets held by the OSC whose version has not committed */
   val held = UInt(p.heldBits.W)
 }
 
@@ -52,7 +52,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
     /** one refused or discarded input or aborted transaction (MsErrCode) */
     val err = Valid(new MsErr)
     /** the control plane cancels the held gets of this object whose version has not committed:
-      * each is answered GetCancelled (issue 19: the workflow was cancelled, or the producer's
+      * each is answered GetCancelled (the workflow was cancelled, or the producer's
       * re-execution budget is spent, so the version can never commit) */
     val cancel = Flipped(Decoupled(UInt(p.objIdBits.W)))
     /** nothing in flight anywhere in the memory server */
@@ -266,7 +266,7 @@ class MemoryServer(implicit val p: AptaParams) extends Module with HasAptaParame
   rspArb.io.in(3) <> osc.io.holdRsp
   io.rsp <> rspArb.io.out
 
-  // ---- versions and the hold table (issue 19) ------------------------------------------------------
+  // ---- versions and the hold table -------------------------------------------------------------------
   osc.io.fenced := fenced
   osc.io.epochs := epochs
   osc.io.fenceAbort := opc.io.fenceAbort

@@ -44,7 +44,7 @@ object Mutants {
 
   // ---- the epoch bound (OIC: CtrlUnit, ServerTable) ------------------------------------------------------
   val epochWraps = Mutant(13, "epoch_wraps",
-    "a Rejoin at the last epoch value wraps the epoch to 0 and is granted (the design before the rule; model: M_EPOCH_WRAP_UNGUARDED)", "epoch")
+    "a Rejoin at the last epoch value wraps the epoch to 0 and is granted (the design without the rule; model: M_EPOCH_WRAP_UNGUARDED)", "epoch")
 
   // ---- the object-storage allocator (ExtentAlloc, in the object map's update path) ---------------------------
   val allocOverlap = Mutant(14, "alloc_overlap",
@@ -52,7 +52,7 @@ object Mutants {
   val allocNoExhaustion = Mutant(15, "alloc_no_exhaustion",
     "the capacity check is gone: extents are carved beyond the DRAM instead of answering noSpace", "ms")
 
-  // ---- the OSC's hold table of versioned gets (issue 19) ---------------------------------------------------
+  // ---- the OSC's hold table of versioned gets ----------------------------------------------------------------
   val holdReleaseOld = Mutant(16, "hold_release_old",
     "a held get is released at once, before its version committed: the reader gets the old version (model: M_RELEASE_OLD)", "ms")
   val holdDropAtWriterFence = Mutant(17, "hold_drop_at_writer_fence",

@@ -29,7 +29,7 @@ class CtrlUnit(implicit val p: AptaParams) extends Module with HasAptaParameters
     /** the ServerTable's current epochs */
     val epochs = Input(Vec(p.servers, UInt(p.epochBits.W)))
     /** the `epoch_wraps` mutant only (rtl/Mutants.scala): the last epoch is not special, a Rejoin
-      * there wraps to 0 (the design before the rule); false in the real design */
+      * there wraps to 0 (the design without the rule); false in the real design */
     val wraps = Input(Bool())
 
     /** one set of the fence walk; the core's arbiter gives it priority, so it always enters */

@@ -21,7 +21,7 @@ class ServerTable(implicit val p: AptaParams) extends Module with HasAptaParamet
     /** a Rejoin completes: epoch + 1, unfenced (`MS: Rejoin`); never for a server at the last
       * epoch value (CtrlUnit refuses that Rejoin) */
     val rejoin = Input(Valid(UInt(p.serverBits.W)))
-    /** the `epoch_wraps` mutant only: an epoch may wrap (the design before the rule) */
+    /** the `epoch_wraps` mutant only: an epoch may wrap (the design without the rule) */
     val mayWrap = Input(Bool())
 
     /** bit i: server i is fenced */

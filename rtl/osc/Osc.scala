@@ -56,7 +56,7 @@ class Osc(implicit val p: AptaParams) extends Module with HasAptaParameters {
     val err = Decoupled(new MsErr)
     /** no get in progress */
     val idle = Output(Bool())
-    // ---- the hold table of versioned gets (issue 19) ----
+    // ---- the hold table of versioned gets ----
     /** the version of `get.bits.obj` now (VersionTable, this cycle's commit included) */
     val ver = Input(UInt(p.versionBits.W))
     /** a commit and the object's new version: wakes its held gets */

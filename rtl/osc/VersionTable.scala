@@ -10,7 +10,7 @@ class VerEvent(implicit p: AptaParams) extends Bundle {
   val ver = UInt(p.versionBits.W)
 }
 
-/** The version of every object: its commit count at the memory server (issue 19, rtl/MEMSERVER.md
+/** The version of every object: its commit count at the memory server (rtl/MEMSERVER.md
   * "Versioned gets"). One counter per object-map slot (obj % mapEntries): the map holds at most one
   * object per slot (a registration that collides is refused), so a slot's counter is its object's.
   * The OPC's commit increments it; a registration or removal (mapUpdDone ok) sets it to 0 (a new
