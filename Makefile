@@ -9,10 +9,11 @@ SHELL := /bin/bash
 VENV    := .venv
 PY      := $(VENV)/bin/python
 APT     := tools/install-apt.sh
+SUB     := $(MAKE) --no-print-directory
 
 .PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
         rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants rtl-mutation bench test-rtl-netlist workloads \
-        test-history test-ms test-trace trace-validate gem5 gem5-check test-gem5 eval-gem5 bench-gem5
+        test-history test-ms test-trace trace-validate verify-summary gem5 gem5-check test-gem5 eval-gem5 bench-gem5
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
@@ -87,6 +88,10 @@ $(VENV)/.stamp-rtl: requirements-rtl.txt $(VENV)/.stamp
 
 # --- model checking -----------------------------------------------------------------------------
 verify: verify-murphi verify-tla vectors
+	@$(SUB) verify-summary
+
+# the mutant registry against every layer, then the one-line verdict of build/verify/summary.json
+verify-summary: venv
 	python3 schema/mutants.py --check
 	@$(PY) -m apta.summary build/verify/summary.json
 
@@ -121,18 +126,50 @@ vectors: deps-murphi venv
 # pytest also runs the tracer and the simulator on the tiny traces made first, and the QEMU guests
 # with the daemon (APTA_QEMU=1). Then the scheduler plugin: Go unit tests and the e2e on a real
 # etcd + kube-apiserver (test-scheduler).
-test: verify rtl deps-rtl-sim synth-netlist workloads deps-traces sim qemu-image daemon daemon-trace runner fuzz-build
-	$(MAKE) --no-print-directory traces TRACE_SIZE=tiny
-	@APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1 nice -n 10 $(PY) -m pytest tests -q --durations=25
+# Each step is a phase of the profile (python/apta/testprofile.py): wall and CPU time per phase,
+# per pytest module and per Verilator build -> build/test-profile.json and a table at the end,
+# printed on failure too. The Go builds (compile only) run beside the model checking, whose
+# verifier builds leave a core idle for much of their time.
+PROFILE_LOG := build/test-profile.ndjson
+PROFILE     := python3 python/apta/testprofile.py
+PHASE       := $(PROFILE) run
+TEST_ENV    := APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1
+test:
+	@command -v python3 >/dev/null || $(APT) python3
+	$(PROFILE) start $(PROFILE_LOG)
+	export APTA_PROFILE_LOG=$(CURDIR)/$(PROFILE_LOG) APTA_PROFILE_T0=$$(date +%s.%N)
+	trap '$(PROFILE) report $(PROFILE_LOG) build/test-profile.json' EXIT
+	$(PHASE) deps -- $(SUB) deps-murphi deps-tla venv deps-rtl deps-rtl-sim
+	mkdir -p build
+	$(PHASE) go-build -- $(SUB) scheduler e2e-bin > build/go-build.log 2>&1 &
+	gobuild=$$!
+	$(PHASE) verify-murphi -- $(SUB) verify-murphi
+	$(PHASE) verify-tla -- $(SUB) verify-tla
+	$(PHASE) vectors -- $(SUB) vectors
+	$(PHASE) verify-summary -- $(SUB) verify-summary
+	$(PHASE) rtl -- $(SUB) rtl
+	$(PHASE) synth-netlist -- $(SUB) synth-netlist
+	$(PHASE) workloads -- $(SUB) workloads deps-traces
+	$(PHASE) sim -- $(SUB) sim
+	$(PHASE) traces-tiny -- $(SUB) traces TRACE_SIZE=tiny
+	$(PHASE) qemu-image -- $(SUB) qemu-image
+	$(PHASE) daemon -- $(SUB) daemon daemon-trace runner
+	$(PHASE) fuzz-build -- $(SUB) fuzz-build
+	wait $$gobuild || { tail -40 build/go-build.log; echo "go-build failed (build/go-build.log)"; exit 1; }
+	$(PHASE) pytest -- env $(TEST_ENV) nice -n 10 $(PY) -m pytest tests -q -p apta.testprofile --durations=25
 	echo "--- the daemon's fuzzers, $(FUZZTIME_TEST) per target (ring slots, HTTP requests, JSON bodies) ---"
-	$(MAKE) --no-print-directory fuzz-daemon FUZZTIME=$(FUZZTIME_TEST)
+	$(PHASE) fuzz-daemon -- $(SUB) fuzz-daemon FUZZTIME=$(FUZZTIME_TEST)
 	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
-	RTL_DIR=build/synth $(RTL_PYTEST) -rs tests/rtl
+	$(PHASE) pytest-netlist -- env RTL_DIR=build/synth $(RTL_PYTEST) -rs -p apta.testprofile tests/rtl
 	echo "--- the kube-scheduler plugin: unit tests, e2e on etcd + kube-apiserver with its negative control ---"
-	$(MAKE) --no-print-directory test-scheduler
+	$(PHASE) scheduler-unit -- $(SUB) scheduler-unit
+	$(PHASE) scheduler-fuzz -- $(SUB) scheduler-fuzz
+	$(PHASE) scheduler-e2e -- $(SUB) scheduler-e2e
 	echo "--- the scheduler e2e with the memory-server daemon as its control plane (runner processes as guests) ---"
-	$(MAKE) --no-print-directory test-sched-daemon
-	echo "test: all pytest suites, the RTL regression on the yosys netlists, and the scheduler e2e (conforming control plane and the daemon) passed"
+	$(PHASE) sched-daemon -- $(SUB) test-sched-daemon
+	trap - EXIT
+	$(PROFILE) report $(PROFILE_LOG) build/test-profile.json
+	echo "test: all pytest suites, the RTL regression on the yosys netlists, and the scheduler e2e (conforming control plane and the daemon) passed; profile in build/test-profile.json"
 
 # --- workloads ----------------------------------------------------------------------------------
 # The FaaS workflow applications (workloads/README.md): C functions and input generators compiled
@@ -248,7 +285,7 @@ test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
 	    tests/test_guestlib.py tests/test_runner.py tests/test_executor.py tests/test_qemu_workflows.py tests/test_qemu_trace.py tests/test_qemu_early.py
 	echo "test-qemu: guests, daemon (TLS, tokens), guest library, runner, executor; six workflows in 3 QEMU guests with a guest killed mid-workflow; a QEMU run's trace validated; early placement with a guest killed"
 
-# Early placement (issue 19) against placement after completion, the six workflows in 3 QEMU guests,
+# Early placement against placement after completion, the six workflows in 3 QEMU guests,
 # a guest killed mid-run in every run, side by side in one run (qemu-cxl/early.py) -> build/bench/qemu-early.json
 bench-qemu-early: venv qemu-image daemon runner e2e-bin
 	nice -n 10 $(PY) qemu-cxl/early.py --no-kill-too --out build/bench/qemu-early.json
@@ -313,7 +350,7 @@ bench: rtl deps-rtl-sim
 	$(MAKE) --no-print-directory bench-sim bench-scheduler bench-qemu bench-qemu-early
 	echo "bench: build/bench/{rtl,ms,sim,scheduler,qemu-cxl,daemon-stall,daemon-stall-tls,qemu-early}.json"
 
-# The store contract end to end (issue 5): python/apta/history.py (P1-P4 history checker), the workflow
+# The store contract end to end: python/apta/history.py (P1-P4 history checker), the workflow
 # scripts (workloads/patterns/, tests/workflows/), the compute-server models and runner on a plumbing
 # fake: plain pytest, seconds, also part of `make test` (pytest tests). test-ms: the same models on
 # the RTL memory server (variant ms3) with crash injection; histories in build/ms/histories/.
@@ -362,7 +399,7 @@ clean:
 # times); `-p 2` and nice keep it polite on 2 cores. tools/install-go.sh prints a Go >= 1.26 (PATH, /usr/local/go, or one it fetched from the Go module
 # proxy into ~/.cache/apta/go/); evaluated only by the targets that use it.
 GO_SCHED = $(shell tools/install-go.sh)
-.PHONY: scheduler test-scheduler go-check
+.PHONY: scheduler test-scheduler scheduler-unit scheduler-fuzz scheduler-e2e go-check
 go-check:
 	@g=$$(tools/install-go.sh) || { echo "error: no Go >= 1.26 and none could be fetched (tools/install-go.sh)" >&2; exit 1; }; $$g version
 
@@ -370,9 +407,15 @@ scheduler: go-check
 	mkdir -p build/scheduler
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) build -p 2 -o ../build/scheduler/ ./cmd/...)
 
-test-scheduler: scheduler
+test-scheduler: scheduler-unit scheduler-fuzz scheduler-e2e
+
+scheduler-unit: scheduler
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 ./pkg/... ./apis/...)
+
+scheduler-fuzz: go-check
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -run='^$$' -fuzz='^FuzzDecodeAnswer$$' -fuzztime=$(FUZZTIME_TEST) -parallel 2 ./pkg/controlplane/) 2>&1 | tail -3
+
+scheduler-e2e: scheduler
 	(cd scheduler-plugin && nice -n 5 $(GO_SCHED) test -p 2 -count=1 -timeout 30m -v ./test/e2e/) 2>&1 | tee build/scheduler/e2e.log
 
 # Go native fuzzing of the plugin's answer decoder (pkg/controlplane FuzzDecodeAnswer; seeds in
@@ -415,7 +458,7 @@ test-sched-daemon: e2e-bin daemon runner workloads
 	APTA_SCHED_DAEMON=1 nice -n 10 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_sched_daemon.py
 	echo "test-sched-daemon: the six workflows placed by kube-scheduler with the Apta plugin, the daemon as its control plane; a fenced guest avoided, used again after its rejoin; without the plugin it is not"
 
-# --- kind cluster (issue 20; not part of `make test`) ---------------------------------------------
+# --- kind cluster (not part of `make test`) -----------------------------------------------------
 # Every image built here from Debian packages and Go modules (no image registry): kind (Go module),
 # a node image from a debootstrapped Debian (Debian's containerd, runc, CNI plugins, systemd), the
 # Kubernetes binaries and control-plane images of the plugin's k8s.io/kubernetes version, etcd,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-from apta import messages, schema
+from apta import messages, schema, testprofile
 
 OPS = schema.enum("ReqOp")          # port encodings: schema/core.json
 RESULTS = schema.enum("ReqResult")
@@ -60,6 +60,8 @@ def locked_build(runner, bdir: Path, **kw) -> None:
             runner.build(build_dir=bdir, **kw)
     finally:
         BUILD_SECONDS[0] += time.monotonic() - t0
+        testprofile.record("build", str(bdir.relative_to(ROOT)) if bdir.is_relative_to(ROOT) else str(bdir),
+                           time.monotonic() - t0)
 
 
 def sim_plusargs() -> list[str]:
