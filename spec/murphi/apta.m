@@ -49,7 +49,7 @@ const
                           -- old incarnation's messages out of the new one
   OPC_TIMEOUT: true;      -- the OPC may abort an open transaction (timeout); the writer retries
   SILENT_EVICTION: true;  -- compute-server caches may drop a shared object without telling the OTC
-  VERSIONED: false;       -- issue 19, dataflow invocation: a get may name the minimum version it needs
+  VERSIONED: false;       -- dataflow invocation: a get may name the minimum version it needs
                           -- (its producer's commit); the OSC holds it until that version commits;
                           -- functions may be placed early (before their inputs exist), and then
                           -- read only with versioned gets. false: the paper's protocol, unchanged
@@ -74,7 +74,7 @@ const
   M_NO_CAPACITY: 13;      -- the OTC allocates an entry without checking its capacity
   M_SA_GET_TO_S: 14;      -- the paper's table: a get in S^A moves the entry to S
   M_INSTALL_EARLY: 15;    -- the PUT controller installs its version before PutCommit
-  -- second mutants: a second class of bug per property, on other configurations (issue 17)
+  -- second mutants: a second class of bug per property, on other configurations
   M_ACK_CLEARS_ALL: 16;   -- an ack clears every round the server owes on the object, not one
   M_FORWARD_PARTIAL: 17;  -- the OSC forwards only the first staged line of a draining put
   M_FENCE_DROPS_DRAINING: 18; -- fencing the writer also discards its committed, draining put
@@ -87,7 +87,7 @@ const
   M_COMMIT_NO_CAPACITY: 25; -- the OPC commits into I without checking the directory's capacity
   M_EPOCH_WRAP_UNGUARDED: 26; -- a wrapping epoch is granted while the old incarnation's messages
                           -- with that value are still in flight
-  -- the versioned-get feature (VERSIONED, issue 19): one mutant per new property
+  -- the versioned-get feature (VERSIONED): one mutant per property
   M_RELEASE_OLD: 27;      -- the OSC releases a held get before its version committed (serves the old one)
   M_FENCE_DROPS_HOLDS: 28;-- fencing a writer also drops the gets held for the object it was writing
   M_HIT_IGNORES_VERSION: 29; -- a versioned get hits any cached copy, whatever its version
@@ -184,7 +184,7 @@ type
                 V_osc_get_mem, V_osc_get_forward, V_osc_get_open,
                 V_opc_prepare_open, V_opc_prepare_full, V_opc_line_stage, V_opc_line_commit,
                 V_opc_line_orphan, V_opc_drain, V_opc_abort_fence, V_opc_abort_timeout, V_opc_zombie,
-                -- its hold table of versioned gets (VERSIONED, issue 19)
+                -- its hold table of versioned gets (VERSIONED)
                 V_osc_hold, V_osc_hold_full, V_osc_release, V_osc_hold_keep, V_osc_hold_drop,
                 V_osc_hold_cancel };
 
@@ -192,7 +192,7 @@ type
   DState: enum { D_I, D_S, D_SA, D_SI };    -- OTC directory states (S^A written SA)
   DirEntry: record st: DState; sharers: array[Server] of boolean; end;
   SlotState: enum { SlotFree, SlotOpen, SlotDraining };
-  -- the OSC's hold table: a versioned get whose version has not committed waits here (issue 19)
+  -- the OSC's hold table: a versioned get whose version has not committed waits here
   Held: record valid: boolean; c: Server; o: Obj; need: Rank; end;
   StagingSlot: record
     st:    SlotState;
@@ -538,7 +538,7 @@ begin
             & (cs[c].op = OpPutSend | cs[c].op = OpPutWait) & cs[c].opObj = o end);
 end;
 
--- A held get may leave the hold table: its version has committed [issue 19].
+-- A held get may leave the hold table: its version has committed.
 function HeldReady(h: HoldSlot): boolean;
 begin
   if MUTANT = M_RELEASE_EXACT then return hold[h].valid & commits[hold[h].o] = hold[h].need; end;
@@ -663,7 +663,7 @@ begin
     assert (d[0] = 0 | rank[o][d[0]] > 0) & RankOf(o, d[0]) >= cs[c].snap[o]
       "P1_get_returns_latest_at_placement";
   end;
-  -- V1: a versioned get never returns a version older than the one it names (issue 19).
+  -- V1: a versioned get never returns a version older than the one it names.
   assert need = 0 | ((d[0] = 0 | rank[o][d[0]] > 0) & RankOf(o, d[0]) >= need)
     "V1_get_returns_required_version";
 end;
@@ -720,7 +720,7 @@ end;
 ------------------------------------------------------------------------------------------------
 ruleset c: Server do
 
-  -- Early placement (VERSIONED, issue 19): a function whose gets all name their versions needs no
+  -- Early placement (VERSIONED): a function whose gets all name their versions needs no
   -- pending-invalidation check: a stale copy is older than the version it names, hence a miss.
   rule "Sched place (early: versioned gets only)"
     VERSIONED & cs[c].status = Live & !cs[c].running
@@ -777,7 +777,7 @@ ruleset c: Server do
       SendReq(c, Message(ObjGet, o, cs[c].epoch));
     end;
 
-    -- Versioned gets (VERSIONED, issue 19). A function names version k of o: the commit its
+    -- Versioned gets (VERSIONED). A function names version k of o: the commit its
     -- producer's put makes. It asks only while that version exists or its producer is running
     -- (VersionNamed): the plugin creates successor pods when the predecessor starts, and while a
     -- dead producer waits for its re-execution no new successor may take a server, or waiting
@@ -1065,7 +1065,7 @@ ruleset c: Server do
     ServeGet(c, o);
   end;
 
-  -- Versioned gets whose version has not committed (VERSIONED, issue 19): the OSC holds the get
+  -- Versioned gets whose version has not committed (VERSIONED): the OSC holds the get
   -- (no directory entry yet: it is not a sharer of anything) and serves it once the version
   -- commits; with the hold table full it answers GetRetry at once, so the channel never blocks.
   rule "OSC get: version not committed, hold"
@@ -1383,7 +1383,7 @@ invariant "OIC_fenced_server_owes_nothing"
 invariant "OTC_capacity_respected"
   Entries() <= DIR_CAPACITY;
 
--- V2 (issue 19): a versioned get of a live, unfenced server in its current epoch can always still
+-- V2: a versioned get of a live, unfenced server in its current epoch can always still
 -- complete: a held get is served once its version commits, or cancelled when it never can. Its
 -- crash cases: the producer dies (its open put aborts at the fence, the get keeps waiting for the
 -- re-executed put), the reader dies (its held gets go with its epoch).

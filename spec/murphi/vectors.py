@@ -278,7 +278,7 @@ class View:
                          for o in range(self.nobj)}
         return st
 
-    # the OSC's hold table (VERSIONED, issue 19)
+    # the OSC's hold table (VERSIONED)
     def holds(self) -> list[dict]:
         """Valid hold-table entries: {h, c, o, need}."""
         out, h = [], 0

@@ -1,6 +1,6 @@
 ------------------------------ MODULE AptaFlow ------------------------------
 (***************************************************************************)
-(* Dataflow invocation over apta (issue 19): Apta.tla with early placement *)
+(* Dataflow invocation over apta: Apta.tla with early placement            *)
 (* and versioned gets held at the memory server; refined to StoreFlow.tla. *)
 (*                                                                         *)
 (* A function of StoreFlow's Early set (every input has one producer, an  *)

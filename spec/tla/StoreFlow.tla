@@ -1,6 +1,6 @@
 ----------------------------- MODULE StoreFlow -----------------------------
 (***************************************************************************)
-(* The store contract with early placement (issue 19): Store.tla, plus     *)
+(* The store contract with early placement: Store.tla, plus                *)
 (* functions that start when their predecessors have started and read      *)
 (* with versioned gets.  AptaFlow.tla refines it.                          *)
 (*                                                                         *)

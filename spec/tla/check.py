@@ -155,7 +155,7 @@ SUITES: dict[str, list[Run]] = {
                note="CXL 3.0: a put waits for every ack, no fencing"),
         mutant("get-sa-to-s", "pipeline.cfg", "GetSAtoS", "DirShape", full=True,
                note="the paper's table: a get in SA moves to S, losing pending acks"),
-        # early placement and versioned gets (AptaFlow.tla, issue 19)
+        # early placement and versioned gets (AptaFlow.tla)
         Run("flow", "model", "flow.cfg", module="MCAptaFlow.tla",
             note="early placement, versioned gets held until their version commits"),
         Run("flow-live", "model", "flow-live.cfg", module="MCAptaFlow.tla",
