@@ -1,4 +1,4 @@
-"""The dataflow comparison of `make eval` (issue 19): Apta against "Apta + dataflow", where a
+"""The dataflow comparison of `make eval`: Apta against "Apta + dataflow", where a
 function is invoked together with its predecessors (DFlow's one-level lookahead) and its gets wait
 at the memory server for the version they name. The invocation path (placement and start-up) is a
 parameter swept over sweeps.invoke_us; each workflow also runs with a producer's server killed.

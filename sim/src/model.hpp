@@ -25,7 +25,7 @@ struct Params {
   // memory server
   double ms_clock_ghz, otc_cycles, osc_cycles, stall_retry_ns;
   int dir_sets, dir_ways, max_pend;
-  int hold_slots;  // the OSC's hold table: versioned gets waiting for their version (issue 19)
+  int hold_slots;  // the OSC's hold table: versioned gets waiting for their version
   // links
   double dm_lat_ns, dm_gbps, rdma_lat_ns, rdma_gbps, flit_bytes, jitter_cv, jitter_corr_ns;
   // software
@@ -46,7 +46,7 @@ struct Config {
   std::string name, label;
   bool rdma_link, line_gran, sw;
   Caching cache;
-  // Dataflow invocation (issue 19): a function is triggered when its predecessors have started
+  // Dataflow invocation: a function is triggered when its predecessors have started
   // (not finished); its gets name the version they need and the memory server holds them until
   // it commits. Only with object-granular Apta caching.
   bool early = false;

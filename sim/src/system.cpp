@@ -281,7 +281,7 @@ void System::do_get(int i, uint64_t gen, int s, int obj, uint32_t need, std::fun
   switch (C.cache) {
     case Caching::Async:
     case Caching::Sync:
-      // a versioned get hits only a copy at least as new as the version it names (issue 19)
+      // a versioned get hits only a copy at least as new as the version it names
       if (held && (rank(obj, h->second) >= need || S.mutant == "hit_ignores_version")) {  // a hit: served from the compute server's caches
         // the scheduler rule prevents a stale hit of an unversioned get
         if (need == 0 && h->second != version_[size_t(obj)]) ++R.stale_reads;
@@ -559,7 +559,7 @@ bool System::placeable(int s, int i) const {
   if (!x.alive || x.running >= 0) return false;
   // Scheduling Correctness Criterion (§III-B): never place a function on a server with
   // pending invalidations (nor a fenced one). A function invoked early reads only with versions:
-  // a copy older than the version a get names is a miss, so it needs no such rule (issue 19).
+  // a copy older than the version a get names is a miss, so it needs no such rule.
   if (dir_ && S.rule && !early_[size_t(i)] && !dir_->schedulable(s)) return false;
   if (dir_ && dir_->fenced(s)) return false;
   return true;
