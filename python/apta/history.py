@@ -29,7 +29,7 @@ every event and only printed. Lines that are blank or start with ``#`` are skipp
     execution (a function re-executed after a crash gets a new run). ``after``: its DAG
     predecessors (function names); ``inputs``: its declared inputs (optional, list of objects).
 ``{"ev": "get", "id": "g7", "run": "f2#1", "obj": "x"}``
-    A get invoked by a run (the run's server and epoch are implied). ``min`` (optional, issue 19):
+    A get invoked by a run (the run's server and epoch are implied). ``min`` (optional):
     the get names a version, the object's commit count it needs (0 = its initial contents, 1 =
     after its first commit in this history, ...): a versioned get of a function placed early.
 ``{"ev": "get_ret", "id": "g7", "lines": [3, 3, 3], "hit": false}``

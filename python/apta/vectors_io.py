@@ -216,7 +216,7 @@ def line_word(obj: int, line: int, val: int) -> int:
 def validate_ms(sc: dict, known_cells: tuple[str, ...] | None = None) -> None:
     """Check one memory-server scenario; raises VectorError("<field>: <problem>")."""
     params = _header(sc, known_cells, MS_PARAMS)
-    if "holdSlots" in params:            # versioned gets (issue 19): the hold table's size
+    if "holdSlots" in params:            # versioned gets: the hold table's size
         _int(params, "holdSlots", "params", 1)
     n, nl = params["servers"], params["linesPerObject"]
     sizes = _objects(sc, nl, obj_min=1, align=LINE_BYTES)
