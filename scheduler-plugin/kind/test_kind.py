@@ -1,4 +1,4 @@
-"""The scheduler plugin on a real kind cluster (issue 20), run by `make test-kind` after `make kind`
+"""The scheduler plugin on a real kind cluster, run by `make test-kind` after `make kind`
 built the images and created the cluster (scheduler-plugin/kind/build.sh).
 
 Everything is judged from the cluster's own view: the API server's pods, bindings and leases, the

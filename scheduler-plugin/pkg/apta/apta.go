@@ -31,7 +31,7 @@ const (
 	// AnnotationInputs declares the pod's input objects, comma separated. Absent: the pod
 	// may read anything and is kept off every server with any pending invalidation.
 	AnnotationInputs = "apta.io/inputs"
-	// AnnotationInputVersions marks a function placed early (issue 19, dataflow invocation):
+	// AnnotationInputVersions marks a function placed early (dataflow invocation):
 	// "obj=version,..." names, for every declared input, the minimum version (the object's commit
 	// count) its get waits for. Such a function reads only with versions, a copy older than the
 	// version being a miss, so the pending-invalidation rule does not apply to it: only fenced or

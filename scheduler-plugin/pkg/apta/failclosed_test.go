@@ -31,7 +31,7 @@ func place(t *testing.T, endpoint string, pod *v1.Pod, nodes ...*v1.Node) ([]str
 	return passed, status
 }
 
-// TestMalformedAnswerFailsClosed: every malformed answer of issue 16 (and more) leaves the pod
+// TestMalformedAnswerFailsClosed: every malformed answer of cptest.MalformedAnswers leaves the pod
 // with no node, PreFilter's status naming the field; the conforming answer places it on n1.
 func TestMalformedAnswerFailsClosed(t *testing.T) {
 	pod := aptaPod("f", map[string]string{AnnotationInputs: "x,y"})

@@ -30,7 +30,7 @@ func TestFilter(t *testing.T) {
 		{name: "declared x: server owing acks for x", pod: aptaPod("f", map[string]string{AnnotationInputs: "x"}), node: node("n3", "s3"), wantCode: fwk.Unschedulable, wantMsg: "for input(s) x"},
 		{name: "declared y,z: pending for x does not matter", pod: aptaPod("f", map[string]string{AnnotationInputs: "y,z"}), node: node("n3", "s3"), wantCode: fwk.Success},
 		{name: "fenced server is always excluded", pod: aptaPod("f", map[string]string{AnnotationInputs: "y"}), node: node("n4", "s4"), wantCode: fwk.Unschedulable, wantMsg: "fenced"},
-		// issue 19: a function placed early reads x with a version, so acks owed for x do not matter
+		// a function placed early reads x with a version, so acks owed for x do not matter
 		{name: "placed early: server owing acks for x", pod: aptaPod("f", map[string]string{AnnotationInputs: "x", AnnotationInputVersions: "x=3"}), node: node("n3", "s3"), wantCode: fwk.Success},
 		{name: "placed early: fenced server still excluded", pod: aptaPod("f", map[string]string{AnnotationInputs: "x", AnnotationInputVersions: "x=3"}), node: node("n4", "s4"), wantCode: fwk.Unschedulable, wantMsg: "fenced"},
 		{name: "node without label", pod: aptaPod("f", nil), node: node("n5", ""), wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: "no apta.io/compute-server label"},

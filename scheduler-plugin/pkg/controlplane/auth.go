@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Role is what a caller of the control plane may do (issue 16; schema/controlplane.yaml,
+// Role is what a caller of the control plane may do (schema/controlplane.yaml,
 // securitySchemes). Every authenticated caller may read (GET).
 type Role string
 

@@ -214,7 +214,7 @@ func TestAuthRoles(t *testing.T) {
 	}
 }
 
-// TestRoguePodCannotAck: issue 16's attack: a pod with s2's token (or none) acks for s1, which
+// TestRoguePodCannotAck: the rogue-pod attack: a pod with s2's token (or none) acks for s1, which
 // stays unschedulable; s1's own ack clears it.
 func TestRoguePodCannotAck(t *testing.T) {
 	cp, ts := authWorld(t)

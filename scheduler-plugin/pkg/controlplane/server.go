@@ -34,7 +34,7 @@ type Server struct {
 	// arena allocates registered objects' storage as the memory server does (alloc.go).
 	arena *arena
 	// rejoins per server: a bucket of rejoinBurst refilled at rejoinRate per second, as the
-	// memory-server daemon's --rejoin-rate/--rejoin-burst (issue 16); rate 0: no limit.
+	// memory-server daemon's --rejoin-rate/--rejoin-burst; rate 0: no limit.
 	rejoinRate, rejoinBurst float64
 	// Versioned gets waiting for their version (CacheAt): at most holdSlots in all and
 	// holdPerServer per reader, so one hostile reader cannot take every entry; woken by every
@@ -202,7 +202,7 @@ func (s *Server) Cache(name, obj string) (ChangeAnswer, error) {
 	return s.answer(s.record(LogEntry{Op: "cache", Server: name, Object: obj})), nil
 }
 
-// CacheAt is a versioned get (issue 19): server gets obj once the object's version (its commit
+// CacheAt is a versioned get: server gets obj once the object's version (its commit
 // count) reaches version; until then the call waits in the hold table, woken by commits (no
 // polling). It answers 503 holdFull when the table (or the reader's share) is full, 410
 // cancelled when the version was cancelled, and an error when the reader is fenced or changes
@@ -447,7 +447,7 @@ func (s *Server) Invoke(req InvocationRequest) (ChangeAnswer, error) {
 	}
 	owes := func(obj string) bool {
 		if _, versioned := req.Versions[obj]; versioned {
-			return false // read with a version: a copy older than it is a miss (issue 19)
+			return false // read with a version: a copy older than it is a miss
 		}
 		o := s.objects[obj]
 		return o != nil && len(o.pendSeq[req.Server]) > 0 && o.pendSeq[req.Server][0] <= limit

@@ -327,7 +327,7 @@ func TestInvokeJudgesOnlyDependencies(t *testing.T) {
 
 func epochPtr(e uint64) *uint64 { return &e }
 
-// Rejoins are rate-limited per server (issue 16): a burst of DefaultRejoinBurst, then
+// Rejoins are rate-limited per server: a burst of DefaultRejoinBurst, then
 // DefaultRejoinRate per second; over it the HTTP answer is 429 and nothing changes. Counts, not
 // times: the 17th rejoin follows the 16th at once, well inside one refill.
 func TestRejoinsAreRateLimited(t *testing.T) {
@@ -376,7 +376,7 @@ func TestRejoinsAreRateLimited(t *testing.T) {
 
 // The conforming control plane allocates object storage as the memory server does (alloc.go,
 // schema/core.json MapUpdCode): no two live objects overlap, and each bad registration or removal
-// gets its defined refusal and changes nothing (issue 16).
+// gets its defined refusal and changes nothing.
 func TestObjectAllocation(t *testing.T) {
 	s := NewServer(nil)
 	s.SetArena(ArenaConfig{LinesPerObject: 8, MapEntries: 16, Base: 4096, End: 4096 + 64*16})
@@ -438,7 +438,7 @@ func TestObjectAllocation(t *testing.T) {
 	}
 }
 
-// TestVersionedGet: a get naming a version is held until a commit makes it (issue 19); the hold
+// TestVersionedGet: a get naming a version is held until a commit makes it; the hold
 // table is bounded in all and per reader; a cancelled version, a fenced reader and a caller that
 // goes away each end the wait with their own answer and free the entry.
 func TestVersionedGet(t *testing.T) {

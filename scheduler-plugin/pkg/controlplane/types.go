@@ -98,7 +98,7 @@ type CommitRequest struct {
 }
 
 // CacheRequest is a get (POST /v1/cache). A Version other than 0 is the minimum version (the
-// object's commit count) the get names (issue 19): the call is held until a commit reaches it,
+// object's commit count) the get names: the call is held until a commit reaches it,
 // answered 503 with code holdFull when the hold table is full, 410 with code cancelled when that
 // version was cancelled, and refused when the reader is fenced or changes epoch while held.
 type CacheRequest struct {
@@ -156,7 +156,7 @@ type InvocationRequest struct {
 	MinSeq uint64 `json:"minSeq,omitempty"`
 	// Versions are the minimum versions the function's gets name, by input (the pod's
 	// apta.io/input-versions): such a function was placed early and reads only with versions,
-	// so an ack owed for one of these inputs is no violation (issue 19).
+	// so an ack owed for one of these inputs is no violation.
 	Versions map[string]uint64 `json:"versions,omitempty"`
 }
 

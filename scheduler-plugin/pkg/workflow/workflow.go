@@ -130,7 +130,7 @@ type Runner struct {
 	SchedulerName string
 	// Declare sets apta.io/inputs on every pod (else the pods declare nothing).
 	Declare bool
-	// Early places functions early (issue 19, dataflow invocation): a function whose inputs and
+	// Early places functions early (dataflow invocation): a function whose inputs and
 	// outputs each have one writer in the workflow is created as soon as its predecessors are
 	// bound (started), not finished, with its predecessors' nodes for locality, and reads with
 	// versions (apta.io/input-versions: the version its input's writer will commit). A function

@@ -175,7 +175,7 @@ func (r *run) measure(t *testing.T, n int) map[string]float64 {
 }
 
 // TestBenchEarly (APTA_BENCH=1; JSON to APTA_BENCH_EARLY_OUT) measures what early placement
-// (issue 19) saves end to end with the plugin: the four patterns' workflows, each function
+// saves end to end with the plugin: the four patterns' workflows, each function
 // running 100 ms in the emulated kubelet, placed after their predecessors completed and placed
 // early (versioned gets held by the control plane), alternating which goes first; per pattern the
 // median makespan of each over the rounds and their ratio.

@@ -19,7 +19,7 @@ package e2e
 //
 // APTA_E2E_PLUGIN=0 runs the scheduler without the plugin (the driver's negative control).
 //
-// The daemon's API as deployed (issue 16): with APTA_E2E_CA_FILE (the PEM CA of the daemon's TLS
+// The daemon's API as deployed: with APTA_E2E_CA_FILE (the PEM CA of the daemon's TLS
 // certificate; the endpoint is https://) and APTA_E2E_TOKEN_FILE (a reader's bearer token), the
 // agent and the plugin use both, and before the real scheduler starts, one with a wrong token and
 // one with another CA must fail closed (wrongCredentialsFailClosed; the result's "credentials").

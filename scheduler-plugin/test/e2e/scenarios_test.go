@@ -67,7 +67,7 @@ func (c *cluster) newRunNS(t *testing.T, plugin bool, ns string, kubelet bool) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The control plane as deployed (issue 16): TLS with a CA made for this run, a bearer token
+	// The control plane as deployed: TLS with a CA made for this run, a bearer token
 	// per caller, by role: the scheduler and the agent read, the emulated kubelet reports starts.
 	caPEM, cert, err := cptest.NewCA()
 	if err != nil {
@@ -494,7 +494,7 @@ var scenarios = []scenario{
 		}
 		return fmt.Sprintf("12 workflows (%d with declared inputs), %d functions", declared, funcs), nil
 	}},
-	// issue 19: successors created when their predecessors start, reading with versions; their
+	// early placement: successors created when their predecessors start, reading with versions; their
 	// gets are held by the control plane until the version commits. Not guarded: a versioned read
 	// needs no rule, so the default scheduler logs no violation either.
 	{"early-placement", false, func(r *run, p string) (string, error) {

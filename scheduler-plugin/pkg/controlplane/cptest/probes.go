@@ -1,4 +1,4 @@
-// Package cptest holds control-plane answers for tests: a conforming one and issue 16's
+// Package cptest holds control-plane answers for tests: a conforming one and the
 // malformed ones (the decoder's tests, its fuzz seeds, and the plugin's fail-closed tests).
 package cptest
 
@@ -14,7 +14,7 @@ type Probe struct {
 	Name, Body, Field string
 }
 
-// MalformedAnswers are issue 16's probes of the plugin, and a few more; the plugin's tests
+// MalformedAnswers are the probes of the plugin's answer decoding; the plugin's tests
 // (pkg/apta) serve each of them and check it fails closed.
 var MalformedAnswers = []Probe{
 	{"trailing garbage", GoodAnswer + `garbage`, "trailing data"},
