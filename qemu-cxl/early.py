@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Early placement (issue 19) in the QEMU emulation, against placement after completion, with a guest
+"""Early placement in the QEMU emulation, against placement after completion, with a guest
 killed mid-run in every run: the same three guests, daemon and executor run each workflow twice,
 side by side (after completion, then early), and the end-to-end makespans are compared.
 

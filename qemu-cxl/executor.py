@@ -18,7 +18,7 @@ holds (the file survives the guest), records `crash` and later `fence`, and plac
 again as a new run; a runner's new life (`runner_life` changes) is recorded as `rejoin` and the
 guest is used again.
 
-Early placement (issue 19, `early=True`; the workflow runner's Early mode, scheduler-plugin
+Early placement (`early=True`; the workflow runner's Early mode, scheduler-plugin
 FRESHNESS.md "Early placement"): an instance whose functions has predecessors, and every object it
 reads or writes has exactly one writer instance in the workflow, that writer an ancestor of every
 reader, is placed as soon as all its ancestors are placed (running or done), not when its
@@ -195,7 +195,7 @@ class Executor:
         self.live_ids: set[int] = set()
         self.unreleased: set[int] = set()   # removals refused as busy (copies outstanding): retried later
         self.hooks: list = []         # callables (executor, event) after every history event
-        self.liveness: list = []      # every crash, fence and rejoin seen in this session
+        self.liveness: list = []      # every crash, fence and rejoin this executor saw
         self.history, self.t_start = [], time.monotonic()
 
     def close(self):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Placement by the kube-scheduler with the Apta plugin, the daemon as its control plane (issue 8:
-"once against the scheduler plugin's e2e"). Stdlib only.
+"""Placement by the kube-scheduler with the Apta plugin, the daemon as its control plane.
+Stdlib only.
 
 The scheduler plugin's e2e (scheduler-plugin/test/e2e/daemon_test.go, TestDaemonControlPlane)
 brings up etcd, kube-apiserver, the scheduler and the mirroring agent against the memory-server
@@ -174,7 +174,7 @@ class KubePlacer:
 
     def _create(self, ex, k: int, inst, ids: list[int]):
         ans = ex.api.schedulable(ids)
-        # placed early (issue 19): every input read with a version, so only fenced and dead servers
+        # placed early: every input read with a version, so only fenced and dead servers
         # are excluded (FRESHNESS.md "Early placement"), as the plugin filters such a pod
         vers = ex.early_k.get(k, {})
         versions = {ids[i]: vers[o] for i, o in enumerate(inst.reads) if o in vers}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Can an API client slow the daemon's ring path? (issue 16, "a daemon no client can stall";
+"""Can an API client slow the daemon's ring path? (daemon/README.md "The HTTP layer";
 make bench-qemu -> build/bench/daemon-stall.json; tests/test_daemon_http.py runs it shorter.)
 
 Ring gets/s by apta-ringbench (window 8 per guest, 8-line objects) unloaded, then while four

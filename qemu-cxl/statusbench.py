@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Does a status query cost more with more registered objects? (issue 16; make bench-qemu ->
+"""Does a status query cost more with more registered objects? (make bench-qemu ->
 build/bench/daemon-status.json; tests/test_daemon.py::test_status_queries_do_not_walk_the_objects
 is the short regression, counting work.)
 
@@ -9,8 +9,8 @@ server allocates each object's storage), then one put outstanding against a shar
 has an ack owed and a pending object to name), then GET /v1/status `--queries` times on fresh
 connections (after a pause that lets the registrations' closed connections leave the host's TCP
 tables). Reported per N: the answer time (median, p90, max), and the directory queries the daemon
-issued and the RTL cycles it ran for the status answers (its --stats line), per answer. Before issue 16 the daemon
-queried every registered object on each answer (N per answer)."""
+issued and the RTL cycles it ran for the status answers (its --stats line), per answer. A daemon that queried every
+registered object on each answer would make N queries per answer."""
 from __future__ import annotations
 
 import argparse

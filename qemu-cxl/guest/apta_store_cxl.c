@@ -118,7 +118,7 @@ static apta_bytes cxl_get(const char *name) {
   char id[512], qn[512], qr[512];
   snprintf(id, sizeof id, "%s/g%u", J->run, J->gk++);
   q(qn, sizeof qn, name), q(qr, sizeof qr, J->run);
-  if (d->version)   /* a versioned get (issue 19): `min` is the commit it names (history.py V1) */
+  if (d->version)   /* a versioned get: `min` is the commit it names (history.py V1) */
     logline("{\"ev\": \"get\", \"id\": \"%s\", \"run\": \"%s\", \"obj\": \"%s\", \"min\": %llu}",
             q((char[512]){0}, 512, id), qr, qn, (unsigned long long)d->version);
   else

@@ -98,7 +98,7 @@ int acx_rejoin(acx *c);
  * else ObjGet and the ObjData lines 0..nlines-1 of the current epoch. *cached = 1 for a hit. */
 int acx_get(acx *c, uint32_t obj, void *buf, unsigned nlines, int *cached);
 
-/* A versioned get (issue 19): the object at version `version` or newer, its commit count at the
+/* A versioned get: the object at version `version` or newer, its commit count at the
  * memory server (0: any, = acx_get). A cached copy is used only if its get named at least that
  * version. The memory server holds the get until the version commits (no polling); GetRetry (its
  * hold table full) is resent after a back-off (ACX_RETRY_MIN_US doubling to ACX_RETRY_MAX_US) until

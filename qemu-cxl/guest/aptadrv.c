@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
       if (rc) printf("ERR get obj=%u rc=%d code=%d\n", o, rc, c.last_code);
       else printf("OK get obj=%u ver=%ld cached=%d us=%.1f\n", o, check(buf, o, n), hit, us_since(t));
     } else if (!strcmp(w, "getv") && sscanf(line, "%*s %u %u %u", &o, &n, &v) == 3) {
-      int hit;                       /* a versioned get: object o at commit v or later (issue 19) */
+      int hit;                       /* a versioned get: object o at commit v or later */
       rc = acx_get_v(&c, o, v, buf, n, &hit);
       if (rc) printf("ERR getv obj=%u rc=%d code=%d\n", o, rc, c.last_code);
       else printf("OK getv obj=%u ver=%ld cached=%d us=%.1f\n", o, check(buf, o, n), hit, us_since(t));
