@@ -180,10 +180,10 @@ def test_each_bad_registration_gets_its_defined_error(rack):
 
 def test_status_queries_do_not_walk_the_objects(exe, schema, tmp_path):
     """A status query asks the directory about the requested objects and those that may owe acks,
-    never every registered object (issue 16): the directory queries and RTL cycles the daemon spent
+    never every registered object: the directory queries and RTL cycles the daemon spent
     on 20 status answers are counted (its --stats line) with 10 and with 300 registered objects, one
-    put outstanding against a sharer; they must not grow with the objects (the code before queried
-    every registered object for each answer: 20 x 300). Negative control: one answer that requests
+    put outstanding against a sharer; they must not grow with the objects (a walk of
+    every registered object for each answer would be 20 x 300). Negative control: one answer that requests
     all 300 objects by name costs at least 300 queries, so the count does see a walk."""
     work = {}
     for n in (10, 300):
@@ -278,7 +278,7 @@ def unlimited_rack(exe, schema, tmp_path):
 
 def test_rejoins_are_rate_limited(rack):
     """Rejoins per server are a bucket of --rejoin-burst (16) refilled at --rejoin-rate (1/s), ring and
-    API together (issue 16: epochs that never wrap in practice): of 20 Rejoins sent at once, 16 are
+    API together (so that epochs never run out in practice): of 20 Rejoins sent at once, 16 are
     answered at once and the rest wait in the ring (the guest is not fenced or refused for it); the
     API's rejoin over the rate is 429 with Retry-After and changes nothing; the other guests' rejoins
     have their own bucket. Counts, not times: a slow machine can only answer fewer at first."""
@@ -509,7 +509,7 @@ def test_throughput(rack):
     print(json.dumps(res))
 
 
-# ---- per-guest isolation (RINGS.md "Trust model"; issue 16) --------------------------------------
+# ---- per-guest isolation (RINGS.md "Trust model") -----------------------------------------------
 def test_forged_ack_and_rejoin_from_another_guest_have_no_effect(rack, schema):
     """Guest 0 can write only its own file, so a forged ObjBIRsp or Rejoin naming guest 1 can only go
     through guest 0's own ring: the daemon refuses both (wrongPort) and guest 1 still owes its ack,
@@ -630,7 +630,7 @@ def test_rack_files_bad_input_and_resume(exe, schema, tmp_path):
     assert rc == 0 and f"initialized {server} and 3 guest files ({rack}/guest%u.mem)" in err, err
 
 
-# ---- versioned gets (issue 19): the OSC's hold table through the daemon ---------------------------
+# ---- versioned gets: the OSC's hold table through the daemon ------------------------------------
 def _recv_obj(guest, obj: int, size: int) -> list[int]:
     got = guest.recv(size)
     assert all(n == "ObjData" and f["obj"] == obj for n, f in got), got

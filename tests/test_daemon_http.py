@@ -1,4 +1,4 @@
-"""The daemon's HTTP layer (issue 16, "a daemon no client can stall"; qemu-cxl/daemon/http.cpp):
+"""The daemon's HTTP layer ("a daemon no client can stall"; qemu-cxl/daemon/http.cpp):
 every malformed request gets its 4xx and changes nothing, and clients that never read their
 answers plus 100 idle connections neither slow the ring path nor stop the API.
 
@@ -76,7 +76,7 @@ MALFORMED = [
     ("invalid UTF-8", req("POST", "/v1/objects", b'{"obj": 5, "size": 8, "\xff": 1}'), 400, "not JSON"),
     ("empty body", req("POST", "/v1/objects", b""), 400, "not JSON"),
     ("unknown server", req("POST", "/v1/servers/cs9/fence", b""), 400, "unknown server"),
-    # POST /v1/cancel (issue 19): {"object": "<decimal id>", "version": 1..2^versionBits-1}
+    # POST /v1/cancel: {"object": "<decimal id>", "version": 1..2^versionBits-1}
     ("GET on cancel", req("GET", "/v1/cancel"), 405, "not allowed"),
     ("cancel: object as a number", req("POST", "/v1/cancel", b'{"object": 5, "version": 1}'), 400, "object"),
     ("cancel: object not an id", req("POST", "/v1/cancel", b'{"object": "x5", "version": 1}'), 400, "object"),
@@ -212,7 +212,7 @@ def test_slow_and_idle_requests_get_408(rack):
 def test_non_readers_and_idle_connections_do_not_stall_the_rings(rack):
     """Four clients that never read their (~30 KB) answers and 100 idle connections: ring gets/s
     stay within a loose bound of the unloaded runs on either side (the benchmark,
-    make bench-qemu -> build/bench/daemon-stall.json, records the ratio; the issue's target is
+    make bench-qemu -> build/bench/daemon-stall.json, records the ratio; its target is
     within 20%), and the API answers every 0.25 s probe within its timeout."""
     res = stall.measure(rack, 2.0)
     if res["ratio"] < 0.5:                    # the shared machine is noisy: a stall must show twice

@@ -1,4 +1,4 @@
-"""The daemon's API over TLS (issue 16; qemu-cxl/daemon/http.cpp, README "TLS"): TLS 1.2+ with
+"""The daemon's API over TLS (qemu-cxl/daemon/http.cpp, README "TLS"): TLS 1.2+ with
 the test CA (qemu-cxl/apiauth.py, made with the openssl CLI into build/qemu-cxl/tls/), bearer
 tokens per role, optional client certificates (CN = caller, O = role). Plain HTTP to the TLS port
 is answered 400 and closed; an older protocol, a client certificate of another CA and a byte

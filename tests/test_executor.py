@@ -132,7 +132,7 @@ def test_negative_controls(world, tmp_path):
 
 
 def test_wrong_credentials_fail_closed(world, tmp_path):
-    """The executor against the daemon's TLS + token API (issue 16): a wrong token (401), a CA
+    """The executor against the daemon's TLS + token API: a wrong token (401), a CA
     other than the daemon's (certificate refused), plain HTTP (400) stop it before it does
     anything; a reader's token where the object manager's is needed registers nothing (403); the
     right credentials then work (the positive side of the same calls)."""
@@ -160,7 +160,7 @@ def test_wrong_credentials_fail_closed(world, tmp_path):
 
 
 def test_early_placement_with_a_killed_runner(world, tmp_path):
-    """Early placement (issue 19, executor.py `early=True`, the workflow runner's Early mode): the six
+    """Early placement (executor.py `early=True`, the workflow runner's Early mode): the six
     workflows with their one-writer instances placed as soon as their ancestors are placed, reading
     with versioned gets the memory server holds until the producer's commit. In video, as an early
     instance is placed, the runner of one of its ancestors still running is SIGKILLed; the

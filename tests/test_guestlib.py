@@ -102,7 +102,7 @@ def _answer(d: Driver, timeout: float) -> str | None:
 
 
 def test_versioned_get_waits_for_its_commit(world):
-    """acx_get_v (issue 19): a get naming commit 1 of object 1 waits (held by the memory server) until
+    """acx_get_v: a get naming commit 1 of object 1 waits (held by the memory server) until
     guest 1's put commits, then returns that put's data; a cached copy whose version is not known to
     be at least the one named is a miss (guest 0's unversioned copy does not answer a get of
     version 1), a copy from a get of version 1 answers a later get of version 1; a get naming a

@@ -36,7 +36,7 @@ def test_schema_covers_the_model_and_fence():
     # which the model has no message for (its inputs are always well formed); RejoinRefused: the
     # answer to a Rejoin at the last epoch value, which the model's bound MAX_EPOCH never reaches
     # (rtl/CORE.md, guard `rejoin.exhausted`)
-    # GetRetry, GetCancelled: the versioned gets' answers (VERSIONED, issue 19) are the model's
+    # GetRetry, GetCancelled: the versioned gets' answers (VERSIONED) are the model's
     assert {"GetRetry", "GetCancelled"} <= MODEL_TYPES
     assert set(S.messages) == MODEL_TYPES | {"Fence", "ObjErr", "RejoinRefused"}
     assert all(f.name in ("server", "epoch") for f in S.messages["Rejoin"].fields)
@@ -59,8 +59,8 @@ def test_round_trip(name):
 
 
 def test_versioned_get_encoding():
-    """The versioned get (issue 19): ObjGet's last field is the version it needs; omitted it is 0,
-    the paper's get, so every unversioned caller encodes the same flit as before plus zero bits."""
+    """The versioned get: ObjGet's last field is the version it needs; omitted it is 0,
+    the paper's get, so every unversioned caller encodes the paper's flit plus zero bits."""
     g = S.messages["ObjGet"]
     assert [f.name for f in g.fields] == ["server", "epoch", "obj", "version"]
     assert [f.name for f in g.fields if f.default is not None] == ["version"]

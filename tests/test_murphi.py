@@ -117,7 +117,7 @@ def test_second_round_bugs_caught_in_two_configurations(switch):
 
 
 # Feature combinations the protocol allows that a configuration must check to completion (default
-# or deep suite): the gaps issue 17 named.
+# or deep suite).
 COMBINATIONS = [
     {"2 objects, eviction", "a put", "a fault"},
     {"2 objects, eviction", "2 puts on one object"},
@@ -143,13 +143,13 @@ def test_feature_combination_has_a_configuration(combo):
 
 # Every pair of features: the protocol allows each (a 2-entry directory evicts with 3 objects; the OPC
 # timeout needs a put, and "OPC timeout" is counted only where there is one), so none may be left to
-# the README's "none yet" (issue 17: no empty row for a combination the protocol allows).
+# the README's "none yet" (no empty row for a combination the protocol allows).
 PAIRS = [{a, b} for i, (a, _) in enumerate(check.FEATURES) for b, _ in check.FEATURES[i + 1:]]
 
 
 # Pairs whose only configuration did not finish on the development machine (checks.json marks it
 # "unfinished" with its numbers): open findings, listed so that a finished configuration must retire them.
-OPEN_PAIRS: list[set] = []   # none since stop 29: entries_slots_two_puts and entries_three_puts closed the last three
+OPEN_PAIRS: list[set] = []   # none: entries_slots_two_puts and entries_three_puts close the last three
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda c: "+".join(sorted(c)))
@@ -311,7 +311,7 @@ def test_every_required_cover_exists_in_the_model(config):
     assert not missing, f"{config}: unknown covers {missing}"
 
 
-# The scenarios issue 2 names; the default suite must require (and so hit) every one of them.
+# The scenarios the default suite must require (and so hit), every one of them.
 REQUIRED_SCENARIOS = [
     "put serviced in S^A",
     "fence while a BISnp or its ack is in flight",

@@ -1,4 +1,4 @@
-"""QEMU CXL emulation smoke (issue 8, part 1; per-guest memory, issue 16): 3 TCG guests, each
+"""QEMU CXL emulation smoke (per-guest memory): 3 TCG guests, each
 with its own CXL type-3 memory backed by its own file of the rack directory (qemu-cxl/RINGS.md).
 
 Each guest boots the image of qemu-cxl/image.py, creates its CXL region, maps it through /dev/mem
@@ -9,11 +9,11 @@ whose QEMU process is SIGKILLed stops beating, reboots (boot 1) and writes its n
 others stay at boot 0; every QEMU process started is gone at the end, whatever failed (fixture
 finalizer, PDEATHSIG, atexit).
 
-test_guestlib_in_guests_with_daemon (issue 8, part 2): the guest library's driver
+test_guestlib_in_guests_with_daemon: the guest library's driver
 (qemu-cxl/guest/aptadrv.c, static) in 3 guests served by the memory-server daemon on the run's
 rack directory; a guest killed mid-run is fenced, reboots and rejoins while the others keep working.
 
-test_guest_cannot_reach_another_guest_or_the_data_area (issue 16): guest A forges the ack and the
+test_guest_cannot_reach_another_guest_or_the_data_area: guest A forges the ack and the
 Rejoin of guest B in its own ring and writes a marker over every line of its whole CXL memory;
 B's file, B's pending ack, epoch and lease, the data area and the object map are unchanged, the
 forgeries are refused (wrongPort), A's own broken ring gets A fenced. Negative control: A rebooted
@@ -130,7 +130,7 @@ def test_killed_guest_reboots_and_rejoins(cluster):
     assert len(c.guests[victim].boot_wall) == 2
 
 
-# ---- the guest library in 3 guests, served by the memory-server daemon (issue 8, part 2) ----------
+# ---- the guest library in 3 guests, served by the memory-server daemon ----------------------------
 def test_guestlib_in_guests_with_daemon(request, exe, schema, qemu_clusters):
     """qemu-cxl/guest/aptadrv.c (static, over aptacxl.c) in 3 guests; the daemon serves the guests'
     files. Guest g puts object 10+g (versions 1, 2, ...) and gets objects 10..12, checking
@@ -213,7 +213,7 @@ def test_guestlib_in_guests_with_daemon(request, exe, schema, qemu_clusters):
     print(json.dumps(summary))
 
 
-# ---- per-guest isolation (issue 16; RINGS.md "Trust model") --------------------------------------
+# ---- per-guest isolation (RINGS.md "Trust model") ------------------------------------------------
 def reached(paths) -> dict:
     """{file name: lines carrying the sweep's marker} of those of `paths` the marker reached."""
     out = {}

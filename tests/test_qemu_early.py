@@ -1,4 +1,4 @@
-"""Early placement (issue 19) in the QEMU emulation (qemu-cxl/early.py): three QEMU guests running the
+"""Early placement in the QEMU emulation (qemu-cxl/early.py): three QEMU guests running the
 static function runner, the memory-server daemon (the Verilated msemu top with its hold table), the
 executor. A workflow runs after completion and then early (its one-writer instances placed once their
 ancestors are placed, reading with versioned gets the memory server holds until the producer's

@@ -1,4 +1,4 @@
-"""Trace validation of a QEMU run with a killed guest (issue 17; spec/tla/README.md, "The QEMU
+"""Trace validation of a QEMU run with a killed guest (spec/tla/README.md, "The QEMU
 emulation"): 3 TCG guests boot the image and run the function runner; the tracing daemon
 (`apta-memd-trace --trace-log`, the Verilated msemu top with its core's result queue readable) logs
 every event at its ports and its core's decisions; the executor places one workflow's functions

@@ -1,4 +1,4 @@
-"""The six workflows across three QEMU guests (issue 8): each guest boots the Debian image and runs
+"""The six workflows across three QEMU guests: each guest boots the Debian image and runs
 the static function runner (qemu-cxl/guest/aptarun.c) on its CXL region; the memory-server daemon
 (the Verilated msemu top) serves the guests' shared file; the executor (qemu-cxl/executor.py)
 places every function instance through the daemon's control-plane API and compares every output
@@ -66,7 +66,7 @@ def test_six_workflows_in_three_guests(request, exe, schema, tmp_path, qemu_clus
                        files=[(RUNNER, "aptarun")], hold=True)
     # APTA_QEMU_DAEMON_MUTANT=commit-waits-for-acks: the negative control of the probe below (it must fail)
     mutant = os.environ.get("APTA_QEMU_DAEMON_MUTANT")
-    # the API as deployed (issue 16): TLS with the test CA, a token per role (qemu-cxl/apiauth.py)
+    # the API as deployed: TLS with the test CA, a token per role (qemu-cxl/apiauth.py)
     d = Serving(exe, schema, c.rack, c.dir / "daemon.log", LEASE_MS, extra=["--mutant", mutant] if mutant else [],
                 auth=apiauth.ApiAuth(c.dir / "auth"))
     ex = None

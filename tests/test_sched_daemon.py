@@ -1,4 +1,4 @@
-"""The scheduler plugin's e2e with the memory-server daemon as its control plane (issue 8).
+"""The scheduler plugin's e2e with the memory-server daemon as its control plane.
 
 The daemon (qemu-cxl/daemon, the Verilated msemu top) serves a rack directory; three `aptarun-host`
 processes are guests g0..g2 (qemu-cxl/harness.py's World, the `world` fixture of
@@ -20,7 +20,7 @@ through the guests' ring traffic and the heartbeat lease: no emulation endpoint 
 - negative control, the scheduler without the plugin (a second cluster): the same preferences put
   pods on the fenced guest (the executor refuses those starts as violations) and the probe pod on
   the guest owing the ack.
-The daemon's API runs as deployed (issue 16): TLS with the test CA (qemu-cxl/apiauth.py) and a
+The daemon's API runs as deployed: TLS with the test CA (qemu-cxl/apiauth.py) and a
 bearer token per role: the executor registers as object-manager and reads as reader, the agent
 and the plugin read with the CA and a reader's token. Negative control: before the real
 scheduler starts, one with a wrong token and one trusting another CA each leave a pod unbound

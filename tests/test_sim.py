@@ -95,7 +95,7 @@ def test_every_parameter_has_a_value_and_a_source():
             assert set(e) in ({"value", "source"}, {"schema", "source"}), f"{sec}.{key}"
             assert isinstance(e["source"], str) and len(e["source"]) > 10, f"{sec}.{key}: no source"
             assert "value" in PARAMS[sec][key], f"{sec}.{key}: unresolved"
-    # the paper's seven (§IV-A), and the dataflow configuration beyond it (issue 19)
+    # the paper's seven (§IV-A), and the dataflow configuration beyond it
     assert set(PARAMS["configs"]) - {"about"} == {"rdma", "rdma_faas", "rdmaf_faas", "rdmaf_apta", "cxl_uncached", "cxl_cached", "apta",
                                                   "apta_dataflow"}
 
@@ -262,7 +262,7 @@ def test_scheduler_rule_prevents_stale_reads(sim, tmp_path):
     assert r["rule/apta"]["instances"][2]["start_ns"] > r["norule/apta"]["instances"][2]["start_ns"]
 
 
-# --- dataflow invocation over versioned gets (issue 19; sim/README.md "Dataflow") ------------------------
+# --- dataflow invocation over versioned gets (sim/README.md "Dataflow") ----------------------------------
 INVOKE = {"software.invoke_us": 1000}  # 1 ms invocation path, far above these functions' run times
 
 
@@ -853,7 +853,7 @@ def test_small_end_to_end_eval(sim, tiny_traces, tmp_path):
     assert "## Physical limit" in report and "### Get: time in us and time / limit" in report and "### Put:" in report
     assert f"RTL at {p('memory_server', 'clock_ghz'):g} GHz" in report and "variant fake" in report
     assert "sentiment" in r.stdout and "apta" in r.stdout  # progress lines per workflow/config
-    # dataflow (issue 19): every invocation path of the sweep for both, faster with an invocation path
+    # dataflow: every invocation path of the sweep for both, faster with an invocation path
     D = res["dataflow"]
     inv = p("sweeps", "invoke_us")
     assert [float(x) for x in D["sweep"]] == [float(x) for x in inv]

@@ -29,7 +29,7 @@ check = load_script("tla_check", CHECK)   # spec/murphi and spec/tla both have a
 DEFAULT = {r.name: r for r in check.SUITES["default"]}
 PINS = check.load_pins(SPEC / check.PINS_FILE)
 
-# The mutants issue 3 requires, and the property each must be rejected on
+# The mutants the TLA+ suite must have, and the property each must be rejected on
 # (written here independently of check.py's table).
 REQUIRED_MUTANTS = {
     "sched-rule-off": "GetFresh",        # scheduler rule off -> P1
@@ -38,7 +38,7 @@ REQUIRED_MUTANTS = {
     "old-epoch-ack": "AckAccounting",    # old-epoch ack accepted (protocol lemma)
     "old-epoch-ack-p1": "GetFresh",      # ... and its consequence on P1
     "early-put-ack": "Refinement",       # put acknowledged before the OPC commits
-    # issue 19, early placement with versioned gets (AptaFlow.tla)
+    # early placement with versioned gets (AptaFlow.tla)
     "release-old": "GetRequired",        # a held get released with the old version -> V1
     "hit-ignores-version": "GetRequired",  # a cache hit ignoring the required version -> V1
     "early-unversioned": "GetRequired",  # an early-placed function reads without a version -> V1

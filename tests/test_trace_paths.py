@@ -1,4 +1,4 @@
-"""Traces do not depend on where the checkout is (issue 18, workloads/TRACES.md "Deterministic"):
+"""Traces do not depend on where the checkout is (workloads/TRACES.md "Deterministic"):
 finra built from copies of its sources under two directories of different path lengths, with the
 tracer copied there too, traces at size tiny into byte-identical event files and meta.json (its
 cache key hashes the binary: -ffile-prefix-map keeps the path out of the debug info). Before the fix the traced

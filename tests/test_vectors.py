@@ -256,7 +256,7 @@ def test_verification_model_is_unchanged_by_the_ghost():
 
 
 def test_mutant_changes_the_vector(tmp_path, scenarios):
-    """The paper's S^A + get -> S (M_SA_GET_TO_S): the generator's get.SA vector now ends in S,
+    """The paper's S^A + get -> S (M_SA_GET_TO_S): with it the generator's get.SA vector ends in S,
     so a core built to the paper's table would pass a vector only if the vectors were blind."""
     real = [sc for sc in by_cell(scenarios, "get.SA") if sc["config"] == "smoke"]
     assert real, "smoke must cover get.SA"
@@ -345,7 +345,7 @@ def test_ms_loader_names_file_line_field(tmp_path, ms_scenarios):
         vectors_io.load_vectors(f, ms=True)
 
 
-# --- the hold table of versioned gets (issue 19: rtl/MEMSERVER.md osc.hold*, osc.release) -------
+# --- the hold table of versioned gets (rtl/MEMSERVER.md osc.hold*, osc.release) -----------------
 HOLD_CELLS = ("osc.hold", "osc.hold.full", "osc.release", "osc.hold.keep", "osc.hold.drop", "osc.hold.cancel")
 
 

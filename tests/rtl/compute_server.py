@@ -1,4 +1,4 @@
-"""Compute-server models and the workflow runner (issue 5, Verification), transport-agnostic.
+"""Compute-server models and the workflow runner, transport-agnostic.
 
 Everything here is plain, synchronous Python driven by one `step()` per clock, so the same code runs
 against the RTL memory server under cocotb (tests/rtl/test_ms_workflows.py: one step per cycle)

@@ -338,7 +338,7 @@ class Ms:
         self.inq["birsp"].append(self.S.encode("ObjBIRsp", server=server, epoch=epoch, obj=obj))
 
     def cancel(self, obj: int):
-        """The control plane cancels obj's held versioned gets (io_cancel, issue 19)."""
+        """The control plane cancels obj's held versioned gets (io_cancel)."""
         self.inq["cancel"].append(obj)
 
     def ack_every_snoop(self):

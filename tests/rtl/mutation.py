@@ -613,7 +613,7 @@ GROUPS = {
                          modules=frozenset({"CtrlUnit", "ServerTable"})),
     # two staging slots and a bigger directory: the directed races of the smoke tests, the server
     # ports (refusals, round-robin), the allocator and its translation cache, the hold table of
-    # versioned gets (issue 19), the workflows
+    # versioned gets, the workflows
     "ms3": Group("ms3", "ms3", "MemoryServer", "MemoryServer.sv",
                  [("ms-smoke", _ms_smoke), ("ms-ports", _ms_ports), ("ms-alloc", _ms_alloc), ("ms-hold", _ms_hold),
                   ("ms-workflows", _ms_workflows)]),

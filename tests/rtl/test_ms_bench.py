@@ -8,7 +8,7 @@ the OSC (AXI id 1) to the first ObjData; lines per cycle out = L / (last - first
 A put of L lines (PutPrepare, then L PutLines back to back): cycles from the last (and from the
 first) PutLine accepted to the PutCommit leaving; lines per cycle in = L / (last - first PutLine
 accepted + 1). sim/eval.py's bound table reads get_last_data and put_first_line_to_commit.
-The hold table (issue 19): a versioned get of the next version, held, then the put that commits it:
+The hold table: a versioned get of the next version, held, then the put that commits it:
 cycles from the PutCommit leaving to the held get's first and last ObjData (`hold_release`).
 Cycles are clock edges as the BFM samples them (tests/rtl/ms_bfm.py). Written to build/bench/ms.json.
 """

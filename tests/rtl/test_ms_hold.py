@@ -1,4 +1,4 @@
-"""The OSC's hold table of versioned gets (issue 19, rtl/MEMSERVER.md "Versioned gets"), directed, on
+"""The OSC's hold table of versioned gets (rtl/MEMSERVER.md "Versioned gets"), directed, on
 the `ms3` variant (3 servers, a 2-entry hold table) and on `msv` (the model's geometry: one hold
 entry, one staging slot, a one-entry directory); DRAM is cocotbext-axi's AxiRam. The tests about
 "either entry" run over the entries the variant has.

@@ -6,7 +6,7 @@ and every mutant of unit "ms" (the OSC / OPC), two independent checks run:
 
 - smoke: every cocotb test of tests/rtl/test_ms_smoke.py, of tests/rtl/test_ms_alloc.py (the
   object-storage allocator: each refusal, exhaustion, a random sequence against its reference
-  model) and of tests/rtl/test_ms_hold.py (the hold table of versioned gets, issue 19); the
+  model) and of tests/rtl/test_ms_hold.py (the hold table of versioned gets); the
   correct design runs all three, a hold-table mutant (hold_*) test_ms_hold only, the others the
   first two; the first failing test is named (a mutant's later tests are skipped once one
   failed);

@@ -1280,8 +1280,8 @@ if cocotb is not None:
         fenced and W2's drain is let go. W's put must not commit: no PutCommit, DRAM holds W2's
         version, and W's fenceAbort arrives once the port is quiet, after the drain ended (the
         moment the slot could have committed). W's put is in slot 1 (W2 prepared first), then in
-        slot 0 (white-box: the slot is checked). Until 2026-11-27 the slot went to the core, which
-        answered Drop: freed without its report. Every report of the floods arrives; W rejoins
+        slot 0 (white-box: the slot is checked). Sent to the core, the slot would be answered Drop
+        and freed without its report. Every report of the floods arrives; W rejoins
         after each round and its last put commits."""
         import cocotb
         from collections import Counter

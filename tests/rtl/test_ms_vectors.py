@@ -174,7 +174,7 @@ async def replay(ms, sc: dict, mutant: int = 0):
                "schedulable": [bool(sched >> c & 1) for c in range(n_model)],
                "epoch": [ms.epoch(c) for c in range(n_model)],
                "commitSeq": int(d.io_status_commitSeq.value)}
-        if "held" in state:           # versioned gets waiting in the hold table (issue 19)
+        if "held" in state:           # versioned gets waiting in the hold table
             got["held"] = ms.held()
         for k, v in got.items():
             if v != state[k]:
@@ -307,6 +307,6 @@ def test_ms_vectors_catch_mutants():
         {str(m["id"]): {"name": m["name"], "unit": m["unit"], "caught": bool(res["failed"][str(m["id"])]),
                         "evidence": (res["failed"][str(m["id"])] or [None])[0]} for m in mut}, indent=1))
     must = {"osc_no_forward", "fence_keeps_open_put", "commit_before_core",
-            # the hold table's (issue 19): osc.hold, osc.hold.keep and osc.hold.full show them
+            # the hold table's: osc.hold, osc.hold.keep and osc.hold.full show them
             "hold_release_old", "hold_drop_at_writer_fence", "hold_full_no_retry"}
     assert not [m for m in missed if m["name"] in must], f"vectors miss mutants {[m['name'] for m in missed]}"
