@@ -253,7 +253,7 @@ qemu-image:
 	nice -n 10 python3 qemu-cxl/image.py
 
 daemon: rtl deps-rtl-sim
-	@$(APT) g++ make nlohmann-json3-dev libssl-dev openssl
+	@$(APT) g++ make nlohmann-json3-dev libssl-dev libcli11-dev openssl
 	nice -n 10 $(MAKE) -C qemu-cxl/daemon
 
 # The tracing daemon (apta-memd-trace --trace-log): the same RTL with the core's result queue
@@ -437,7 +437,7 @@ fuzz-scheduler: go-check
 # libFuzzer and the sanitizers' runtimes are libclang-rt-14-dev). The generated headers carry the
 # RTL variant's flit width, hence rtl.
 deps-fuzz:
-	@$(APT) clang libclang-rt-14-dev nlohmann-json3-dev libssl-dev make
+	@$(APT) clang libclang-rt-14-dev nlohmann-json3-dev libssl-dev libcli11-dev make
 
 # The fuzz binaries (3 targets, 4 mutants; ASan builds of about 30 s each) two at a time, before
 # pytest: tests/test_daemon_fuzz.py replays them and otherwise built them one by one.

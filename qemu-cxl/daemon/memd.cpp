@@ -50,6 +50,7 @@
 #include "VMemoryServer.h"
 #include "api.h"
 #include "http.h"
+#include "options.h"
 #include "slot.h"
 #include "tracelog.h"
 #include "verilated.h"
@@ -66,6 +67,7 @@ extern "C" {
 namespace {
 
 using namespace apta_api;
+using apta_memd::Options;
 
 constexpr unsigned N = APTA_P_servers;  // compute servers of the RTL variant = guests
 constexpr unsigned LINE = 64;            // bytes per AXI beat (dataBits 512)
@@ -173,25 +175,6 @@ struct Guest {
 };
 constexpr size_t REQ_Q_MAX = 8;        // read-ahead of a guest's requests (acks must not wait behind them)
 constexpr size_t ACK_Q_MAX = 1024;
-
-struct Options {
-  std::string file;                    // the server file
-  std::string guest_file;              // printf pattern of guest g's file (%u = g); default: next to file
-  bool init = false, stats = false, trace = false;
-  uint32_t slots = APTA_DEFAULT_SLOTS;
-  int port = 0;                        // HTTP port on 127.0.0.1; 0 = no API
-  std::string token_file;              // --token-file: bearer tokens with roles (else no authentication)
-  apta_http::TlsFiles tls;             // --tls-cert-file, --tls-private-key-file, --client-ca-file
-  uint64_t lease_ms = APTA_LEASE_MS;
-  double rejoin_rate = 1.0, rejoin_burst = 16;   // --rejoin-rate (per s, 0 = no limit), --rejoin-burst
-  std::vector<std::string> names;      // compute-server names of the API
-  std::string pidfile;                 // printf pattern of guest g's QEMU pidfile (%u = g); "" = none
-  // A deliberate bug for the tests' negative control (tests/test_runner.py, test_qemu_workflows.py): a PutCommit is held
-  // back while any other server owes an invalidation ack, as if a put waited for the
-  // invalidations (the CXL-cached baseline), so a dead sharer stalls live writers until its fence.
-  bool mutant_commit_waits = false;
-  std::string trace_log;               // --trace-log FILE: the event log of trace validation (tracelog.h)
-};
 
 // Bearer tokens (--token-file; issue 16), the roles of the Go control plane
 // (scheduler-plugin/pkg/controlplane/auth.go): every caller with a valid token may read; fence and
@@ -457,10 +440,6 @@ int Daemon::open_region() {
   }
   uint8_t* b = R_.base;
   if (opt_.init) {
-    if (opt_.slots == 0 || (opt_.slots & (opt_.slots - 1)) || opt_.slots > APTA_MAX_SLOTS) {
-      say("--slots %u: a power of two <= %u", opt_.slots, APTA_MAX_SLOTS);
-      return -1;
-    }
     write_header(b, opt_.slots, R_.data_bytes(), APTA_SERVER_GUEST);
     for (unsigned g = 0; g < N; g++) memset(R_.guest[g] + APTA_GUEST_AREA, 0, APTA_GUEST_AREA_BYTES);
     say("initialized %s and %u guest files (%s): %u slots, %" PRIu64 " data bytes", opt_.file.c_str(), N,
@@ -1404,98 +1383,12 @@ void Daemon::run() {
   set_state(APTA_DAEMON_STOPPED);
 }
 
-void usage() {
-  fprintf(stderr,
-          "usage: apta-memd --file SERVER [--guest-file PATTERN] [--init [--slots S]] [--port P] [--lease-ms MS] [--names a,b,c] [--stats]\n"
-          "  --file SERVER  the daemon's private server file: header + data area (qemu-cxl/RINGS.md)\n"
-          "  --guest-file PATTERN  guest g's file (PATTERN with %%u = g; default: %s next to SERVER)\n"
-          "  --init         write fresh headers and zero the guest areas (else the server's header must be valid)\n"
-          "  --slots S      ring slots for --init (power of two, default %u, max %u)\n"
-          "  --port P       control-plane API on 127.0.0.1:P (schema/controlplane.yaml)\n"
-          "  --token-file F bearer tokens, token,name,role[,server] per line: 401 without one, 403 for a wrong role\n"
-          "  --tls-cert-file F, --tls-private-key-file K  serve the API over TLS (1.2+) with this PEM certificate and key\n"
-          "  --client-ca-file F  with TLS: a client certificate chaining to this CA names a caller (CN) and its role (O)\n"
-          "  --lease-ms MS  heartbeat lease before a guest is fenced (default %u)\n"
-          "  --rejoin-rate R, --rejoin-burst B  rejoins per server (ring and API together): a bucket of B refilled at\n"
-          "                 R per second (default 1/s, burst 16; --rejoin-rate 0: no limit); over it a ring Rejoin waits, the API 429\n"
-          "  --names LIST   compute-server names of the API (default cs0,cs1,...)\n"
-          "  --stats        print cycles/s and requests/s at exit\n"
-          "  --trace        one stderr line per flit in and out (debugging)\n"
-          "  --trace-log F  the event log of trace validation (apta-memd-trace only: spec/tla/README.md)\n"
-          "  --qemu-pidfile PATTERN  guest g's QEMU -pidfile (PATTERN with %%u = g): fence at once when it exits\n"
-          "  --mutant commit-waits-for-acks  a deliberate bug for negative controls: PutCommit held while others owe acks\n",
-          APTA_GUEST_FILE_FMT, APTA_DEFAULT_SLOTS, APTA_MAX_SLOTS, APTA_LEASE_MS);
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    auto val = [&](const char* what) -> const char* {
-      if (i + 1 >= argc) { fprintf(stderr, "%s needs %s\n", a.c_str(), what); exit(2); }
-      return argv[++i];
-    };
-    if (a == "--file") o.file = val("a path");
-    else if (a == "--guest-file") {
-      o.guest_file = val("a pattern with %u");
-      size_t p = o.guest_file.find('%');
-      if (p == std::string::npos || o.guest_file.compare(p, 2, "%u") != 0 || o.guest_file.find('%', p + 1) != std::string::npos) {
-        fprintf(stderr, "--guest-file: the pattern needs exactly one %%u (the guest index)\n");
-        return 2;
-      }
-    }
-    else if (a == "--init") o.init = true;
-    else if (a == "--stats") o.stats = true;
-    else if (a == "--trace") o.trace = true;
-    else if (a == "--trace-log") o.trace_log = val("a path");
-    else if (a == "--qemu-pidfile") {
-      o.pidfile = val("a pattern with %u");
-      // exactly one conversion, %u (the guest index): the pattern goes to snprintf
-      size_t p = o.pidfile.find('%');
-      if (p == std::string::npos || o.pidfile.compare(p, 2, "%u") != 0 || o.pidfile.find('%', p + 1) != std::string::npos) {
-        fprintf(stderr, "--qemu-pidfile: the pattern needs exactly one %%u (the guest index)\n");
-        return 2;
-      }
-    }
-    else if (a == "--mutant") {
-      std::string m = val("a mutant name");
-      if (m != "commit-waits-for-acks") { fprintf(stderr, "--mutant: unknown mutant %s\n", m.c_str()); return 2; }
-      o.mutant_commit_waits = true;
-    }
-    else if (a == "--slots") o.slots = uint32_t(strtoul(val("a count"), nullptr, 0));
-    else if (a == "--port") o.port = atoi(val("a port"));
-    else if (a == "--token-file") o.token_file = val("a path");
-    else if (a == "--tls-cert-file") o.tls.cert = val("a path");
-    else if (a == "--tls-private-key-file") o.tls.key = val("a path");
-    else if (a == "--client-ca-file") o.tls.client_ca = val("a path");
-    else if (a == "--lease-ms") o.lease_ms = strtoull(val("milliseconds"), nullptr, 0);
-    else if (a == "--rejoin-rate" || a == "--rejoin-burst") {
-      const char* v = val("a number");
-      char* end = nullptr;
-      double x = strtod(v, &end);
-      if (end == v || *end || !(x >= 0) || x > 1e6 || (a == "--rejoin-burst" && x < 1)) {
-        fprintf(stderr, "%s: want a number in [%s, 1e6], got %s\n", a.c_str(), a == "--rejoin-burst" ? "1" : "0", v);
-        return 2;
-      }
-      (a == "--rejoin-rate" ? o.rejoin_rate : o.rejoin_burst) = x;
-    }
-    else if (a == "--names") {
-      std::string l = val("a list");
-      size_t p = 0;
-      while (true) {
-        size_t q = l.find(',', p);
-        o.names.push_back(l.substr(p, q == std::string::npos ? q : q - p));
-        if (q == std::string::npos) break;
-        p = q + 1;
-      }
-    } else { usage(); return a == "--help" || a == "-h" ? 0 : 2; }
-  }
-  if (o.file.empty()) { usage(); return 2; }
-  if (o.names.empty())
-    for (unsigned g = 0; g < N; g++) o.names.push_back("cs" + std::to_string(g));
-  if (o.names.size() != N) { fprintf(stderr, "--names: %u names needed\n", N); return 2; }
+  if (int rc = apta_memd::parse_options(argc, argv, N, o); rc >= 0) return rc;
 
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
@@ -1505,25 +1398,18 @@ int main(int argc, char** argv) {
   Daemon d(o, ctx.get());
   if (!o.token_file.empty()) {
     std::string err;
-    if (o.port <= 0) { fprintf(stderr, "apta-memd: --token-file needs --port\n"); return 2; }
     if (!load_tokens(o.token_file, o.names, d.tokens, err)) { fprintf(stderr, "apta-memd: --token-file %s\n", err.c_str()); return 2; }
     say("API authentication on: %zu tokens", d.tokens.byToken.size());
   }
   std::shared_ptr<apta_http::Tls> tls;
   if (!o.tls.cert.empty() || !o.tls.key.empty() || !o.tls.client_ca.empty()) {
     std::string err;
-    if (o.port <= 0) { fprintf(stderr, "apta-memd: TLS options need --port\n"); return 2; }
-    if (o.tls.cert.empty() && !o.tls.client_ca.empty()) { fprintf(stderr, "apta-memd: --client-ca-file needs --tls-cert-file\n"); return 2; }
     if (!(tls = apta_http::Tls::load(o.tls, err))) { fprintf(stderr, "apta-memd: %s\n", err.c_str()); return 2; }
     d.tokens.certs = tls->client_certs();
     say("API over TLS: %s%s", o.tls.cert.c_str(), tls->client_certs() ? ", client certificates of the CA in --client-ca-file" : "");
   }
   if (d.open_region() < 0) return 1;
   if (!o.trace_log.empty()) {
-#ifndef APTA_MEMD_TRACE_PROBE
-    fprintf(stderr, "apta-memd: --trace-log needs the core's result queue: use apta-memd-trace (make -C qemu-cxl/daemon trace)\n");
-    return 2;
-#endif
     if (!d.open_trace(o.trace_log)) { fprintf(stderr, "apta-memd: --trace-log %s: %s\n", o.trace_log.c_str(), strerror(errno)); return 1; }
   }
   if (o.port > 0 && (d.listen_fd = listen_on(o.port)) < 0) {
