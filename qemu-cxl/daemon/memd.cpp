@@ -1386,6 +1386,17 @@ void Daemon::run() {
 
 }  // namespace
 
+namespace apta_memd {
+
+// The deliberate bugs for negative controls, schema/mutants.json's daemon layer:
+//   --mutant commit-waits-for-acks  a PutCommit is held while another server owes an ack
+bool set_mutant(const std::string& a, const std::string& m, Options& o) {
+  if (a == "--mutant" && m == "commit-waits-for-acks") return o.mutant_commit_waits = true;
+  return false;
+}
+
+}  // namespace apta_memd
+
 int main(int argc, char** argv) {
   Options o;
   if (int rc = apta_memd::parse_options(argc, argv, N, o); rc >= 0) return rc;

@@ -182,10 +182,8 @@ int parse_options(int argc, char** argv, unsigned servers, Options& o) {
     else for (unsigned g = 0; g < servers; g++) o.names.push_back("cs" + std::to_string(g));
     if (given("--trace-log")) o.trace_log = want_path("--trace-log", val["--trace-log"]);
     if (given("--qemu-pidfile")) o.pidfile = want_pattern("--qemu-pidfile", val["--qemu-pidfile"]);
-    if (given("--mutant")) {
-      if (val["--mutant"] != "commit-waits-for-acks") refuse("--mutant", val["--mutant"], "is not a mutant (want commit-waits-for-acks)");
-      o.mutant_commit_waits = true;
-    }
+    if (given("--mutant") && !set_mutant("--mutant", val["--mutant"], o))
+      refuse("--mutant", val["--mutant"], "is not a mutant (want commit-waits-for-acks)");
     // options that need another
     if (!o.token_file.empty() && !o.port) throw Refused("--token-file needs --port");
     if ((!o.tls.cert.empty() || !o.tls.key.empty() || !o.tls.client_ca.empty()) && !o.port)

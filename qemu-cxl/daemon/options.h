@@ -41,4 +41,8 @@ constexpr uint64_t kMaxLeaseMs = 86400000;
 // "apta-memd: ..." naming the option and the value (or the unknown option, or the missing one).
 int parse_options(int argc, char** argv, unsigned servers, Options& o);
 
+// The deliberate bugs' names (memd.cpp, where schema/mutants.py reads them for the mutant
+// registry): true when option `a` with value `m` names one, which is then switched on in `o`.
+bool set_mutant(const std::string& a, const std::string& m, Options& o);
+
 }  // namespace apta_memd
