@@ -1,9 +1,9 @@
 """Traces do not depend on where the checkout is (workloads/TRACES.md "Deterministic"):
 finra built from copies of its sources under two directories of different path lengths, with the
 tracer copied there too, traces at size tiny into byte-identical event files and meta.json (its
-cache key hashes the binary: -ffile-prefix-map keeps the path out of the debug info). Before the fix the traced
-function saw absolute paths (argv, VALGRIND_LIB, Valgrind's PWD) on its stack, which shifted its
-addresses and changed its instruction counts."""
+cache key hashes the binary: -ffile-prefix-map keeps the path out of the debug info). Absolute paths on
+the traced function's stack (argv, VALGRIND_LIB, Valgrind's PWD) would shift its addresses and
+change its instruction counts, so the tracer names everything through /dev/fd/3."""
 
 import os
 import shutil

@@ -766,12 +766,12 @@ def generate(group: Group, rtl: Path) -> tuple[Path, list[Mutant]]:
 
 def verdict_file(group: Group, schema_dir: Path) -> Path:
     """build/rtl-mutation/verdicts/<group>-<hash>.jsonl: each mutant's verdict (the killing test or
-    none) as it is reached, so that a full run that stops (a session's end, a machine's) goes on
-    where it stopped. The hash names everything a verdict depends on: the schema (the design and
-    every mutant), the group's tests, and the files they read (tests/rtl, python/apta, the
-    vectors, compared by content); a change to any of them starts over. This driver is not hashed
-    (its edits would discard hours of verdicts): after changing how a group's test runs here (the
-    _core_*/_ms_* functions), run with --fresh."""
+    none) as it is reached, so that a full run that stops (its terminal closed, the machine
+    restarted) goes on where it stopped. The hash names everything a verdict depends on: the
+    schema (the design and every mutant), the group's tests, and the files they read (tests/rtl,
+    python/apta, the vectors, compared by content); a change to any of them starts over.
+    This driver is not hashed (its edits would discard hours of verdicts): after changing how a
+    group's test runs here (the _core_*/_ms_* functions), run with --fresh."""
     h = hashlib.sha256(schema_dir.name.encode() + json.dumps([n for n, _ in group.tests]).encode()
                        + json.dumps(group.env, sort_keys=True).encode())
     # (this driver and its own test are not inputs of a verdict: the group's test list above is)
