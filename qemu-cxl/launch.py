@@ -7,8 +7,8 @@ g's own file in the run directory (the rack directory, RINGS.md: build/qemu-cxl/
 memory-backend-file share=on, shared only with the host daemon) and whose label area is a per-guest
 file lsa<g>.mem, one CXL fixed memory window of 4 GiB. The memory server's data area
 (server.mem, next to them) is never given to a guest. `shared_with={g: h}` backs guest g's device
-with guest h's file instead: the old shared region, kept only as the isolation test's negative
-control. No network (-nic none), no
+with guest h's file instead: one region shared by two guests, only as the isolation test's
+negative control. No network (-nic none), no
 monitor, no display: nothing listens on any port. The serial console is appended to
 runs/<run>/guest<g>.log. The kernel command line carries apta.guest=<g> and apta.boot=<k>.
 
