@@ -3,13 +3,13 @@ development round, or a date. History lives in `git log`; a comment or document 
 product is as it is, not when or in which round it changed.
 
 Checked on every file `git ls-files` lists (text files; binary ones are skipped):
-- an issue reference: "issue 16", "(issue 19, ...)", "issues 16, 17", "issues 19/20", "issue #5",
-  "see #16". The protocol's verb is not one: a server "issues a get", the OPC "issues 2 reads"
-  (a count followed by what is issued), so a number after "issue(s)" is a reference only when it
-  is used as a name: followed by punctuation or the line's end, preceded by an article or a
-  preposition ("of issue 22", "the issue 17"), or followed by a verb of citing ("issue 2 names").
-- a development round: "stop 33", "stops 44-46", "Stop 43:", under the same rule ("stop the
-  daemon", "the stress stops 2 cycles later" are not).
+- an issue reference: "issue N", "(issue N, ...)", "issues N, M", "issues N/M", "issue #N",
+  "see #N" (N a number). The protocol's verb is not one: a server "issues a get", the OPC "issues
+  N reads" (a count followed by what is issued), so a number after "issue(s)" is a reference only
+  when it is used as a name: followed by punctuation or the line's end, preceded by an article or
+  a preposition ("of issue N", "the issue N"), or followed by a verb of citing ("issue N names").
+- a development round: "stop N", "stops N-M", "Stop N:", under the same rule ("stop the daemon",
+  "the stress stops N cycles later" are not).
 - a date (YYYY-MM-DD): allowed only as the whole value of a JSON field whose name says it is the
   date of a measurement (`"measured_on": "..."`, `"date": "..."`, `"..._date": "..."`), in a
   results-of-record file. Version numbers ("2024.1", "v24.0.0.1") are not dates.
@@ -32,24 +32,24 @@ _NAME_BEFORE = (r"(?:the|of|in|on|at|for|from|per|see|since|until|till|before|af
 _CITING_VERB = (r"(?:names?|named|asks?|asked|requires?|required|says|said|wants?|wanted|lists?|"
                 r"listed|notes?|noted|describes?|described|calls?|called|asks\s+for|is|was|are|were|"
                 r"has|had|below|above)")
-_NUMS = r"#?\s?\d+(?:\s*(?:[-–/,]|and)\s*#?\d+)*"      # 16 | #16 | 16, 17 | 19/20 | 44-46 | 16 and 17
+_NUMS = r"#?\s?\d+(?:\s*(?:[-–/,]|and)\s*#?\d+)*"      # N | #N | N, M | N/M | N-M | N and M
 
 
 def _reference(word: str) -> re.Pattern:
     """A number after `word` (issue, stop; singular or plural) used as a name."""
     w = rf"{word}s?"
     forms = [
-        rf"\b{_NAME_BEFORE}\s+{w}\s+{_NUMS}\b",                        # of issue 22, the stop 29
-        rf"\b{w}\s+{_NUMS}(?=\s*(?:$|[)\]:;,.!?'’\"}}/]|-(?!\d)))",       # (issue 19) / issue 19: / stop 29.
-        rf"\b{w}\s+{_NUMS}\s+{_CITING_VERB}\b",                         # issue 2 names, issue 17 named
-        rf"(?<![\w.]){w}\s*\#\d+",                                      # issue #5
-        rf"(?:^[\s#*/>|-]*|[.!?;]\s+){word.capitalize()}s?\s+{_NUMS}\b",  # a sentence starting "Issue 8" / "Stop 43"
+        rf"\b{_NAME_BEFORE}\s+{w}\s+{_NUMS}\b",                        # of issue N, the stop N
+        rf"\b{w}\s+{_NUMS}(?=\s*(?:$|[)\]:;,.!?'’\"}}/]|-(?!\d)))",       # (issue N) / issue N: / stop N.
+        rf"\b{w}\s+{_NUMS}\s+{_CITING_VERB}\b",                         # issue N names, issue N named
+        rf"(?<![\w.]){w}\s*\#\d+",                                      # issue #N
+        rf"(?:^[\s#*/>|-]*|[.!?;]\s+){word.capitalize()}s?\s+{_NUMS}\b",  # a sentence starting "Issue N" / "Stop N"
     ]
     return re.compile("|".join(f"(?:{f})" if i < 4 else f"(?-i:{f})" for i, f in enumerate(forms)), re.I)
 
 
 ISSUE = _reference("issue")
-# "#16" alone is also a mutant's id ("#2159"); as a reference it follows a verb of citing
+# "#N" alone is also a mutant's id ("#2159"); as a reference it follows a verb of citing
 HASH_REF = re.compile(r"(?i)\b(?:see|fixes|fixed|closes|closed|resolves|resolved|refs?)\s+#\d+\b")
 ROUND = _reference("stop")
 DATE = re.compile(r"(?<![\w.-])20\d{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?![\w])")
@@ -114,7 +114,7 @@ BAD = [
     f"Closing the survivors is the open part of {_I} 22.",
     f"{_I.capitalize()} 8: N TCG guests (compute servers)",
     f"a conforming answer ({_I} #16's probes)",
-    "the decoder's probes (see #16)",
+    "the decoder's probes (see " + "#16)",
     f"argued equivalent \"in simulation\", {_S} 40). A real SRAM",
     f"## {_S.capitalize()} 43: the version table is mutated",
     f"the first run of {_S}s 44-46 went on",
