@@ -96,26 +96,26 @@ verify-summary: venv
 	@$(PY) -m apta.summary build/verify/summary.json
 
 verify-murphi: deps-murphi venv
-	$(PY) spec/murphi/check.py --suite default
+	$(PY) -m apta.murphi.check --suite default
 
 verify-tla: deps-tla venv
-	$(PY) spec/tla/check.py --suite default
+	$(PY) -m apta.tla.check --suite default
 
 # TLC_WORKERS=host,host,...: the TLA+ deep suite on TLC's distributed mode, a TLC server here and
 # one worker per host (127.0.0.1/localhost local, others over ssh; spec/tla/README.md); TLC_SERVER_HOST
 # and TLC_PORT as check.py's --distributed-server-host / --distributed-port. Empty: one process.
 verify-deep: deps-murphi deps-tla venv vectors
-	$(PY) spec/murphi/check.py --suite deep
-	$(PY) spec/tla/check.py --suite deep --summary build/verify/summary-deep.json \
+	$(PY) -m apta.murphi.check --suite deep
+	$(PY) -m apta.tla.check --suite deep --summary build/verify/summary-deep.json \
 	  $(if $(TLC_WORKERS),--distributed-workers $(TLC_WORKERS)) \
 	  $(if $(TLC_SERVER_HOST),--distributed-server-host $(TLC_SERVER_HOST)) \
 	  $(if $(TLC_PORT),--distributed-port $(TLC_PORT))
-	$(PY) spec/murphi/vectors.py --suite deep --recheck build/vectors/coverage.json --out build/vectors-deep
+	$(PY) -m apta.murphi.vectors --suite deep --recheck build/vectors/coverage.json --out build/vectors-deep
 
 # Test vectors of the coherence core (rtl/CORE.md): trap properties on the model, one scenario per
 # cell, build/vectors/<config>.jsonl + coverage.json (replayed by tests/rtl).
 vectors: deps-murphi venv
-	nice -n 5 $(PY) spec/murphi/vectors.py --suite vectors
+	nice -n 5 $(PY) -m apta.murphi.vectors --suite vectors
 
 # --- tests --------------------------------------------------------------------------------------
 # The RTL part (tests/rtl: vectors replay, stress + coverage, mutants) needs `make rtl` and the
@@ -191,13 +191,13 @@ deps-traces:
 # ... then the simulator's binary trace cache of each (replay-cache.bin, workloads/TRACES.md), written
 # once, rewritten when its trace changed.
 traces: deps-traces workloads venv sim
-	nice -n 10 $(PY) workloads/trace.py all --size $(TRACE_SIZE)
+	nice -n 10 $(PY) -m apta.workloads.trace all --size $(TRACE_SIZE)
 	nice -n 10 build/simulator/apta-sim --cache-traces build/traces/$(TRACE_SIZE)
 
 # --- simulator and evaluation (sim/README.md) ---------------------------------------------------
 # The trace-replay simulator (C++17, CMake, zlib) -> build/simulator/apta-sim.
 .PHONY: sim eval bench-sim
-sim:
+sim: venv
 	@$(APT) cmake g++ zlib1g-dev
 	nice -n 10 cmake -S sim -B build/simulator -DCMAKE_BUILD_TYPE=Release >/dev/null
 	nice -n 10 cmake --build build/simulator -j2
@@ -205,11 +205,11 @@ sim:
 # The evaluation: every workflow x the 7 configurations on the traces, Fig. 8-10 sweeps, Result 4
 # (50 jitter runs), Table IV, failure runs -> build/eval/{results.json,REPORT.md,*.png}.
 eval: traces sim venv
-	nice -n 10 $(PY) sim/eval.py --size $(TRACE_SIZE)
+	nice -n 10 $(PY) -m apta.sim.eval --size $(TRACE_SIZE)
 
 # Simulator speed (trace events/s through the replay loop, one core) -> build/bench/sim.json
 bench-sim: traces sim venv
-	nice -n 10 $(PY) sim/bench.py --size $(TRACE_SIZE)
+	nice -n 10 $(PY) -m apta.sim.bench --size $(TRACE_SIZE)
 
 # --- gem5 (sim/gem5/README.md) ------------------------------------------------------------------
 # gem5 is brought by the user: GEM5_SRC names a gem5 v24.0.0.1 checkout; the extension (sim/gem5/)
@@ -222,7 +222,7 @@ GEM5_DEPS  := scons libprotobuf-dev protobuf-compiler libgoogle-perftools-dev li
 
 gem5: venv
 	@test -n "$(GEM5_SRC)" || { echo "make gem5: name a gem5 v24.0.0.1 source checkout: make gem5 GEM5_SRC=<dir> (sim/gem5/README.md says how to get one)"; exit 2; }
-	$(PY) -m apta.gem5 check-source "$(GEM5_SRC)"
+	$(PY) -m apta.gem5.model check-source "$(GEM5_SRC)"
 	@$(APT) $(GEM5_DEPS)
 	# scons must see Debian's python3 and its python3-config (not a venv's or pyenv's)
 	cd "$(GEM5_SRC)" && export PATH=/usr/sbin:/usr/bin:/sbin:/bin && \
@@ -239,10 +239,10 @@ test-gem5: gem5-check vectors sim venv
 	APTA_GEM5="$(GEM5)" $(PY) -m pytest -q tests/test_gem5.py
 
 eval-gem5: gem5-check traces sim venv
-	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --results --jitter-runs 50
+	nice -n 10 $(PY) -m apta.gem5.eval --gem5 "$(GEM5)" --size $(TRACE_SIZE) --results --jitter-runs 50
 
 bench-gem5: gem5-check traces sim venv
-	nice -n 10 $(PY) sim/gem5/eval.py --gem5 "$(GEM5)" --size $(TRACE_SIZE) --no-failures --out build/bench/gem5-runs --bench build/bench/gem5.json
+	nice -n 10 $(PY) -m apta.gem5.eval --gem5 "$(GEM5)" --size $(TRACE_SIZE) --no-failures --out build/bench/gem5-runs --bench build/bench/gem5.json
 
 # --- CXL emulation (qemu-cxl/README.md) ---------------------------------------------------------
 # The guest image from Debian packages (kernel, busybox-static, cxl-cli/ndctl) -> build/qemu-cxl/
@@ -288,8 +288,8 @@ test-qemu: venv qemu-image daemon daemon-trace runner deps-tla
 # Early placement against placement after completion, the six workflows in 3 QEMU guests,
 # a guest killed mid-run in every run, side by side in one run (qemu-cxl/early.py) -> build/bench/qemu-early.json
 bench-qemu-early: venv qemu-image daemon runner e2e-bin
-	nice -n 10 $(PY) qemu-cxl/early.py --no-kill-too --out build/bench/qemu-early.json
-	nice -n 10 $(PY) qemu-cxl/early.py --no-kill-too --placer kube --out build/bench/qemu-early-kube.json
+	nice -n 10 $(PY) -m apta.qemu.early --no-kill-too --out build/bench/qemu-early.json
+	nice -n 10 $(PY) -m apta.qemu.early --no-kill-too --placer kube --out build/bench/qemu-early-kube.json
 
 # Functional-emulation figures (not hardware predictions): get/put latency and throughput against
 # object size through the daemon, 1 and 3 host-process guests -> build/bench/qemu-cxl.json; ring gets/s
@@ -298,11 +298,11 @@ bench-qemu-early: venv qemu-image daemon runner e2e-bin
 # the stall run over TLS with tokens, plus 4 clients stalling in the handshake -> daemon-stall-tls.json.
 # What tracing costs the daemon (qemu-cxl/trace_cost.py) -> build/bench/daemon-trace.json.
 bench-qemu: venv daemon daemon-trace
-	nice -n 10 $(PY) qemu-cxl/bench.py --out build/bench/qemu-cxl.json
-	nice -n 10 $(PY) qemu-cxl/stall.py --out build/bench/daemon-stall.json
-	nice -n 10 $(PY) qemu-cxl/stall.py --tls --out build/bench/daemon-stall-tls.json
-	nice -n 10 $(PY) qemu-cxl/statusbench.py --out build/bench/daemon-status.json
-	nice -n 10 $(PY) qemu-cxl/trace_cost.py --rounds 5 --out build/bench/daemon-trace.json
+	nice -n 10 $(PY) -m apta.qemu.bench --out build/bench/qemu-cxl.json
+	nice -n 10 $(PY) -m apta.qemu.stall --out build/bench/daemon-stall.json
+	nice -n 10 $(PY) -m apta.qemu.stall --tls --out build/bench/daemon-stall-tls.json
+	nice -n 10 $(PY) -m apta.qemu.statusbench --out build/bench/daemon-status.json
+	nice -n 10 $(PY) -m apta.qemu.trace_cost --rounds 5 --out build/bench/daemon-trace.json
 
 # --- RTL ----------------------------------------------------------------------------------------
 rtl: deps-rtl
@@ -342,7 +342,7 @@ rtl-mutants: rtl deps-rtl-sim
 # regression; results in build/bench/rtl-mutation.json, the table in rtl/README.md ("Mutation testing")
 rtl-mutation: rtl deps-rtl-sim vectors
 	@$(APT) yosys
-	nice -n 10 $(PY) tests/rtl/mutation.py --jobs 2 $(MUTATION_ARGS)
+	nice -n 10 $(PY) -m apta.rtl.mutation --jobs 2 $(MUTATION_ARGS)
 	echo "rtl-mutation: the kill table above; every mutant killed or argued equivalent (build/bench/rtl-mutation.json)"
 
 bench: rtl deps-rtl-sim
@@ -379,11 +379,11 @@ trace-validate: rtl deps-rtl-sim deps-tla
 	rm -rf build/trace/ms/ms3 build/trace/core build/trace/core-long build/trace/tla
 	$(RTL_PYTEST) -rs tests/rtl/test_ms_workflows.py::test_ms_workflows
 	for seed in 1 2 3; do
-	  APTA_RTL=1 $(PY) tests/rtl/core_trace.py m3s1w1 $(TRACE_CORE_OPS) $$seed build/trace/core/m3s1w1-ops$(TRACE_CORE_OPS)-s$$seed.ndjson
+	  APTA_RTL=1 $(PY) -m apta.rtl.core_trace m3s1w1 $(TRACE_CORE_OPS) $$seed build/trace/core/m3s1w1-ops$(TRACE_CORE_OPS)-s$$seed.ndjson
 	done
-	$(PY) spec/tla/trace.py --summary --json build/trace/summary.json build/trace/ms/ms3/*.ndjson build/trace/core/*.ndjson
-	APTA_RTL=1 $(PY) tests/rtl/core_trace.py m3s1w1 $(TRACE_LONG_OPS) 1 build/trace/core-long/m3s1w1-ops$(TRACE_LONG_OPS)-s1.ndjson
-	$(PY) spec/tla/trace.py --chunk $(TRACE_CHUNK) --json build/trace/summary-long.json build/trace/core-long/m3s1w1-ops$(TRACE_LONG_OPS)-s1.ndjson
+	$(PY) -m apta.tla.trace --summary --json build/trace/summary.json build/trace/ms/ms3/*.ndjson build/trace/core/*.ndjson
+	APTA_RTL=1 $(PY) -m apta.rtl.core_trace m3s1w1 $(TRACE_LONG_OPS) 1 build/trace/core-long/m3s1w1-ops$(TRACE_LONG_OPS)-s1.ndjson
+	$(PY) -m apta.tla.trace --chunk $(TRACE_CHUNK) --json build/trace/summary-long.json build/trace/core-long/m3s1w1-ops$(TRACE_LONG_OPS)-s1.ndjson
 
 # The same regression on another Verilog build of the same modules: the yosys gate-level netlists
 # of stress, m2s1w1, m3s1w1 (RTL_DIR = a root of <variant>/ directories or one variant's directory;

@@ -20,8 +20,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-import harness
-from harness import Driver, build_driver, content
+from apta.qemu import harness
+from apta.qemu.harness import Driver, build_driver, content
 
 ROOT = harness.ROOT
 SIZES = [1, 8, 64, 512, 4096]
@@ -38,7 +38,7 @@ def parse(line: str) -> dict:
 def in_guests(n_guests: int, sizes: list, secs: float, schema_) -> dict:
     """The same uncached gets/puts by the driver in TCG guests (`cmd` mode fed by the guest's
     /apta/run script), n_guests at once, each on its own objects; parsed from the consoles."""
-    import launch
+    from apta.qemu import launch
     drv = build_driver(static=True)
     cmds = ["rejoin"] + [f"bench {op} $((10 + 3 * {i} + $APTA_GUEST)) {n} {secs}"
                          for i, n in enumerate(sizes) for op in ("get", "put")]

@@ -31,17 +31,14 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from apta import history
+from apta import workflow as wfmod
 
-from apta import history                               # noqa: E402
-from apta import workflow as wfmod                     # noqa: E402
-
-import apiauth                                         # noqa: E402
-import executor as exmod                               # noqa: E402
-import harness                                         # noqa: E402
-import kube as kubemod                                 # noqa: E402
-import launch                                          # noqa: E402
+from apta.qemu import apiauth
+from apta.qemu import executor as exmod
+from apta.qemu import harness
+from apta.qemu import kube as kubemod
+from apta.qemu import launch
 
 N = 3
 LEASE_MS = 2000

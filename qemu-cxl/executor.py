@@ -57,7 +57,7 @@ from apta import history
 from apta import hostrun as wrun
 from apta.paths import ROOT
 
-import jobs
+from apta.qemu import jobs
 
 
 

@@ -39,9 +39,9 @@ from apta import shm
 from apta import workflow as wfmod
 from apta.paths import ROOT, SCHEMA
 
-import apiauth
-import jobs
-import kube as kubemod
+from apta.qemu import apiauth
+from apta.qemu import jobs
+from apta.qemu import kube as kubemod
 
 VARIANT = "msemu"      # the daemon's default (qemu-cxl/daemon/Makefile)
 PARAMS_PATH = ROOT / "build" / "rtl" / VARIANT / "params.json"

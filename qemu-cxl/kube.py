@@ -28,7 +28,7 @@ import ssl
 import time
 from pathlib import Path
 
-from executor import ok_for        # the executor's placement rule, which the plugin's Filter matches
+from apta.qemu.executor import ok_for        # the executor's placement rule, which the plugin's Filter matches
 
 
 class KubeError(RuntimeError):

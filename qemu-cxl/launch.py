@@ -37,12 +37,11 @@ import sys
 import time
 from pathlib import Path
 
-import image  # qemu-cxl/image.py
+from apta import layout as gen_layout
+from apta.paths import ROOT as REPO
+from apta.qemu import image  # qemu-cxl/image.py
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO / "python"))  # apta.layout without the venv (the CLI)
-from apta import layout as gen_layout  # noqa: E402
+HERE = Path(__file__).resolve().parent   # qemu-cxl/
 
 LAY = gen_layout.load()
 BUILD = REPO / "build" / "qemu-cxl"

@@ -31,9 +31,9 @@ import threading
 import time
 from pathlib import Path
 
-import apiauth
-import harness
-from harness import EXE, ROOT, Rack
+from apta.qemu import apiauth
+from apta.qemu import harness
+from apta.qemu.harness import EXE, ROOT, Rack
 
 OBJ0, LINES = 40, 8           # guest g gets object OBJ0+g (ringbench's convention)
 # a query whose answer is ~30 KB (each requested name is echoed in "objects" and "unknown") from a

@@ -25,9 +25,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import harness
-from harness import EXE, ROOT, Rack
-from stall import get, http
+from apta.qemu import harness
+from apta.qemu.harness import EXE, ROOT, Rack
+from apta.qemu.stall import get, http
 
 
 def register_all(port: int, n: int, threads: int = 4):

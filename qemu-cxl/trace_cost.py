@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import harness
+from apta.qemu import harness
 
 D = harness.ROOT / "build" / "qemu-cxl" / "daemon"
 LINES = 8

@@ -30,7 +30,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-import plan as planlib
+from apta.sim import plan as planlib
 
 APPS = planlib.workflow.names()   # every workflow file
 REPLAY_RUNS = 3                   # Apta runs per process

@@ -25,8 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-import dataflow as dflow
-import plan as planlib
+from apta.sim import dataflow as dflow
+from apta.sim import plan as planlib
 from apta import bounds, schema
 
 workflow = planlib.workflow

@@ -16,7 +16,7 @@ import pytest
 
 def need_rtl():
     """The daemon's RTL variant must be built: skipped without it, failed under APTA_RTL=1."""
-    import harness
+    from apta.qemu import harness
     missing = harness.rtl_missing()
     if missing:
         if os.environ.get("APTA_RTL") == "1":
@@ -28,7 +28,7 @@ def need_rtl():
 def exe():
     """The memory-server daemon, built (make -C qemu-cxl/daemon)."""
     need_rtl()
-    import harness
+    from apta.qemu import harness
     return harness.build_daemon()
 
 
@@ -36,14 +36,14 @@ def exe():
 def schema():
     """The message schema with the daemon's variant's parameters."""
     need_rtl()
-    import harness
+    from apta.qemu import harness
     return harness.load_schema()
 
 
 @pytest.fixture(scope="module")
 def runner_exe(exe):
     """The host build of the function runner (aptarun-host) and the workloads' host builds."""
-    import harness
+    from apta.qemu import harness
     return harness.build_runner(harness.RUNNER)
 
 
@@ -54,8 +54,8 @@ def world(runner_exe, exe, schema, tmp_path, request):
     qemu-cxl/apiauth.py). A module may set WORLD_LEASE_MS (test_sched_daemon.py: a pending ack
     must outlive a scheduling); indirect parametrization may add daemon arguments ({"extra":
     [...]}: a mutant)."""
-    import apiauth
-    import harness
+    from apta.qemu import apiauth
+    from apta.qemu import harness
     rack = harness.Rack(exe, schema, tmp_path, lease_ms=getattr(request.module, "WORLD_LEASE_MS", harness.LEASE_MS),
                         extra=getattr(request, "param", {}).get("extra"), data_bytes=harness.WORLD_DATA_BYTES,
                         auth=apiauth.ApiAuth(tmp_path / "auth"))

@@ -12,9 +12,9 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 from apta import messages, workflow
-from compute_server import (FAULT_KINDS, IS_D_I, JOINING, LIVE, P_A, P_A_I, ComputeServer,
+from apta.testbench.compute_server import (FAULT_KINDS, IS_D_I, JOINING, LIVE, P_A, P_A_I, ComputeServer,
                             FaultPlan, ProtocolError, Transport, decode_line, line_data)
-from fake_memserver import run_workflow
+from apta.testbench.fake_memserver import run_workflow
 
 S = messages.load()
 PATTERNS = ["pipeline", "broadcast", "broadcast-gather", "scatter-gather", "map-reduce"]

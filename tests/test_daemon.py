@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from harness import DATA_BYTES, EXE, LAY, LEASE_MS, LINE, REFUSED, ROOT, SLOT, Rack, seed_name, sync_fuzz_seeds
+from apta.qemu.harness import DATA_BYTES, EXE, LAY, LEASE_MS, LINE, REFUSED, ROOT, SLOT, Rack, seed_name, sync_fuzz_seeds
 
 
 @pytest.fixture
@@ -551,7 +551,7 @@ def test_guest_processes_map_only_their_own_file(exe, schema, tmp_path):
     """Runner and driver processes playing guests map their own guest file and nothing else of the
     rack (/proc/<pid>/maps); the daemon maps the server file and every guest file. The daemon's
     line is the check's negative control: the same scan does find shared files when they are mapped."""
-    from harness import Driver, build_driver
+    from apta.qemu.harness import Driver, build_driver
     drv = build_driver()
     with Rack.running(exe, schema, tmp_path) as rack:
         drivers = [Driver(drv, rack.path, g) for g in range(3)]
@@ -578,7 +578,7 @@ def test_rack_files_bad_input_and_resume(exe, schema, tmp_path):
     a server file without a header each stop it at start with a message naming the file; a restart
     without --init resumes, and a guest's scribbled header copy neither stops it nor survives (the
     daemon never reads a guest's copy back, it rewrites it)."""
-    from harness import make_rack
+    from apta.qemu.harness import make_rack
 
     def run(*args, until=None, timeout=20):
         p = subprocess.Popen([str(exe), *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

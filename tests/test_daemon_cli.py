@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from harness import DATA_BYTES, LAY, free_port, kill_proc, make_rack
+from apta.qemu.harness import DATA_BYTES, LAY, free_port, kill_proc, make_rack
 
 NOWHERE = "nowhere/server.mem"     # relative to tmp_path: never created
 

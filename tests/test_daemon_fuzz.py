@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import FUZZ_CORPUS, ROOT
+from apta.qemu.harness import FUZZ_CORPUS, ROOT
 
 DAEMON = ROOT / "qemu-cxl" / "daemon"
 TARGETS = ("slot", "http", "json")

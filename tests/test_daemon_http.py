@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-import stall
-from harness import ROOT, Rack, seed_name, sync_fuzz_seeds
+from apta.qemu import stall
+from apta.qemu.harness import ROOT, Rack, seed_name, sync_fuzz_seeds
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import warnings
 
 import pytest
 
-import apiauth
-import stall
-from harness import ROOT, Rack
+from apta.qemu import apiauth
+from apta.qemu import stall
+from apta.qemu.harness import ROOT, Rack
 
 
 @pytest.fixture

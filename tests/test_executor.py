@@ -21,8 +21,8 @@ import pytest
 from apta import history
 from apta import workflow as wfmod
 
-import executor as exmod
-from harness import ROOT
+from apta.qemu import executor as exmod
+from apta.qemu.harness import ROOT
 
 OUT = ROOT / "build" / "qemu-cxl" / "executor"
 
@@ -136,7 +136,7 @@ def test_wrong_credentials_fail_closed(world, tmp_path):
     other than the daemon's (certificate refused), plain HTTP (400) stop it before it does
     anything; a reader's token where the object manager's is needed registers nothing (403); the
     right credentials then work (the positive side of the same calls)."""
-    import apiauth
+    from apta.qemu import apiauth
     auth = world.rack.auth
     seq0 = world.rack.api("GET", "/v1/status")[1]["seq"]
     for _, bad, want in apiauth.wrong_credentials(auth):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from apta import gem5 as g5
+from apta.gem5 import model as g5
 from apta import schema, sim_synth, workflow
 from apta.paths import ROOT
 
@@ -162,7 +162,7 @@ VECTORS = ROOT / "build" / "vectors"
 
 
 def gem5_run(outdir: Path, *args, timeout=1800):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, APTA_PYTHON=sys.executable, APTA_ROOT=str(ROOT))   # configs/run_apta.py asks it for the spec
     return subprocess.run([GEM5, "-d", str(outdir), str(CONFIG), *args], env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -190,8 +190,7 @@ def test_a_mutant_engine_inside_gem5_is_rejected(tmp_path, mutant):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """Synthetic tiny traces of the sentiment workflow and its plan (sim/plan.py)."""
-    from apta.paths import load_script
-    planlib = load_script("apta_sim_plan_t", ROOT / "sim" / "plan.py")
+    from apta.sim import plan as planlib
     root = tmp_path_factory.mktemp("g5traces")
     wf = os.path.join(workflow.WORKFLOW_DIR, "sentiment.json")
     sim_synth.make_traces(wf, str(root), "tiny", compute_events=20)

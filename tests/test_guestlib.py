@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from harness import GUESTLIB_OUT as OUT
-from harness import PARAMS_PATH, Driver, Rack, build_driver, content
+from apta.qemu.harness import GUESTLIB_OUT as OUT
+from apta.qemu.harness import PARAMS_PATH, Driver, Rack, build_driver, content
 
 OBJS = {1: 8, 2: 4, 3: 8}     # obj -> size in lines (the memory server allocates the storage)
 

@@ -17,10 +17,9 @@ CHECK = ROOT / "spec" / "murphi" / "check.py"
 CHECKS = json.loads((ROOT / "spec" / "murphi" / "checks.json").read_text())
 SUMMARY = ROOT / "build" / "verify" / "summary.json"
 from apta import summary
-from apta.paths import load_script
 
 
-check = load_script("murphi_check", CHECK)   # spec/murphi and spec/tla both have a check.py
+from apta.murphi import check   # spec/murphi and spec/tla both have a check.py: apta.murphi.check, apta.tla.check
 
 DEFAULT = CHECKS["suites"]["default"]
 

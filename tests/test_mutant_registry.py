@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from apta.paths import load_script
+from apta.schema_tools import mutants
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "schema" / "mutants.py"
-mutants = load_script("schema_mutants", SCRIPT)
 
 
 @pytest.fixture(scope="module")

@@ -34,9 +34,9 @@ import time
 
 import pytest
 
-import jobs
-import launch
-from harness import LAY, Guest, Serving, build_driver, content
+from apta.qemu import jobs
+from apta.qemu import launch
+from apta.qemu.harness import LAY, Guest, Serving, build_driver, content
 
 N = 3
 MAGIC = 0x3142525041545041  # "APTAPRB1" (probe.c)

@@ -20,8 +20,8 @@ import os
 
 import pytest
 
-import early
-import launch
+from apta.qemu import early
+from apta.qemu import launch
 
 SLOW_PRODUCER_MS = 2000   # a loaded CI machine once took longer than 500 ms from a post to the version check
 WORKFLOWS = os.environ.get("APTA_QEMU_EARLY", "video")

@@ -29,16 +29,16 @@ from pathlib import Path
 import pytest
 
 from apta import workflow as wfmod
-from apta.paths import ROOT, load_script
+from apta.paths import ROOT
+from apta.tla import qemu_trace as qtrace
+from apta.tla import trace
 
-import executor as exmod
-import harness
-import launch
-from harness import RUNNER_STATIC as RUNNER
-from harness import Serving, build_runner
+from apta.qemu import executor as exmod
+from apta.qemu import harness
+from apta.qemu import launch
+from apta.qemu.harness import RUNNER_STATIC as RUNNER
+from apta.qemu.harness import Serving, build_runner
 
-trace = load_script("tla_trace", ROOT / "spec" / "tla" / "trace.py")
-qtrace = load_script("tla_qemu_trace", ROOT / "spec" / "tla" / "qemu_trace.py")
 
 N = 3
 LEASE_MS = 2000
@@ -259,7 +259,7 @@ def _early_done(run, dlog):
 
 def _stale_hit(run, dlog):
     """The last cache hit returns the object's initial (empty) contents instead of its copy."""
-    import jobs
+    from apta.qemu import jobs
     h = [x for x in run["executor"] if x["ev"] == "get_ret" and x.get("hit")][-1]
     h["len"], h["digest"] = 0, f"{jobs.fnv1a64(b''):016x}"
     g = next(x for x in run["executor"] if x["ev"] == "get" and x["id"] == h["id"])

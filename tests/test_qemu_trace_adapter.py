@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from apta.paths import ROOT, load_script
+from apta.paths import ROOT
+from apta.tla import qemu_trace as qtrace
+from apta.tla import trace
 
-qtrace = load_script("tla_qemu_trace", ROOT / "spec" / "tla" / "qemu_trace.py")
-trace = load_script("tla_trace", ROOT / "spec" / "tla" / "trace.py")
 
 COMMIT, GET = qtrace.OPS.index("Commit"), qtrace.OPS.index("Get")
 COMMITTED, SERVED = qtrace.RESULTS.index("Committed"), qtrace.RESULTS.index("Served")

@@ -37,13 +37,13 @@ import pytest
 from apta import history
 from apta import workflow as wfmod
 
-import apiauth
-import executor as exmod
-import kube as kubemod
-import launch
-import harness
-from harness import RUNNER_STATIC as RUNNER
-from harness import E2E, KILL_PAUSE_MS, Serving, build_e2e, build_runner, identify_job
+from apta.qemu import apiauth
+from apta.qemu import executor as exmod
+from apta.qemu import kube as kubemod
+from apta.qemu import launch
+from apta.qemu import harness
+from apta.qemu.harness import RUNNER_STATIC as RUNNER
+from apta.qemu.harness import E2E, KILL_PAUSE_MS, Serving, build_e2e, build_runner, identify_job
 
 N = 3
 LEASE_MS = 2000

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-import jobs
-from harness import LEASE_MS, identify_job, phi_records
+from apta.qemu import jobs
+from apta.qemu.harness import LEASE_MS, identify_job, phi_records
 
 
 def errors(recs):

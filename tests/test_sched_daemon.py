@@ -39,9 +39,9 @@ import pytest
 
 from apta import workflow as wfmod
 
-import executor as exmod
-import kube as kubemod
-from harness import E2E, ROOT, build_e2e, identify_job, phi_records
+from apta.qemu import executor as exmod
+from apta.qemu import kube as kubemod
+from apta.qemu.harness import E2E, ROOT, build_e2e, identify_job, phi_records
 
 WORLD_LEASE_MS = 4000            # the world's heartbeat lease: a frozen guest owes its ack this long
 OUT = ROOT / "build" / "qemu-cxl" / "sched-daemon"

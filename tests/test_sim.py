@@ -18,7 +18,7 @@ SIMDIR = ROOT / "sim"
 BUILD = ROOT / "build" / "simulator"
 BIN = BUILD / "apta-sim"
 VECTORS = ROOT / "build" / "vectors"
-import plan as planlib
+from apta.sim import plan as planlib
 from apta import schema, sim_synth, workflow
 
 workflow = planlib.workflow

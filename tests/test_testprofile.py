@@ -14,9 +14,8 @@ SCRIPT = Path(testprofile.__file__)
 
 
 def _env(log: Path) -> dict:
-    # the apta package importable from any directory, as the venv's editable install makes it
-    path = os.pathsep.join(p for p in (str(SCRIPT.parents[1]), os.environ.get("PYTHONPATH", "")) if p)
-    return dict(os.environ, APTA_PROFILE_LOG=str(log), APTA_PROFILE_T0="0", PYTHONPATH=path)
+    # the apta package is importable from any directory: the venv's editable install
+    return dict(os.environ, APTA_PROFILE_LOG=str(log), APTA_PROFILE_T0="0")
 
 
 def test_phases_measured_and_failure_kept(tmp_path):

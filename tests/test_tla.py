@@ -22,9 +22,8 @@ CHECK = SPEC / "check.py"
 SUMMARY = ROOT / "build" / "verify" / "summary.json"
 
 from apta import summary
-from apta.paths import load_script
 
-check = load_script("tla_check", CHECK)   # spec/murphi and spec/tla both have a check.py
+from apta.tla import check   # spec/murphi and spec/tla both have a check.py: apta.murphi.check, apta.tla.check
 
 DEFAULT = {r.name: r for r in check.SUITES["default"]}
 PINS = check.load_pins(SPEC / check.PINS_FILE)

@@ -21,13 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from apta.paths import load_script
+from apta.tla import check
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec" / "tla"
 CHECK = SPEC / "check.py"
 
-check = load_script("tla_check", CHECK)
 PINS = check.load_pins(SPEC / check.PINS_FILE)
 MODEL = "broadcast"           # a default-suite model with SYMMETRY: 923 distinct states, ~6 s
 RUN_TIMEOUT = 120             # seconds for any check.py run here (the test fails, never hangs)

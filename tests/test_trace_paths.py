@@ -17,16 +17,7 @@ from apta import workflow as wfmod
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _load_trace_module():
-    """workloads/trace.py by path (`import trace` may give the standard library's module)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("apta_trace_paths", os.path.join(ROOT, "workloads", "trace.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-tracemod = _load_trace_module()
+from apta.workloads import trace as tracemod
 APP = "finra"  # tiny: seven instances, a few seconds under the tracer
 
 

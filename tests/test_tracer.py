@@ -15,21 +15,11 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from apta import hostrun as runmod
-import sigil
+from apta.workloads import sigil
 from apta import workflow as wfmod
 
 
-def _load_trace_module():
-    """workloads/trace.py by path: `import trace` could return the standard library's module of
-    that name if anything imported it first in this pytest session."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("apta_trace", os.path.join(ROOT, "workloads", "trace.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-tracemod = _load_trace_module()
+from apta.workloads import trace as tracemod
 
 APPS = ("finra", "gemm", "image", "phi", "sentiment", "video")
 

@@ -236,11 +236,7 @@ def test_ack_and_ctrl_results(scenarios):
 
 # --- the generator --------------------------------------------------------------------------
 def test_model_cell_enum_must_match_the_table():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("murphi_vectors", GEN)
-    gen = importlib.util.module_from_spec(spec)
-    sys.modules["murphi_vectors"] = gen          # dataclasses look their module up
-    spec.loader.exec_module(gen)
+    from apta.murphi import vectors as gen
     src = (ROOT / "spec" / "murphi" / "apta.m").read_text()
     assert gen.model_cells(src, "apta.m") == CELLS + cells.ids("ms")
     with pytest.raises(gen.CheckError, match="V_get_S"):
@@ -451,11 +447,7 @@ def test_every_server_is_fenced_rejoined_and_acked_in_some_vector():
 
 
 def test_a_renamed_scenario_is_the_same_scenario_on_other_servers():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("murphi_vectors", GEN)
-    vectors = importlib.util.module_from_spec(spec)
-    sys.modules["murphi_vectors"] = vectors        # its dataclasses look their module up
-    spec.loader.exec_module(vectors)
+    from apta.murphi import vectors as vectors
     sc = {"id": "x/c", "params": {"servers": 2}, "steps": [{
         "rule": "r", "stimuli": [{"port": "ctrl", "op": "Rejoin", "server": 1, "epoch": 0}],
         "expect": {"resp": [], "ctrlResp": [{"op": "RejoinAck", "server": 1, "epoch": 1}],
@@ -476,11 +468,7 @@ def test_queued_image_sends_two_control_steps_as_one():
     """vectors.queued_images: two consecutive control steps (a Fence, then a Rejoin) become one step
     with both flits, expecting both answers in order and the second step's state; a scenario with
     no such pair has no image."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("murphi_vectors", GEN)
-    vectors = importlib.util.module_from_spec(spec)
-    sys.modules["murphi_vectors"] = vectors
-    spec.loader.exec_module(vectors)
+    from apta.murphi import vectors as vectors
 
     def step(port, op, resp, state):
         return {"rule": op, "stimuli": [{"port": port, "op": op, "server": 1, "epoch": 0}],

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reader and validator of the traces of workloads/TRACES.md (stdlib only).
 
-    import sigil
+    from apta.workloads import sigil
     t = sigil.load("build/traces/tiny/phi/identifyPHI.0")   # validates; raises TraceFormatError
     for ev in t.events: ...                                 # Compute / Marker tuples, file order
     t.phases["COMPUTE"]                                      # the compute events of one phase

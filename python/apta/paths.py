@@ -1,24 +1,57 @@
-"""Where the repository's shared files are. The package is installed editable (`pip install -e .`
-from the repository root), so the repository is two levels above this file."""
+"""Where the checkout's shared files are. The package does not assume where it is installed: the
+checkout is the folder named by APTA_ROOT (a tool's argument, set by its --root or by the caller),
+else the working directory or the nearest of its parents that has both `schema/` and `spec/`.
+`ROOT`, `SCHEMA` and `BUILD` are found on first use (`from apta.paths import ROOT`), and a clear
+error says where the search looked when there is no checkout there."""
 from __future__ import annotations
 
+import os
+from functools import lru_cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT / "schema"
-BUILD = ROOT / "build"
+ENV = "APTA_ROOT"
 
 
-def load_script(name: str, path: Path):
-    """Import a component's script by its path under `name` (for tests of scripts that are not
-    modules of a package, e.g. spec/murphi/check.py and spec/tla/check.py, which share a file name)."""
-    import importlib.util
-    import sys
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+class NoCheckout(RuntimeError):
+    """Neither APTA_ROOT nor the working directory (or a parent of it) is an apta checkout."""
+
+
+def is_checkout(d: Path) -> bool:
+    return (d / "schema").is_dir() and (d / "spec").is_dir()
+
+
+def find_root(start: str | os.PathLike | None = None) -> Path:
+    """The checkout: `start` (a tool's argument) or APTA_ROOT if given, which must be a checkout;
+    else the working directory or its nearest parent that has schema/ and spec/."""
+    given = start if start is not None else os.environ.get(ENV)
+    if given:
+        d = Path(given).resolve()
+        if not is_checkout(d):
+            raise NoCheckout(f"{d} ({'argument' if start is not None else ENV}) is not an apta checkout: "
+                             "it has no schema/ and spec/")
+        return d
+    cwd = Path.cwd().resolve()
+    for d in (cwd, *cwd.parents):
+        if is_checkout(d):
+            return d
+    raise NoCheckout(f"no apta checkout at {cwd} or any parent (a folder with schema/ and spec/): "
+                     f"run from inside the checkout or set {ENV}=<checkout>")
+
+
+@lru_cache(maxsize=None)
+def _root() -> Path:
+    return find_root()
+
+
+def __getattr__(name: str):
+    # ROOT, SCHEMA, BUILD: computed when first imported, from the working directory or APTA_ROOT
+    if name == "ROOT":
+        return _root()
+    if name == "SCHEMA":
+        return _root() / "schema"
+    if name == "BUILD":
+        return _root() / "build"
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def emit(text: str, out: str | None) -> None:

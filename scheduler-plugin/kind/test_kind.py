@@ -354,7 +354,7 @@ def gateway() -> str:
 def pod_template(plugin: bool = True) -> dict:
     """A function pod (KubePlacer fills name, labels, annotations, affinity): function/apta-function
     on the rack directory, with the placed epoch and the inputs from the downward API."""
-    import harness
+    from apta.qemu import harness
     ann = lambda k: {"valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{k}']"}}}
     env = [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
            {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
@@ -471,7 +471,7 @@ def daemon_world(cluster):
     cluster's bridge address, the Service apta-controlplane pointed at it (the plugin and the agent
     of manifests/apta now read the daemon), routes back to the pods' networks, the runners'
     DaemonSet. All of it undone at the end, even on failure."""
-    import harness
+    from apta.qemu import harness
     workers = cluster["workers"]
     exe = harness.build_daemon()
     schema = harness.load_schema()
@@ -539,7 +539,7 @@ def daemon_world(cluster):
 
 
 def executor_for(dw, placer, first_obj: int):
-    import executor as exmod
+    from apta.qemu import executor as exmod
     from unittest import mock
     with mock.patch.object(exmod, "Api", PlainTokenApi(token("executor")).make(exmod)):
         return exmod.Executor(RACK, dw["rack"].port, guests=len(dw["workers"]), out_dir=OUT, first_obj=first_obj,
@@ -551,8 +551,8 @@ def run_workflows(dw, tmp_path, stop_during: str | None = None) -> dict:
     registers objects and posts jobs, the KindPlacer places by pods; with `stop_during`, the
     worker running that workflow's second function is `docker stop`ped at its placement and
     started again once the workflow is over."""
-    import executor as exmod
-    import kube as kubemod
+    from apta.qemu import executor as exmod
+    from apta.qemu import kube as kubemod
     from unittest import mock
     from apta import workflow as wfmod
     placer = make_placer(kubemod, kube_access(dw["workers"]))
@@ -709,8 +709,8 @@ def test_negative_control_default_scheduler_on_the_daemon(daemon_world, tmp_path
     it. The default scheduler binds them there: their containers refuse the start (fenced), which
     KubePlacer counts as violations (the daemon reported the server unschedulable when the pods were
     created); the workflow still completes on the others. The plugin, same preference: none."""
-    import executor as exmod
-    import kube as kubemod
+    from apta.qemu import executor as exmod
+    from apta.qemu import kube as kubemod
     from apta import workflow as wfmod
     dw = daemon_world
     workers, rack = dw["workers"], dw["rack"]
@@ -775,7 +775,7 @@ def test_function_container_admits_only_the_placed_epoch(daemon_world):
         pod("admit-current", e)
         adm = RACK / "admit" / "admit-current"
         wait_for(adm.exists, "the current-epoch pod admitted", 90)
-        import jobs
+        from apta.qemu import jobs
         r = jobs.Rack(RACK)
         try:
             post = jobs.JobBlock(r, g).post_seq
@@ -793,8 +793,8 @@ def test_host_runner_makespans(tmp_path):
     """The same six workflows with the host-runner e2e (tests/test_executor.py's setup: the daemon
     and three aptarun-host processes on this machine, no cluster), beside the cluster's; then
     build/bench/kind.json."""
-    import executor as exmod
-    import harness
+    from apta.qemu import executor as exmod
+    from apta.qemu import harness
     from apta import workflow as wfmod
     exe, schema = harness.build_daemon(), harness.load_schema()
     rack = harness.Rack(exe, schema, tmp_path, data_bytes=harness.WORLD_DATA_BYTES)

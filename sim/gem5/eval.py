@@ -21,14 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-from apta import gem5 as g5
 from apta import workflow
-from apta.paths import ROOT, load_script
+from apta.gem5 import model as g5
+from apta.paths import ROOT
+from apta.sim import eval as simeval
+from apta.sim import plan as planlib
 
 SIM = ROOT / "sim"
-sys.path.insert(0, str(SIM))  # sim/eval.py imports its siblings (plan, ...) by name
-planlib = load_script("apta_sim_plan", SIM / "plan.py")
-simeval = load_script("apta_sim_eval", SIM / "eval.py")
 CONFIG_SCRIPT = SIM / "gem5" / "configs" / "run_apta.py"
 CONFIGS = simeval.CONFIGS
 
@@ -38,8 +37,9 @@ def log(msg: str) -> None:
 
 
 def gem5_env() -> dict:
-    # the config script imports the apta package (python/); gem5's embedded Python honours PYTHONPATH
-    return dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    # gem5's embedded Python does not import the apta package: the config script asks this
+    # Python (the venv's) for the system spec, `python -m apta.gem5.model spec`
+    return dict(os.environ, APTA_PYTHON=sys.executable, APTA_ROOT=str(ROOT))
 
 
 def run_gem5(gem5: str, plan_path: Path, scenario: dict, outdir: Path, params: str, timeout: float) -> dict:

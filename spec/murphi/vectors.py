@@ -37,21 +37,9 @@ ROOT = HERE.parent.parent
 OUT = ROOT / "build" / "vectors"
 from apta import cells
 from apta import vectors_io
+from apta.murphi import check
 
 
-def _load_check():
-    """spec/murphi/check.py, imported by path (spec/tla has a check.py too)."""
-    if "murphi_check" in sys.modules:
-        return sys.modules["murphi_check"]
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("murphi_check", HERE / "check.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["murphi_check"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-check = _load_check()
 CheckError = check.CheckError
 CC_FLAGS = ["-std=c11", "-O0", "-mcx16", "-w"]   # small state spaces: compile time dominates
 MAX_ERRORS = 300                                  # per run; traps repeat, the first of each counts

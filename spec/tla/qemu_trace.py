@@ -42,12 +42,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-sys.path.insert(0, str(ROOT / "python"))
-sys.path.insert(0, str(ROOT / "qemu-cxl"))
 
-import jobs  # noqa: E402  (qemu-cxl/jobs.py: the object format, JOBS.md)
-from apta import layout, schema  # noqa: E402
+from apta import layout, schema
+from apta.paths import ROOT
+from apta.qemu import jobs  # qemu-cxl/jobs.py: the object format, JOBS.md
 
 FORMAT = "apta-trace/1"
 RESULTS = schema.enum("ReqResult")

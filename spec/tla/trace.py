@@ -36,20 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
-
-def _tla_check():
-    """spec/tla/check.py (the TLC jar, java command, TLC run and its output parsing), imported by
-    path under the name tests/test_tla.py uses (spec/murphi has a check.py too)."""
-    import importlib.util
-    if "tla_check" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("tla_check", HERE / "check.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["tla_check"] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["tla_check"]
-
-
-check = _tla_check()
+from apta.tla import check  # (the TLC jar, java command, TLC run and its output parsing)
 
 FORMAT = "apta-trace/1"
 MODULE = "MCTraceApta.tla"

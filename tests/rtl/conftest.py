@@ -33,7 +33,7 @@ def _missing(item) -> str | None:
     root = Path(os.environ.get("RTL_DIR", ROOT / "build" / "rtl"))
     if not root.is_dir():
         return f"{root} missing (run `make rtl`)"
-    from core_bfm import declared_variants, rtl_dir_lacks
+    from apta.testbench.core_bfm import declared_variants, rtl_dir_lacks
     for v in mark.args:
         if v == "":              # the root's MsgDecoder.sv: the default build only
             if declared_variants() is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from core_bfm import directed_report, Req
+from apta.testbench.core_bfm import directed_report, Req
 
 X = 2
 
@@ -27,7 +27,7 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def ctrl_before_req(dut):
-        from core_bfm import directed_start
+        from apta.testbench.core_bfm import directed_start
         variant, p, core = directed_start(dut)
         n = p["servers"]
         fails = []
@@ -63,6 +63,6 @@ if cocotb is not None:
 @pytest.mark.rtl_variants("m2s1w1", "m3s1w1", "stress")
 @pytest.mark.parametrize("variant", ["m2s1w1", "m3s1w1", "stress"])
 def test_ctrl_before_req(variant):
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     n, failed = run(variant, "test_core_arbitration", {}, results_name="arbitration.xml")
     assert n == 1 and failed == 0, f"{variant}: see build/sim/{variant}*/arbitration.xml"

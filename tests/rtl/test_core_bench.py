@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core_bfm import ROOT, Core, Req, load_params
+from apta.testbench.core_bfm import ROOT, Core, Req, load_params
 
 OUT = ROOT / "build" / "bench" / "rtl.json"
 
@@ -26,7 +26,7 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def core_bench(dut):
-        from core_bfm import start_clock
+        from apta.testbench.core_bfm import start_clock
         p = load_params(os.environ["APTA_VARIANT"])
         start_clock(dut)
         core = Core(dut, p)
@@ -73,7 +73,7 @@ if cocotb is not None:
 @pytest.mark.bench
 @pytest.mark.rtl_variants("default")
 def test_bench():
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     if OUT.exists():
         OUT.unlink()
     n, failed = run("default", "test_core_bench", {}, results_name="bench.xml")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from core_bfm import directed_report
+from apta.testbench.core_bfm import directed_report
 
 HOLD = 12      # cycles ctrlResp is held not ready while the next flits queue behind
 
@@ -64,7 +64,7 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def ctrl_back_to_back(dut):
-        from core_bfm import directed_start
+        from apta.testbench.core_bfm import directed_start
         variant, p, core = directed_start(dut)
         n = p["servers"]
         fails = []
@@ -106,6 +106,6 @@ if cocotb is not None:
 @pytest.mark.rtl_variants("m2s1w1", "m3s1w1", "stress")
 @pytest.mark.parametrize("variant", ["m2s1w1", "m3s1w1", "stress"])
 def test_ctrl_back_to_back(variant):
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     n, failed = run(variant, "test_core_ctrl", {}, results_name="ctrl.xml")
     assert n == 1 and failed == 0, f"{variant}: see build/sim/{variant}*/ctrl.xml"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from core_bfm import ROOT, Core, Req, load_params, variant_dir
+from apta.testbench.core_bfm import ROOT, Core, Req, load_params, variant_dir
 
 VARIANT = "mutants_epochs"
 X, BASE, SIZE = 1, 0x40, 1
@@ -48,7 +48,7 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def epochs_never_reused(dut):
-        from core_bfm import start_clock
+        from apta.testbench.core_bfm import start_clock
         p = load_params(os.environ["APTA_VARIANT"])
         n, last = p["servers"], (1 << p["epochBits"]) - 1
         mutant = int(os.environ.get("APTA_MUTANT", "0"))
@@ -152,7 +152,7 @@ if cocotb is not None:
 
 
 def _run(mutant: int) -> dict:
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     out = ROOT / "build" / "coverage" / "epochs" / f"epochs-{mutant}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():

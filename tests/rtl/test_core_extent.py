@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-from core_bfm import directed_report, Req
+from apta.testbench.core_bfm import directed_report, Req
 
 X = 1
 
@@ -39,7 +39,7 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def extent_kept(dut):
-        from core_bfm import directed_start
+        from apta.testbench.core_bfm import directed_start
         variant, p, core = directed_start(dut)
         n = p["servers"]
         fails = []
@@ -81,6 +81,6 @@ if cocotb is not None:
 @pytest.mark.rtl_variants("m2s1w1", "m3s1w1", "stress")
 @pytest.mark.parametrize("variant", ["m2s1w1", "m3s1w1", "stress"])
 def test_extent_kept(variant):
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     n, failed = run(variant, "test_core_extent", {}, results_name="extent.xml")
     assert n == 1 and failed == 0, f"{variant}: see build/sim/{variant}*/extent.xml"

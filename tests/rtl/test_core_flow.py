@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from core_bfm import directed_report, Core, Req, load_params
+from apta.testbench.core_bfm import directed_report, Core, Req, load_params
 
 X = 2            # set 0 of every variant
 
@@ -46,7 +46,7 @@ if cocotb is not None:
     @cocotb.test()
     async def flow(dut):
         from cocotb.triggers import RisingEdge
-        from core_bfm import start_clock
+        from apta.testbench.core_bfm import start_clock
         variant = os.environ["APTA_VARIANT"]
         p = load_params(variant)
         n, slots = p["servers"], p["respSlots"]
@@ -110,6 +110,6 @@ if cocotb is not None:
 @pytest.mark.rtl_variants("m2s1w1", "m3s1w1", "stress")
 @pytest.mark.parametrize("variant", ["m2s1w1", "m3s1w1", "stress"])
 def test_flow(variant):
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     n, failed = run(variant, "test_core_flow", {}, results_name="flow.xml")
     assert n == 1 and failed == 0, f"{variant}: see build/sim/{variant}*/flow.xml"

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from core_bfm import ROOT, variant_dir
+from apta.testbench.core_bfm import ROOT, variant_dir
 
 OPS = int(os.environ.get("APTA_MUTANT_OPS", "15000"))
 
 
 def _stress(mid: int) -> dict:
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     out = ROOT / "build" / "coverage" / "mutants" / f"stress-{mid}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():
@@ -36,7 +36,7 @@ def _stress(mid: int) -> dict:
 
 def _vectors(mid: int, scen_file: Path) -> dict:
     """Replay the vectors of the mutants_m2s1w1 geometry with io_mutant = mid."""
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     res = ROOT / "build" / "coverage" / "mutants" / f"vectors-{mid}.json"
     if res.exists():
         res.unlink()
@@ -50,7 +50,7 @@ def _vectors(mid: int, scen_file: Path) -> dict:
 
 def _scenario_file() -> tuple[Path, int]:
     from test_core_vectors import load_all, match_variant
-    from core_bfm import load_params
+    from apta.testbench.core_bfm import load_params
     geo = load_params("mutants_m2s1w1")
     scen = [sc for sc in load_all() if match_variant(sc["params"], {"m": geo})]
     f = ROOT / "build" / "coverage" / "mutants" / "vectors-m2s1w1.json"

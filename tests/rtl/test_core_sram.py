@@ -19,8 +19,8 @@ from unittest import mock
 
 import pytest
 
-import sram
-from core_bfm import ROOT, rtl_dir_overridden, variant_dir
+from apta.testbench import sram
+from apta.testbench.core_bfm import ROOT, rtl_dir_overridden, variant_dir
 
 OPS = int(os.environ.get("APTA_SRAM_OPS", "15000"))
 
@@ -60,7 +60,7 @@ def test_read_first_rewrites_firtools_memory_and_refuses_other_shapes(tmp_path):
 
 
 def _stress(variant: str, mid: int | None, model: str) -> dict:
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     tag = f"{variant}-{model}-{mid}"
     out = ROOT / "build" / "coverage" / "sram" / f"stress-{tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 
-from core_bfm import ROOT, Core, Req, load_params, set_of
-from core_scoreboard import illegal_flit
+from apta.testbench.core_bfm import ROOT, Core, Req, load_params, set_of
+from apta.testbench.core_scoreboard import illegal_flit
 
 from apta import cells
 
@@ -299,8 +299,8 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def core_stress(dut):
-        from core_bfm import start_clock
-        from core_scoreboard import Scoreboard, Violation
+        from apta.testbench.core_bfm import start_clock
+        from apta.testbench.core_scoreboard import Scoreboard, Violation
         variant = os.environ["APTA_VARIANT"]
         p = load_params(variant)
         seed = int(os.environ.get("APTA_SEED", "1"))
@@ -315,7 +315,7 @@ if cocotb is not None:
         await core.reset(mutant=mutant)
         tracer, log_path = None, os.environ.get("APTA_TRACE_LOG")
         if log_path:                         # the event log for trace validation (core_trace.py)
-            from core_trace import CoreTrace
+            from apta.rtl.core_trace import CoreTrace
             tracer = CoreTrace(core, objects, {"source": f"rtl-core:{variant}", "seed": seed,
                                                "variant": variant, "mutant": mutant, "ops_goal": ops})
             untraced = core.cycle
@@ -360,7 +360,7 @@ DEFAULT_OPS = int(os.environ.get("APTA_STRESS_DEFAULT_OPS", "10000"))
 
 
 def _run_stress(variant, ops, seed, tag, out_dir: Path | None = None, trace_log: Path | None = None):
-    from core_bfm import rtl_dir_overridden, run
+    from apta.testbench.core_bfm import rtl_dir_overridden, run
     if rtl_dir_overridden():
         tag += "-ext"
     out = (out_dir or ROOT / "build" / "coverage") / f"stress-{tag}.json"
@@ -391,7 +391,7 @@ def test_stress_and_coverage():
            "cells": counts, "excluded": EXCLUDED, "outside_table": res["extra"] | {
                k: v for k, v in res["cells"].items() if k not in counts},
            "missed": [c for c, k in counts.items() if k == 0 and c not in EXCLUDED]}
-    from core_bfm import rtl_dir_overridden, rtl_root
+    from apta.testbench.core_bfm import rtl_dir_overridden, rtl_root
     name = f"rtl-{rtl_root().name}.json" if rtl_dir_overridden() else "rtl.json"
     out = ROOT / "build" / "coverage" / name
     out.parent.mkdir(parents=True, exist_ok=True)

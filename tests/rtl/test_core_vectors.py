@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from core_bfm import ROOT, Core, Req, load_params, rtl_dir_overridden, rtl_root
+from apta.testbench.core_bfm import ROOT, Core, Req, load_params, rtl_dir_overridden, rtl_root
 
 
 VECTORS = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors"))
@@ -53,7 +53,7 @@ async def replay(core: Core, sc: dict, mutant: int = 0, backpressure: bool = Fal
     with queries of the scenario's objects (each answered once, in order) and with legal acks of
     an object no step names (each answered not applied): none changes the model's state, so the
     step's expectations stay the model's."""
-    from core_scoreboard import flit_error, illegal_flit, malformed_flit
+    from apta.testbench.core_scoreboard import flit_error, illegal_flit, malformed_flit
     await core.reset(mutant=mutant)
     seen = {k: [] for k in ("resp", "snp", "ackResult", "ctrlResp", "decodeErr", "queryResp")}
     fired = Counter()
@@ -212,7 +212,7 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def core_vectors(dut):
-        from core_bfm import start_clock
+        from apta.testbench.core_bfm import start_clock
         variant = os.environ["APTA_VARIANT"]
         scen = json.loads(Path(os.environ["APTA_SCENARIOS"]).read_text())
         p = load_params(variant)
@@ -248,7 +248,7 @@ if cocotb is not None:
 # ---- pytest side --------------------------------------------------------------------------------
 def variants() -> dict:
     """variant name -> params.json, for every variant with Verilog under build/rtl/ (or RTL_DIR)."""
-    from core_bfm import all_variants, variant_dir
+    from apta.testbench.core_bfm import all_variants, variant_dir
     out = {}
     for v in all_variants():
         if not any((variant_dir(v) / f"CoherenceCore.{x}").exists() for x in ("sv", "v")):
@@ -285,7 +285,7 @@ def load_all(vdir: Path = VECTORS) -> list[dict]:
 
 @pytest.mark.rtl_variants()
 def test_vectors_replay():
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     scen = load_all()
     vs = variants()
     groups, unmatched = {}, []
@@ -295,7 +295,7 @@ def test_vectors_replay():
             unmatched.append(sc["id"])
         else:
             groups.setdefault(v, []).append(sc)
-    from core_bfm import declared_variants
+    from apta.testbench.core_bfm import declared_variants
     declared = declared_variants()
     if unmatched and declared is not None:
         # another build (netlists, one variant): a scenario is dropped only when the variant of its
@@ -304,7 +304,7 @@ def test_vectors_replay():
         known = {v["name"]: {**schema.params(), **v["params"]} for v in
                  json.loads((ROOT / "rtl" / "variants.json").read_text())["variants"] if not v["name"].startswith("mutants")}
         by_id = {sc["id"]: sc for sc in scen}
-        from core_bfm import has_verilog, variant_dir
+        from apta.testbench.core_bfm import has_verilog, variant_dir
         owed = sorted({n for i in unmatched for n, p in known.items() if n in declared
                        and not has_verilog(variant_dir(n))
                        and all(p.get(k) == by_id[i]["params"][k] for k in GEOMETRY)})

@@ -87,7 +87,7 @@ except ImportError:          # collected by pytest without cocotb: only the runn
 
 if cocotb is not None:
     async def start(dut, ram_size: int):
-        from ms_bfm import Ms
+        from apta.testbench.ms_bfm import Ms
         ms = Ms(dut, VARIANT, ram_size=ram_size)
         await ms.start()
         return ms
@@ -573,8 +573,8 @@ if cocotb is not None:
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
                          else ["ms3", "msv"])
 def test_ms_alloc_runner(variant):
-    from ms_bfm import run_ms
-    from core_bfm import declared_variants, rtl_dir_lacks, rtl_dir_overridden, variant_dir
+    from apta.testbench.ms_bfm import run_ms
+    from apta.testbench.core_bfm import declared_variants, rtl_dir_lacks, rtl_dir_overridden, variant_dir
     lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
     if lack and lack[0] == "skip":
         pytest.skip(lack[1])

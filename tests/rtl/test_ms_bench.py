@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from core_bfm import ROOT
+from apta.testbench.core_bfm import ROOT
 
 OUT = ROOT / "build" / "bench" / "ms.json"
 VARIANT = os.environ.get("APTA_MS_BENCH_VARIANT", "ms_bench")
@@ -35,8 +35,8 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def ms_bench(dut):
-        from ms_bfm import Ms
-        from core_bfm import load_params
+        from apta.testbench.ms_bfm import Ms
+        from apta.testbench.core_bfm import load_params
         p = load_params(VARIANT)
         Lmax = p["linesPerObject"]
         sizes = [1 << k for k in range(Lmax.bit_length()) if (1 << k) <= Lmax]
@@ -120,7 +120,7 @@ if cocotb is not None:
 
 @pytest.mark.bench
 def test_ms_bench():
-    from ms_bfm import run_ms
+    from apta.testbench.ms_bfm import run_ms
     from test_ms_workflows import _need
     _need(VARIANT)
     if OUT.exists():

@@ -36,7 +36,7 @@ async def setup(dut, objects=(1, 2), acks=None):
     when `acks`, or (None) when the directory has one entry: there a get of one object and a put
     of another take turns in the entry, and these tests are about the hold table, not about a
     reader that holds an invalidation up."""
-    from ms_bfm import Ms
+    from apta.testbench.ms_bfm import Ms
     ms = Ms(dut, VARIANT)
     for o in objects:
         ms.put_map(o, obj_base(o), SIZE)
@@ -63,7 +63,7 @@ async def watch_versions(dut, ms, events: list):
     """(cycle, commit valid, clear valid) of every cycle in which the version table bumps or
     clears a counter (its ports, white-box: a flattened netlist has none)."""
     from cocotb.triggers import RisingEdge
-    from ms_bfm import bit
+    from apta.testbench.ms_bfm import bit
     commit_v, clear_v = dut.vers.io_commit_valid, dut.vers.io_clear_valid
     while True:
         await RisingEdge(dut.clock)
@@ -405,7 +405,7 @@ if cocotb is not None:
         gates, is low through the reset and rises in the cycle the last row is cleared (mapEntries /
         64 cycles after the reset's release)."""
         from cocotb.triggers import ReadOnly, RisingEdge
-        from ms_bfm import reset
+        from apta.testbench.ms_bfm import reset
         ms = await setup(dut)
         E, H = ms.P["mapEntries"], ms.P["holdSlots"]
         rows = max(1, E // 64)
@@ -944,5 +944,5 @@ if cocotb is not None:
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
                          else ["ms3", "msv"])
 def test_ms_hold_runner(variant):
-    from ms_bfm import run_ms_module
+    from apta.testbench.ms_bfm import run_ms_module
     run_ms_module(variant, "test_ms_hold", 12)

@@ -24,7 +24,7 @@ import json
 import os
 from pathlib import Path
 
-from core_bfm import ROOT, variant_dir
+from apta.testbench.core_bfm import ROOT, variant_dir
 
 VARIANT = "ms3_mutants"
 SEEDS = os.environ.get("APTA_MS_MUTANT_SEEDS", "2")
@@ -40,7 +40,7 @@ def _modules(name: str) -> tuple[str, ...]:
 
 
 def _smoke(mid: int, modules: tuple[str, ...]) -> dict:
-    from ms_bfm import run_ms_named
+    from apta.testbench.ms_bfm import run_ms_named
     tests, failed = 0, []
     for module in modules:
         n, fails, bad = run_ms_named(VARIANT, module, {"APTA_MS_VARIANT": VARIANT, "APTA_MUTANT": mid})

@@ -76,7 +76,7 @@ if cocotb is not None:
         ports then send 8 zombie gets each, which the dispatcher refuses at one a cycle: they are
         taken in consecutive cycles, and the blocked flit not before the OPC's input opens."""
         from cocotb.triggers import ClockCycles
-        from core_bfm import load_params
+        from apta.testbench.core_bfm import load_params
         ms = await setup(dut, {5: 2})
         unknown = [o for o in range(1, load_params(VARIANT)["mapEntries"]) if o != 5][:3]
         n0 = len(ms.req_fire)
@@ -121,7 +121,7 @@ if cocotb is not None:
         (the OPC sees the bits of whichever head the dispatcher's mux shows while none can go), in
         staging slot 0 and, behind another open put, in slot 1."""
         from cocotb.triggers import ClockCycles
-        from core_bfm import load_params
+        from apta.testbench.core_bfm import load_params
         from test_ms_smoke import watch_opc
         ms = await setup(dut, {5: 2})
         try:                        # white-box (the OPC's core port) where the design keeps its hierarchy
@@ -310,5 +310,5 @@ if cocotb is not None:
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
                          else ["ms3", "msv"])
 def test_ms_ports_runner(variant):
-    from ms_bfm import run_ms_module
+    from apta.testbench.ms_bfm import run_ms_module
     run_ms_module(variant, "test_ms_ports", 7)

@@ -23,7 +23,7 @@ def val(o: int, version: int, line: int) -> int:
 
 
 async def setup(dut, objects: dict[int, int], **kw):
-    from ms_bfm import Ms
+    from apta.testbench.ms_bfm import Ms
     ms = Ms(dut, VARIANT, **kw)
     for o, size in objects.items():
         ms.put_map(o, obj_base(o), size)
@@ -103,7 +103,7 @@ def full_set(first: int = 1) -> tuple[list[int], int, int]:
     """Objects of the directory set of object `first`: the dirWays a reader will share (`held`),
     one more that a writer commits into the full set (`c`: CORE.md commit.I.evict, then
     commit.I.full while the reader never acks), and one object of another set (`e`)."""
-    from core_bfm import load_params, set_of
+    from apta.testbench.core_bfm import load_params, set_of
     P = load_params(VARIANT)
     group = [o for o in range(first, P["mapEntries"]) if set_of(P, o) == set_of(P, first)][:P["dirWays"] + 1]
     e = next(o for o in range(1, P["mapEntries"]) if set_of(P, o) != set_of(P, first))
@@ -340,7 +340,7 @@ if cocotb is not None:
         is served twice in a row while another still has gets, and every window of n services
         while all have gets holds every server (no port starves)."""
         K = 6
-        from core_bfm import load_params
+        from apta.testbench.core_bfm import load_params
         ms = await setup(dut, {o: 2 for o in range(1, load_params(VARIANT)["servers"] + 1)})
         n = ms.n
         for _ in range(K):
@@ -1088,7 +1088,7 @@ if cocotb is not None:
         not taken) until the channel is released; then every answer arrives: the three ObjErr, and
         the PutCommit once, with the put's lines in DRAM."""
         from cocotb.triggers import ClockCycles, RisingEdge
-        from core_bfm import load_params
+        from apta.testbench.core_bfm import load_params
         R, W, B = 2, 0, 1
         ms, held, c, e, ans = await full_set_shared(dut, R)
         ms.send(W, "PutPrepare", epoch=0, obj=c, txn=1)
@@ -1216,7 +1216,7 @@ if cocotb is not None:
         R, W, C = 2, 1, 0
         held, c, e = full_set()
         sets = [(held, c), full_set(e)[:2]]
-        from core_bfm import load_params
+        from apta.testbench.core_bfm import load_params
         x = next(o for o in range(1, load_params(VARIANT)["mapEntries"]) if all(o not in h + [c] for h, c in sets))
         ms = await setup(dut, {**{o: 2 for h, c in sets for o in h + [c]}, x: 2})
         ev = watch_opc(dut)
@@ -1445,5 +1445,5 @@ if cocotb is not None:
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
                          else ["ms3", "ms3t"])
 def test_ms_smoke_runner(variant):
-    from ms_bfm import run_ms_module
+    from apta.testbench.ms_bfm import run_ms_module
     run_ms_module(variant, "test_ms_smoke", 29)

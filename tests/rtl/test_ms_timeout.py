@@ -22,7 +22,7 @@ SLACK = 8       # cycles allowed for an answer that comes "at once"
 
 
 def timeout_of() -> int:
-    from core_bfm import load_params
+    from apta.testbench.core_bfm import load_params
     return load_params(VARIANT)["opcTimeout"]
 
 
@@ -152,8 +152,8 @@ if cocotb is not None:
 @pytest.mark.parametrize("variant", [os.environ["APTA_MS_VARIANT"]] if "APTA_MS_VARIANT" in os.environ
                          else ["ms3t", "msv"])
 def test_ms_timeout_runner(variant):
-    from core_bfm import rtl_dir_overridden
-    from ms_bfm import run_ms_module
+    from apta.testbench.core_bfm import rtl_dir_overridden
+    from apta.testbench.ms_bfm import run_ms_module
     if variant == "msv" and rtl_dir_overridden():
         pytest.skip("msv's 4,000-cycle timeouts take some 40,000 cycles, minutes on a gate-level netlist; "
                     "the netlist regression runs the RTL's other tests, and these on build/rtl")

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from core_bfm import ROOT
-from ms_bfm import reset as ms_reset
+from apta.testbench.core_bfm import ROOT
+from apta.testbench.ms_bfm import reset as ms_reset
 
 from apta import vectors_io
 
@@ -198,7 +198,7 @@ except ImportError:
 if cocotb is not None:
     @cocotb.test()
     async def ms_vectors(dut):
-        from ms_bfm import Ms
+        from apta.testbench.ms_bfm import Ms
         variant = os.environ["APTA_VARIANT"]
         scen = json.loads(Path(os.environ["APTA_SCENARIOS"]).read_text())
         mutants = [int(m) for m in os.environ.get("APTA_MUTANTS", "0").split(",")]
@@ -244,8 +244,8 @@ def _run(variant: str, scen: list[dict], mutants: list[int], stoppable: bool = F
     """Replay `scen` with each of `mutants` in turn in one simulation; None if an RTL assertion
     stopped it (only when `stoppable`: a mutant's run). Its files go to `bdir` (default
     build/sim/ms-vectors; tests/rtl/mutation.py gives each mutant its own)."""
-    from core_bfm import load_params
-    from ms_bfm import run_ms
+    from apta.testbench.core_bfm import load_params
+    from apta.testbench.ms_bfm import run_ms
     p = load_params(variant)
     for sc in scen:   # the variant must reproduce the model's geometry (more servers may idle)
         q = sc["params"]

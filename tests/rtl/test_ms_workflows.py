@@ -36,9 +36,9 @@ from pathlib import Path
 
 import pytest
 from apta import schema
-from ms_bfm import AxiWatch, IdleWatch, bit
-from ms_bfm import reset as ms_reset
-from compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
+from apta.testbench.ms_bfm import AxiWatch, IdleWatch, bit
+from apta.testbench.ms_bfm import reset as ms_reset
+from apta.testbench.compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
                             WorkflowRunner, object_table)
 
 HERE = Path(__file__).resolve().parent
@@ -53,7 +53,7 @@ EXPECTED_ERR = {schema.ms_error_code(n): n for n in ("zombie", "noTxn", "fenceAb
 
 
 def ms_dir(variant):
-    from core_bfm import variant_dir
+    from apta.testbench.core_bfm import variant_dir
     return variant_dir(variant)
 
 
@@ -264,7 +264,7 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
                             meta={"seed": seed, "source": f"rtl:{os.environ.get('APTA_VARIANT')}"})
     env.runner = runner
     tag = os.environ.get("APTA_VARIANT", "ms3") + os.environ.get("APTA_MS_TAG", "")
-    from ms_trace import MsTrace
+    from apta.rtl.ms_trace import MsTrace
     env.trace = MsTrace(dut, S, script, runner, models, ids, sizes,
                         {"source": f"rtl:{tag}", "seed": seed, "variant": os.environ.get("APTA_VARIANT"),
                          "mutant": int(os.environ.get("APTA_MUTANT", "0")),
@@ -285,7 +285,7 @@ async def run_one(dut, params, S, script, seed, faults, ram, log):
         return [int.from_bytes(ram.read(base + 64 * l, 64), "little") for l in range(size)]
 
     rec = runner.finish(read_object)
-    from core_bfm import out_root
+    from apta.testbench.core_bfm import out_root
     out = (out_root() / "ms" / "histories" / (os.environ.get("APTA_VARIANT", "ms3") + os.environ.get("APTA_MS_TAG", ""))
            / f"{script.name}-s{seed}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -341,8 +341,8 @@ if cocotb is not None:
     @cocotb.test()
     async def ms_workflows(dut):
         from cocotbext.axi import AxiRam
-        from ms_bfm import axi_bus
-        from core_bfm import load_params, schema_for, start_clock
+        from apta.testbench.ms_bfm import axi_bus
+        from apta.testbench.core_bfm import load_params, schema_for, start_clock
         from apta import workflow
         variant = os.environ["APTA_VARIANT"]
         params = load_params(variant)
@@ -377,7 +377,7 @@ if cocotb is not None:
 
 # ---- pytest side --------------------------------------------------------------------------------
 def _need(variant):
-    from core_bfm import declared_variants, rtl_dir_lacks
+    from apta.testbench.core_bfm import declared_variants, rtl_dir_lacks
     lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
     if lack and lack[0] == "skip":           # under RTL_DIR: a variant it does not declare
         pytest.skip(lack[1])
@@ -392,8 +392,8 @@ def _need(variant):
 
 def _run_ms(variant, tag, extra=None):
     """One simulation over the workflows; returns (cocotb failures, results dict)."""
-    from core_bfm import out_root, simulate
-    from ms_bfm import build_ms          # the RTL helper's build (shared Verilator cache)
+    from apta.testbench.core_bfm import out_root, simulate
+    from apta.testbench.ms_bfm import build_ms          # the RTL helper's build (shared Verilator cache)
     runner, bdir = build_ms(variant)
     out = out_root() / "ms" / f"workflows-{variant}{tag}.json"
     if out.exists():
@@ -422,7 +422,7 @@ def test_ms_workflows(variant):
     assert {r["workflow"] for r in runs} >= {s.name for s in workflow.load_scripts(workflow.PATTERN_DIR, ROOT / "tests" / "workflows")} or os.environ.get("APTA_MS_ONLY")
     kinds = {k for r in runs for _, k, _ in r["faults"]}
     if not os.environ.get("APTA_MS_ONLY") and int(os.environ.get("APTA_MS_FAULTS", "3")) > 0:
-        from compute_server import FAULT_KINDS
+        from apta.testbench.compute_server import FAULT_KINDS
         assert kinds == set(FAULT_KINDS), f"fault kinds never injected: {set(FAULT_KINDS) - kinds}"
     races = [r for r in runs if r["workflow"] == "races"]
     if races:                      # the directed races reach PutRetry (staging full) and P_A_I

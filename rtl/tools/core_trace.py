@@ -22,8 +22,8 @@ import json
 from collections import deque
 from pathlib import Path
 
-from core_bfm import OPS, RESULTS           # the port encodings (schema/core.json)
-from ms_trace import FORMAT
+from apta.testbench.core_bfm import OPS, RESULTS           # the port encodings (schema/core.json)
+from apta.rtl.ms_trace import FORMAT
 
 
 class CoreTrace:

@@ -42,7 +42,7 @@ import json
 from pathlib import Path
 
 from apta import schema
-from compute_server import LIVE, decode_line
+from apta.testbench.compute_server import LIVE, decode_line
 
 FORMAT = "apta-trace/1"
 RESULTS = schema.enum("ReqResult")      # the core's resp.result / ReqOp encodings (schema/core.json)

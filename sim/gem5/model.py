@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import schema
-from .paths import ROOT
+from apta import schema
+from apta.paths import ROOT
 
 PARAMS = ROOT / "sim" / "params.json"
 GEM5_VERSION = "v24.0.0.1"  # the gem5 release the extension is built and measured against
@@ -283,7 +283,21 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check-source", help="is DIR the gem5 release the extension builds against?")
     c.add_argument("dir")
+    # gem5's embedded Python is not the venv's, so configs/run_apta.py asks the venv's Python
+    # (APTA_PYTHON, set by sim/gem5/eval.py's gem5_env) for these instead of importing the package
+    s = sub.add_parser("spec", help="the system spec and horizon of sim/params.json as JSON (for configs/run_apta.py)")
+    s.add_argument("--params", default=None, help="sim/params.json")
+    s.add_argument("--scenario", default="", help="one scenario as JSON text")
     args = ap.parse_args(argv)
+    if args.cmd == "spec":
+        scenario = json.loads(args.scenario) if args.scenario else {}
+        try:
+            out = {"spec": system_spec(args.params or PARAMS, scenario.get("overrides")),
+                   "horizon": horizon_ticks(scenario) if scenario else None}
+        except Gem5Error as e:
+            out = {"error": str(e)}
+        print(json.dumps(out))
+        return 2 if "error" in out else 0
     try:
         v = check_source(args.dir)
     except Gem5Error as e:
@@ -295,3 +309,4 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+

@@ -445,7 +445,7 @@ class Group:
 def _core_vectors(variant: str, env: dict) -> str | None:
     """The model's vectors of this geometry (test_core_vectors); the failure or None."""
     import test_core_vectors as tv
-    from core_bfm import run, load_params
+    from apta.testbench.core_bfm import run, load_params
     p = load_params(variant)
     scen = [sc for sc in tv.load_all() if all(sc["params"][k] == p[k] for k in tv.GEOMETRY)]
     if not scen:
@@ -478,7 +478,7 @@ def _core_stress(variant: str, env: dict, ops: int = 20000, seed: int = 1) -> st
 
 def _directed(module: str, variant: str, env: dict, extra: dict | None = None) -> str | None:
     """A directed cocotb test of the core (one test function, its failures in APTA_RESULT)."""
-    from core_bfm import run
+    from apta.testbench.core_bfm import run
     d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
     d.mkdir(parents=True, exist_ok=True)
     rf = d / f"{module}.json"
@@ -520,7 +520,7 @@ def _core_epochs(variant: str, env: dict) -> str | None:
 
 def _core_decoder(variant: str, env: dict) -> str | None:
     """test_msg_decoder on the MsgDecoder inside the variant's core, with the variant's codec."""
-    from core_bfm import build, simulate
+    from apta.testbench.core_bfm import build, simulate
     runner, bdir = build(variant, top="MsgDecoder")
     n, failed = simulate(runner, bdir, "MsgDecoder", "test_msg_decoder", {"APTA_VARIANT": variant},
                          results_name=f"decoder-{env['APTA_RTL_MUTANT']}.xml")
@@ -546,9 +546,9 @@ def _ms_module(variant: str, module: str, what: str, at_least: int) -> str | Non
     failed and the first (a mutation run skips a module's tests after its first failure). With
     CASE_ENV set (run_one: the cocotb test that killed the module's previous mutant), that
     test runs alone first; a mutant it does not kill runs the whole module."""
-    from ms_bfm import build_ms, run_ms, run_ms_named
+    from apta.testbench.ms_bfm import build_ms, run_ms, run_ms_named
     if (case := os.environ.get(CASE_ENV)):
-        from core_bfm import results_path
+        from apta.testbench.core_bfm import results_path
         results_path(build_ms(variant)[1], f"{module}.xml").unlink(missing_ok=True)
         n, failed = run_ms(variant, module, {"APTA_MS_VARIANT": variant}, testcase=case)
         if n == 1 and failed:
@@ -669,7 +669,7 @@ def prove_equivalent(group: Group, m: Mutant, timeout: float = 60) -> str | None
     sch = (SCHEMA_DIRS[group.name] / group.file).read_text()
     orig = _with_deps(fixed(sch, 0), m.module)
     if group.env.get("APTA_SRAM") == "read-first":      # the memory the group's tests simulate
-        import sram
+        from apta.testbench import sram
         orig = sram.read_first(orig, str(SCHEMA_DIRS[group.name] / group.file))[0]
     mut = _module_text(fixed(sch, m.id), m.module).replace(f"module {m.module}(", f"module {m.module}__mut(", 1)
     (d / "orig.v").write_text(orig)
@@ -906,7 +906,7 @@ def _child(group: str, test: str, mid: str) -> int:
     fn = dict(g.tests)[test]
     env = {"APTA_RTL_MUTANT": mid}
     import io, contextlib
-    import core_bfm
+    from apta.testbench import core_bfm
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         failure = fn(g.variant, env)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from compute_server import ControlPlane, Transport
+from apta.testbench.compute_server import ControlPlane, Transport
 
 
 class FakeMemoryServer(Transport, ControlPlane):
@@ -153,7 +153,7 @@ def run_workflow(script, n_servers=None, seed=1, rule="declared", faults=None, b
                  max_delay=4, ack_delay=8, schema=None):
     """Run one script on models + the plumbing fake; returns (runner, recorder)."""
     from apta import messages
-    from compute_server import ComputeServer, WorkflowRunner, object_table
+    from apta.testbench.compute_server import ComputeServer, WorkflowRunner, object_table
     rng = random.Random(seed)
     S = schema or messages.load()
     n = n_servers or len(script.servers)

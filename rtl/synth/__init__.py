@@ -1,0 +1,1 @@
+"""apta.synth: the Yosys synthesis report (synth.py)."""
