@@ -599,7 +599,7 @@ def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = 
     env = {k: str(v) for k, v in (env or {}).items()}
     plusargs = sim_plusargs()
     try:
-        results = runner.test(hdl_toplevel=top, hdl_toplevel_lang="verilog", test_module=test_module, test_dir=Path(__file__).parent,
+        results = runner.test(hdl_toplevel=top, hdl_toplevel_lang="verilog", test_module=test_module, test_dir=ROOT / "tests" / "rtl",
                               build_dir=bdir, extra_env=env, testcase=testcase, plusargs=plusargs,
                               results_xml=str(results_path(bdir, results_name)))
         return get_results(results)
