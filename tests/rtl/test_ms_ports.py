@@ -4,7 +4,7 @@ the round-robin among the ports whose head can go (strict rotation, a blocked he
 others no cycle); every error source reported when all report at once; bad requests (unknown,
 over-long and malformed map entries, lines without a transaction, past the object or naming another
 object than their put's) answered
-and the state left intact. Helpers from test_ms_smoke.py.
+and the state left intact. Helpers from apta.testbench.ms_directed.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from test_ms_smoke import VARIANT, data_of, malformed_ack, obj_base, setup, val
+from apta.testbench.ms_directed import VARIANT, data_of, malformed_ack, obj_base, setup, val
 
 try:
     import cocotb
@@ -122,7 +122,7 @@ if cocotb is not None:
         staging slot 0 and, behind another open put, in slot 1."""
         from cocotb.triggers import ClockCycles
         from apta.testbench.core_bfm import load_params
-        from test_ms_smoke import watch_opc
+        from apta.testbench.ms_directed import watch_opc
         ms = await setup(dut, {5: 2})
         try:                        # white-box (the OPC's core port) where the design keeps its hierarchy
             dut.opc

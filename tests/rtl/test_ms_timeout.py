@@ -3,7 +3,7 @@ for opcTimeout cycles" is answered PutRetry and reported `timeout`), on the vari
 `ms3t` (200 cycles) and `msv` (the model's geometry, 4,000 cycles). The age of a slot counts from its
 last line, and the timeout waits for room to report itself. `msv` is in the mutation run's msv group,
 so these tests are what checks the age counter there (ms3 has no timeout: opcTimeout 0). Helpers
-from test_ms_smoke.py.
+from apta.testbench.ms_directed.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from test_ms_smoke import VARIANT, flood_malformed_acks, obj_base, setup, val
+from apta.testbench.ms_directed import VARIANT, flood_malformed_acks, obj_base, setup, val
 
 # the cycles from a line's acceptance at its server port to the PutRetry of its put on the rsp port
 # beyond opcTimeout: one into the OPC, one out through its response queue (measured on ms3t and msv).
