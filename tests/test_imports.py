@@ -37,8 +37,6 @@ def test_pytest_has_no_pythonpath():
     assert "pythonpath" not in cfg.get("tool", {}).get("pytest", {}).get("ini_options", {})
 
 
-@pytest.mark.xfail(strict=True, reason="tests/rtl: helpers shared by cocotb modules (_run_stress, _run_ms, "
-                   "load_all, match_variant, test_ms_smoke's setup) still live in test modules: to move into apta.testbench")
 def test_no_test_module_imports_another():
     files = subprocess.run(["git", "ls-files", "tests/*.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     pat = re.compile(r"^\s*(from\s+test_\w+\s+import|import\s+test_\w+)", re.M)

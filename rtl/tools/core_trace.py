@@ -157,9 +157,9 @@ class CoreTrace:
 if __name__ == "__main__":      # make trace-validate: core_trace.py VARIANT OPS SEED LOG (one logged stress)
     import os
     import sys
-    from test_core_stress import _run_stress
+    from apta.testbench.runs import run_stress
     variant, ops, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     out = Path(sys.argv[4]).resolve()
     os.environ.pop("APTA_TRACE_LOG", None)
-    res = _run_stress(variant, ops, seed, f"trace-{variant}-s{seed}", trace_log=out)
+    res = run_stress(variant, ops, seed, f"trace-{variant}-s{seed}", trace_log=out)
     print(f"core stress {variant} seed {seed}: {res['ops']} ops, {res['cycles']} cycles -> {out}")

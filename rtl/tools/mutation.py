@@ -444,10 +444,10 @@ class Group:
 
 def _core_vectors(variant: str, env: dict) -> str | None:
     """The model's vectors of this geometry (test_core_vectors); the failure or None."""
-    import test_core_vectors as tv
+    from apta.testbench.runs import GEOMETRY, load_core_vectors
     from apta.testbench.core_bfm import run, load_params
     p = load_params(variant)
-    scen = [sc for sc in tv.load_all() if all(sc["params"][k] == p[k] for k in tv.GEOMETRY)]
+    scen = [sc for sc in load_core_vectors() if all(sc["params"][k] == p[k] for k in GEOMETRY)]
     if not scen:
         raise RuntimeError(f"no vector matches variant {variant}")
     d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
@@ -464,11 +464,11 @@ def _core_vectors(variant: str, env: dict) -> str | None:
 
 
 def _core_stress(variant: str, env: dict, ops: int = 20000, seed: int = 1) -> str | None:
-    import test_core_stress as ts
+    from apta.testbench.runs import run_stress
     d = OUT / "runs" / variant / env["APTA_RTL_MUTANT"]
     d.mkdir(parents=True, exist_ok=True)
     try:
-        ts._run_stress(variant, ops, seed, f"mutant{env['APTA_RTL_MUTANT']}", out_dir=d)
+        run_stress(variant, ops, seed, f"mutant{env['APTA_RTL_MUTANT']}", out_dir=d)
     except AssertionError:
         res = [json.loads(f.read_text()) for f in d.glob("stress-*.json")]
         # the scoreboard's violation, else the reason is in the simulation's log (run_one finds it)
@@ -528,8 +528,8 @@ def _core_decoder(variant: str, env: dict) -> str | None:
 
 
 def _ms_vectors(variant: str, env: dict) -> str | None:
-    import test_ms_vectors as tm
-    r = tm._run(variant, tm.load_all(), [0], stoppable=True, bdir=OUT / "runs" / variant / env["APTA_RTL_MUTANT"])
+    from apta.testbench.runs import load_ms_vectors, run_ms_vectors
+    r = run_ms_vectors(variant, load_ms_vectors(), [0], stoppable=True, bdir=OUT / "runs" / variant / env["APTA_RTL_MUTANT"])
     if r is None:
         return STOPPED
     fails = r["failed"]["0"]
@@ -580,8 +580,8 @@ def _ms_ports(variant: str, env: dict) -> str | None:
 
 
 def _ms_workflows(variant: str, env: dict) -> str | None:
-    import test_ms_workflows as tw
-    failed, res = tw._run_ms(variant, f"-mutant{env['APTA_RTL_MUTANT']}", {"APTA_MS_SEEDS": "1"})
+    from apta.testbench.runs import run_ms_workflows
+    failed, res = run_ms_workflows(variant, f"-mutant{env['APTA_RTL_MUTANT']}", {"APTA_MS_SEEDS": "1"})
     runs = res.get("runs", [])
     bad = [r for r in runs if not r["ok"]]
     if failed or not runs or bad:
@@ -769,13 +769,14 @@ def verdict_file(group: Group, schema_dir: Path) -> Path:
     none) as it is reached, so that a full run that stops (its terminal closed, the machine
     restarted) goes on where it stopped. The hash names everything a verdict depends on: the
     schema (the design and every mutant), the group's tests, and the files they read (tests/rtl,
-    python/apta, the vectors, compared by content); a change to any of them starts over.
+    rtl/testbench, python/apta, the vectors, compared by content); a change to any of them starts over.
     This driver is not hashed (its edits would discard hours of verdicts): after changing how a
     group's test runs here (the _core_*/_ms_* functions), run with --fresh."""
     h = hashlib.sha256(schema_dir.name.encode() + json.dumps([n for n, _ in group.tests]).encode()
                        + json.dumps(group.env, sort_keys=True).encode())
     # (this driver and its own test are not inputs of a verdict: the group's test list above is)
-    for f in sorted([*HERE.glob("*.py"), *(ROOT / "python" / "apta").glob("*.py"), *(ROOT / "schema").glob("*.json")]):
+    for f in sorted([*(ROOT / "tests" / "rtl").glob("*.py"), *(ROOT / "rtl" / "testbench").glob("*.py"),
+                      *(ROOT / "python" / "apta").glob("*.py"), *(ROOT / "schema").glob("*.json")]):
         if f.name not in ("mutation.py", "test_rtl_mutation.py"):
             h.update(f.name.encode() + f.read_bytes())
     for f in sorted((ROOT / "build" / "vectors").rglob("*.jsonl")):
@@ -871,11 +872,11 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
     for name in order:
         if module is not None and name in REACHES and module not in REACHES[name]:
             continue
-        cmd = [sys.executable, __file__, "_one", group.name, name, str(mid)]
+        cmd = [sys.executable, "-m", "apta.rtl.mutation", "_one", group.name, name, str(mid)]
         t1 = time.monotonic()
         # its own process group: on a timeout the simulator the child started goes too
         cenv = dict(env, **{CASE_ENV: case[1]}) if case and case[0] == name else env
-        p = subprocess.Popen(cmd, env=cenv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE,
+        p = subprocess.Popen(cmd, env=cenv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                              start_new_session=True)
         try:
             out, err = p.communicate(timeout=budget[name])
@@ -902,7 +903,7 @@ def run_one(group: Group, mid: int, budget: dict, times: dict | None = None,
 
 
 def _child(group: str, test: str, mid: str) -> int:
-    g = GROUPS[group]               # (run as a script from tests/rtl: the test modules import as in pytest)
+    g = GROUPS[group]               # (`python -m apta.rtl.mutation _one ...`: the simulator loads the cocotb module from tests/rtl)
     fn = dict(g.tests)[test]
     env = {"APTA_RTL_MUTANT": mid}
     import io, contextlib

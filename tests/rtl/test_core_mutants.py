@@ -49,7 +49,7 @@ def _vectors(mid: int, scen_file: Path) -> dict:
 
 
 def _scenario_file() -> tuple[Path, int]:
-    from test_core_vectors import load_all, match_variant
+    from apta.testbench.runs import load_core_vectors as load_all, match_variant
     from apta.testbench.core_bfm import load_params
     geo = load_params("mutants_m2s1w1")
     scen = [sc for sc in load_all() if match_variant(sc["params"], {"m": geo})]

@@ -30,6 +30,7 @@ import pytest
 
 from apta.testbench.core_bfm import ROOT, Core, Req, load_params, set_of
 from apta.testbench.core_scoreboard import illegal_flit
+from apta.testbench.runs import run_stress as _run_stress
 
 from apta import cells
 
@@ -357,22 +358,6 @@ EXCLUDED: dict = {}
 
 STRESS_OPS = int(os.environ.get("APTA_STRESS_OPS", "100000"))
 DEFAULT_OPS = int(os.environ.get("APTA_STRESS_DEFAULT_OPS", "10000"))
-
-
-def _run_stress(variant, ops, seed, tag, out_dir: Path | None = None, trace_log: Path | None = None):
-    from apta.testbench.core_bfm import rtl_dir_overridden, run
-    if rtl_dir_overridden():
-        tag += "-ext"
-    out = (out_dir or ROOT / "build" / "coverage") / f"stress-{tag}.json"
-    if out.exists():
-        out.unlink()
-    env = {"APTA_OPS": ops, "APTA_SEED": seed, "APTA_RESULT": out}
-    if trace_log:
-        env["APTA_TRACE_LOG"] = trace_log
-    n, failed = run(variant, "test_core_stress", env, results_name=f"stress-{tag}.xml")
-    res = json.loads(out.read_text()) if out.exists() else {}
-    assert n == 1 and failed == 0, f"stress on {variant} failed: {res.get('violation')}"
-    return res
 
 
 @pytest.mark.rtl_variants("default")

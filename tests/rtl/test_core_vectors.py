@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from apta.testbench.core_bfm import ROOT, Core, Req, load_params, rtl_dir_overridden, rtl_root
+from apta.testbench.runs import GEOMETRY, VECTORS, match_variant
+from apta.testbench.runs import core_variants as variants, load_core_vectors as load_all
 
 
-VECTORS = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors"))
-GEOMETRY = ("servers", "dirSets", "dirWays")
 SNP_KEYS = ("server", "epoch", "obj", "base", "size")
 
 
@@ -246,43 +246,6 @@ if cocotb is not None:
 
 
 # ---- pytest side --------------------------------------------------------------------------------
-def variants() -> dict:
-    """variant name -> params.json, for every variant with Verilog under build/rtl/ (or RTL_DIR)."""
-    from apta.testbench.core_bfm import all_variants, variant_dir
-    out = {}
-    for v in all_variants():
-        if not any((variant_dir(v) / f"CoherenceCore.{x}").exists() for x in ("sv", "v")):
-            continue           # a memory-server top (msv, ...): its core is replayed through it elsewhere
-        try:
-            out[v] = load_params(v)
-        except FileNotFoundError:
-            pass
-    return out
-
-
-def match_variant(params: dict, vs: dict) -> str | None:
-    for name, p in vs.items():
-        if name.startswith("mutants"):
-            continue
-        if all(p.get(k) == params[k] for k in GEOMETRY):
-            return name
-    return None
-
-
-def load_all(vdir: Path = VECTORS) -> list[dict]:
-    from apta import vectors_io
-    files = sorted(vdir.glob("*.jsonl"))
-    assert files, f"no vectors in {vdir}: run `make vectors` first"
-    out = []
-    for f in files:
-        lines = [n for n, l in enumerate(f.read_text().splitlines(), 1) if l.strip()]
-        for i, sc in enumerate(vectors_io.load_vectors(f)):
-            sc = dict(sc)
-            sc.setdefault("_where", f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}")
-            out.append(sc)
-    return out
-
-
 @pytest.mark.rtl_variants()
 def test_vectors_replay():
     from apta.testbench.core_bfm import run

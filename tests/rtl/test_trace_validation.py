@@ -40,7 +40,7 @@ MUTANT = "sharers_kept_on_commit"       # rtl/Mutants.scala: the old sharers sta
 
 
 def _logs(variant: str, tag: str, env: dict) -> tuple[dict, list[Path]]:
-    from test_ms_workflows import _run_ms
+    from apta.testbench.runs import run_ms_workflows as _run_ms
     out = ROOT / "build" / "trace" / "ms" / f"{variant}{tag}"
     for p in out.glob("*.ndjson"):
         p.unlink()
@@ -81,7 +81,7 @@ def core_log():
     if rtl_dir_overridden():
         pytest.skip("the log needs the core's result queue (Verilator's public signals of the RTL build), "
                     "which a netlist under RTL_DIR does not keep")
-    from test_core_stress import _run_stress
+    from apta.testbench.runs import run_stress as _run_stress
     log = ROOT / "build" / "trace" / "core" / f"{CORE_VARIANT}-ops{CORE_OPS}-s1.ndjson"
     res = _run_stress(CORE_VARIANT, CORE_OPS, 1, f"trace-{CORE_VARIANT}", trace_log=log)
     assert res["ops"] >= CORE_OPS and res["violation"] is None

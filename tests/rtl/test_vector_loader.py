@@ -106,7 +106,7 @@ def test_duplicate_id(tmp_path):
 
 def test_replay_refuses_unmatched_geometry():
     """A scenario whose servers/dirSets/dirWays match no RTL variant is an error, not a skip."""
-    from test_core_vectors import match_variant
+    from apta.testbench.runs import match_variant
     vs = {"default": {"servers": 16, "dirSets": 64, "dirWays": 4},
           "m2s1w1": {"servers": 2, "dirSets": 1, "dirWays": 1},
           "mutants": {"servers": 3, "dirSets": 1, "dirWays": 1}}
