@@ -158,6 +158,8 @@ if __name__ == "__main__":      # make trace-validate: core_trace.py VARIANT OPS
     import os
     import sys
     from apta.testbench.runs import run_stress
+    if len(sys.argv) != 5 or sys.argv[1] in ("-h", "--help"):
+        sys.exit("usage: python -m apta.rtl.core_trace VARIANT OPS SEED LOG  (one logged stress run of the core)")
     variant, ops, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     out = Path(sys.argv[4]).resolve()
     os.environ.pop("APTA_TRACE_LOG", None)
