@@ -29,7 +29,7 @@ STALL = ("get.I.full", "get.SI", "get.owes", "commit.I.full", "commit.SI")
 
 # --- one definition of the core's cells --------------------------------------------------------
 ENGINE = ROOT / "sim" / "src" / "directory.cpp"
-SCOREBOARD = ROOT / "tests" / "rtl" / "core_scoreboard.py"
+SCOREBOARD = ROOT / "rtl" / "testbench" / "core_scoreboard.py"
 
 
 def engine_cells(text: str) -> set[str]:
