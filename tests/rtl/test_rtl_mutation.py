@@ -1,4 +1,4 @@
-"""tests/rtl/mutation.py: the mutant schema generator, and a seeded sample of the mutants run
+"""apta.rtl.mutation (rtl/tools/mutation.py): the mutant schema generator, and a seeded sample of the mutants run
 through the regression (the full run is `make rtl-mutation`)."""
 from __future__ import annotations
 
@@ -164,9 +164,9 @@ def test_two_runs_at_once_keep_apart(tmp_path):
     assert len(picked) == 3
     sel = "^(" + "|".join(re.escape(m.key) for m in picked) + ")$"
     env = {k: v for k, v in os.environ.items() if k not in ("APTA_MUTATION_DIR", "APTA_OUT_DIR")}
-    procs = [subprocess.Popen([sys.executable, mutation.__file__, "--groups", "core", "--tests", "decoder",
+    procs = [subprocess.Popen([sys.executable, "-m", "apta.rtl.mutation", "--groups", "core", "--tests", "decoder",
                                "--select", sel, "--jobs", "1", "--allow-open", "--fresh", "--out", str(tmp_path / f"{i}.json")],
-                              env=env, cwd=mutation.HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              env=env, cwd=mutation.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for i in range(2)]
     outs = [p.communicate(timeout=1800)[0] for p in procs]
     reps = []
