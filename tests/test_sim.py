@@ -733,7 +733,7 @@ def test_bound_runs_are_link_arithmetic(sim, tmp_path):
     simulator's link arithmetic (test_object_get_latency_is_link_arithmetic), and the RTL column
     says so when ms.json is missing."""
     import importlib
-    ev = importlib.import_module("eval")
+    ev = importlib.import_module("apta.sim.eval")
     args = type("Args", (), {"out": str(tmp_path), "sim": str(sim), "params": str(SIMDIR / "params.json")})()
     n = 100
     sizes = {n * 64: {"objects": ["t:x"], "reference": None}}
@@ -764,7 +764,7 @@ def test_sensitivity_arithmetic():
     (reductions shown negative); r_values() recomputes a row from substituted runs; crossing()
     brackets the paper's value. All hand-computed."""
     import importlib
-    ev = importlib.import_module("eval")
+    ev = importlib.import_module("apta.sim.eval")
     m = ev.moves({"literal": 1.10, "dm": 0.04, "cx4-edr": 0.12})
     assert (m["lo"], m["hi"]) == ("dm", "literal")
     assert m["min"] == pytest.approx(0.04) and m["max"] == pytest.approx(1.10) and m["span_pp"] == pytest.approx(106)
@@ -794,7 +794,7 @@ def test_jitter_errorbars_arithmetic():
     """The figures' error bars: per app the std. dev. over the jitter runs of run k's speedup over
     RDMA (RDMA's run k / the configuration's run k), and of the geomean over the apps per run."""
     import importlib
-    ev = importlib.import_module("eval")
+    ev = importlib.import_module("apta.sim.eval")
 
     def r(ms):
         return {"makespan_ns": ms, "get_ns": ms, "put_ns": ms, "completed": True}
@@ -816,7 +816,7 @@ def test_jitter_errorbars_arithmetic():
 
 def test_one_colour_per_configuration():
     import importlib
-    ev = importlib.import_module("eval")
+    ev = importlib.import_module("apta.sim.eval")
     assert set(ev.COLORS) == set(ev.CONFIGS)
     assert len(set(ev.COLORS.values())) == len(ev.CONFIGS)
 
@@ -824,7 +824,7 @@ def test_one_colour_per_configuration():
 # --- end to end --------------------------------------------------------------------------------------------
 def test_small_end_to_end_eval(sim, tiny_traces, tmp_path):
     import importlib
-    ev_colors = importlib.import_module("eval").COLORS
+    ev_colors = importlib.import_module("apta.sim.eval").COLORS
     out = tmp_path / "eval"
     (tmp_path / "ms.json").write_text(json.dumps(FAKE_MS))
     r = subprocess.run([sys.executable, str(SIMDIR / "eval.py"), "--traces", str(tiny_traces), "--apps", "phi,sentiment,video",
