@@ -73,10 +73,11 @@ def _vectors(root: Path) -> dict:
                 "unreachable": sum(1 for x in c["cells"] if x["status"] == "unreachable"),
                 "configs": sorted(c["configs"])}
     out = {"core": fam(root / "build/vectors/coverage.json"), "ms": fam(root / "build/vectors/ms/coverage.json")}
-    # the model's own scenarios, before the RTL-side renamings and queued images
+    # the model's own scenarios: their images (server renamings, queued: spec/murphi/vectors.py)
+    # carry "@<image>" in their id
     out["core"]["model_scenarios"] = sum(1 for p in (root / "build/vectors").glob("*.jsonl")
                                          for line in p.read_text().splitlines()
-                                         if line.strip() and '"image"' not in line)
+                                         if line.strip() and "@" not in json.loads(line)["id"])
     return out
 
 
@@ -171,15 +172,20 @@ def render_vectors(root: Path) -> str:
 VERIFY_PHASES = ("verify-murphi", "verify-tla", "vectors", "verify-summary")
 
 
+def _wrap(text: str) -> str:
+    import textwrap
+    return textwrap.fill(text.rstrip("\n"), width=100, break_on_hyphens=False) + "\n"
+
+
 def render_test_time(root: Path) -> str:
     doc = load(root, "test-profile")
     d = doc["data"]
     mach = d["run_machine"]
     verify = sum(r["wall_s"] for r in d["phases"] if r["name"] in VERIFY_PHASES)
     slow = sorted(d["phases"], key=lambda r: -r["wall_s"])[:6]
-    return (f"A fresh clone's `make test` took **{_mins(d['wall_s'])}** wall and {_mins(d['cpu_s'])} of CPU on "
+    return _wrap(f"A fresh clone's `make test` took **{_mins(d['wall_s'])}** wall and {_mins(d['cpu_s'])} of CPU on "
             f"{mach['cores']} cores and {mach['memory_mib'] // 1024} GiB ({d['pytest_tests']} pytest "
-            f"tests), of which the model checking and the vectors (`make verify`) took {_mins(verify)}"
+            f"test runs, the netlist regression's repeat of tests/rtl included), of which the model checking and the vectors (`make verify`) took {_mins(verify)}"
             + (f"; other jobs shared the machine (load average {mach['loadavg_15m']} over the last 15 minutes), "
                "so these are upper bounds" if mach.get("loadavg_15m", 0) > mach["cores"] + 0.5 else "")
             + ". "
