@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from apta import testprofile
 
 BLOCK = re.compile(r"(<!-- results:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- results:end -->)", re.S)
 
@@ -40,14 +41,9 @@ def checkout(start: Path | None = None) -> Path:
 # ---- results of record ----------------------------------------------------------------------------
 
 def machine() -> dict:
-    mem = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem = round(int(line.split()[1]) / 1024 ** 2)
-    except OSError:
-        pass
-    return {"cores": os.cpu_count(), "memory_gib": mem}
+    """The machine a record was made on (its date is the record's own field)."""
+    m = testprofile.machine()
+    return {k: m[k] for k in ("cores", "memory_mib", "loadavg_15m")}
 
 
 def _verify(root: Path) -> dict:
@@ -85,7 +81,8 @@ def _test_profile(root: Path) -> dict:
     p = json.loads((root / "build/test-profile.json").read_text())
     if not p.get("passed"):
         raise SystemExit("apta-docs: build/test-profile.json is of a failed run; record a passing `make test`")
-    return {"wall_s": p["wall_s"], "cpu_s": p["cpu_s"], "run_machine": p["machine"],
+    return {"wall_s": p["wall_s"], "cpu_s": p["cpu_s"],
+            "run_machine": {k: v for k, v in p["machine"].items() if k not in ("host", "date")},
             "phases": [{k: r[k] for k in ("name", "wall_s", "cpu_s")} for r in p["phases"]],
             "pytest_tests": sum(r.get("tests", 0) for r in p["pytest"]),
             "pytest_slowest": [{k: r[k] for k in ("name", "parent", "wall_s", "cpu_s")} for r in p["pytest"][:10]]}
