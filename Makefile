@@ -48,6 +48,8 @@ help:
 	@echo "make kind-down    delete the kind cluster and stop a dockerd that make kind started"
 	@echo "make gem5 GEM5_SRC=<gem5 checkout>  build gem5 v24.0.0.1 with the apta extension (sim/gem5/) into build/gem5/"
 	@echo "make test-gem5 / eval-gem5 / bench-gem5  the extension's tests, the workflows in gem5 beside apta-sim, its speed"
+	@echo "make record       copy this checkout's results (build/: RECORD=verify vectors test-profile) into docs/results/"
+	@echo "make docs         rewrite the READMEs' results blocks from docs/results/"
 	@echo "make clean        remove build/ and the venv"
 
 # --- dependencies -------------------------------------------------------------------------------
@@ -129,11 +131,15 @@ vectors: deps-murphi venv
 # Each step is a phase of the profile (python/apta/testprofile.py): wall and CPU time per phase,
 # per pytest module and per Verilator build -> build/test-profile.json and a table at the end,
 # printed on failure too. The Go builds (compile only) run beside the model checking, whose
-# verifier builds leave a core idle for much of their time.
+# verifier builds leave a core idle for much of their time; the tests run in two lanes (TIMED_TESTS).
 PROFILE_LOG := build/test-profile.ndjson
 PROFILE     := python3 python/apta/testprofile.py
 PHASE       := $(PROFILE) run
 TEST_ENV    := APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1
+# The tests whose daemons, guests and leases run against the clock: the timed lane, at normal
+# priority; every other test is CPU only and runs beside them at the lowest priority.
+TIMED_TESTS := $(sort $(wildcard tests/test_daemon*.py tests/test_guestlib.py tests/test_runner.py tests/test_executor.py \
+                 tests/test_qemu_*.py tests/test_sched_daemon.py))
 test:
 	@command -v python3 >/dev/null || $(APT) python3
 	$(PROFILE) start $(PROFILE_LOG)
@@ -156,20 +162,40 @@ test:
 	$(PHASE) daemon -- $(SUB) daemon daemon-trace runner
 	$(PHASE) fuzz-build -- $(SUB) fuzz-build
 	wait $$gobuild || { tail -40 build/go-build.log; echo "go-build failed (build/go-build.log)"; exit 1; }
-	$(PHASE) pytest -- env $(TEST_ENV) nice -n 10 $(PY) -m pytest tests -q -p apta.testprofile --durations=25
-	echo "--- the daemon's fuzzers, $(FUZZTIME_TEST) per target (ring slots, HTTP requests, JSON bodies) ---"
+	echo "--- the tests in two lanes: timed (daemons, guests, scheduler e2e) here; batch (cocotb, checkers, simulator, netlists) beside it -> build/test-batch.log ---"
+	set -m                                          # the lane in a process group of its own, stopped with the run
+	( trap - EXIT; $(PHASE) pytest-batch -- env $(TEST_ENV) nice -n 19 $(PY) -m pytest -q -p no:cacheprovider -p apta.testprofile --durations=25 \
+	    $(addprefix --ignore=,$(TIMED_TESTS)) tests && \
+	  $(PHASE) pytest-netlist -- env RTL_DIR=build/synth $(TEST_ENV) nice -n 19 $(PY) -m pytest -q -p no:cacheprovider -rs -p apta.testprofile tests/rtl \
+	) > build/test-batch.log 2>&1 &
+	batch=$$!
+	set +m
+	trap 'kill -TERM -- -$$batch 2>/dev/null; $(PROFILE) report $(PROFILE_LOG) build/test-profile.json' EXIT
+	$(PHASE) pytest-timed -- env $(TEST_ENV) nice -n 5 $(PY) -m pytest -q -p no:cacheprovider -p apta.testprofile --durations=10 $(TIMED_TESTS)
 	$(PHASE) fuzz-daemon -- $(SUB) fuzz-daemon FUZZTIME=$(FUZZTIME_TEST)
-	echo "--- the RTL regression on the yosys gate-level netlists (build/synth/<variant>/) ---"
-	$(PHASE) pytest-netlist -- env RTL_DIR=build/synth $(RTL_PYTEST) -rs -p apta.testprofile tests/rtl
-	echo "--- the kube-scheduler plugin: unit tests, e2e on etcd + kube-apiserver with its negative control ---"
 	$(PHASE) scheduler-unit -- $(SUB) scheduler-unit
 	$(PHASE) scheduler-fuzz -- $(SUB) scheduler-fuzz
 	$(PHASE) scheduler-e2e -- $(SUB) scheduler-e2e
-	echo "--- the scheduler e2e with the memory-server daemon as its control plane (runner processes as guests) ---"
 	$(PHASE) sched-daemon -- $(SUB) test-sched-daemon
+	echo "--- timed lane passed; waiting for the batch lane (build/test-batch.log) ---"
+	wait $$batch || { tail -80 build/test-batch.log; echo "the batch lane failed (build/test-batch.log)"; exit 1; }
+	grep -E '^=== |passed|failed' build/test-batch.log | tail -8
 	trap - EXIT
 	$(PROFILE) report $(PROFILE_LOG) build/test-profile.json
 	echo "test: all pytest suites, the RTL regression on the yosys netlists, and the scheduler e2e (conforming control plane and the daemon) passed; profile in build/test-profile.json"
+
+# --- the figures in the READMEs (python/apta/docs.py) -------------------------------------------------
+# record: this checkout's results in build/ (after the run that measures them) -> docs/results/, the
+# small files of record; docs: every README's results blocks rewritten from them (tests/test_docs.py
+# fails on a block that differs, and on a record the run's own results contradict).
+RECORD ?= verify vectors test-profile
+.PHONY: record docs
+record: venv
+	$(PY) -m apta.docs record $(RECORD)
+
+docs: venv
+	$(PY) -m apta.docs render
+	$(PY) -m apta.docs check
 
 # --- workloads ----------------------------------------------------------------------------------
 # The FaaS workflow applications (workloads/README.md): C functions and input generators compiled

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """TLS and bearer tokens for the memory-server daemon's API, as the tests and the e2e runs use them
-(qemu-cxl/daemon/README.md "TLS"). Stdlib + the `openssl` command (Debian `openssl`,
+(docs/daemon-api.md "TLS"). Stdlib + the `openssl` command (Debian `openssl`,
 installed by `make daemon`).
 
 `Pki` is a throw-away certificate authority made for tests with the openssl CLI: a CA, a server

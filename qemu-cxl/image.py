@@ -48,7 +48,7 @@ GUEST_BINS = ["usr/bin/cxl", "usr/bin/ndctl", "usr/bin/daxctl"]
 # Modules /init loads (dependencies are added from modules.dep, in order).
 MODULES = ["cxl_acpi", "cxl_pci", "cxl_mem", "cxl_pmem"]
 # Shipped in /lib/modules but not loaded by /init: the nvdimm/dax drivers for a devdax or fsdax
-# namespace on the region (an alternative to /dev/mem, measured in qemu-cxl/README.md).
+# namespace on the region (an alternative to /dev/mem; qemu-cxl/README.md says why it is not used).
 OPTIONAL_MODULES = ["nd_pmem", "dax_pmem", "device_dax"]
 KERNEL_RE = re.compile(r"^linux-image-6\.1\.0-(\d+)-amd64-unsigned$")
 

@@ -209,7 +209,7 @@ def test_killed_guest_is_fenced_and_rejoins(world, tmp_path):
 
 def test_latency_and_throughput(world):
     """Functional-emulation figures on the host (no QEMU): one guest at a time, uncached gets and
-    puts of 8-line objects -> build/qemu-cxl/guestlib/bench.txt (quoted in qemu-cxl/README.md)."""
+    puts of 8-line objects -> build/qemu-cxl/guestlib/bench.txt."""
     rack, (d0, d1, d2), _ = world
     secs = os.environ.get("APTA_GUESTLIB_BENCH_S", "1.0")
     lines = [d0.ok(f"bench get 1 8 {secs}", timeout=30)["line"], d0.ok(f"bench get 2 4 {secs}", timeout=30)["line"],

@@ -1,6 +1,6 @@
 // The control-plane API's request validation (schema/controlplane.yaml), with nothing of the RTL
 // in it: routing (classify), POST /v1/objects's JSON body, object names and the objects= query.
-// The daemon (memd.cpp) and the fuzz target (fuzz/fuzz_http.cpp) run this one definition; what
+// The daemon (handover.cpp) and the fuzz target (fuzz/fuzz_http.cpp) run this one definition; what
 // it refuses is answered at once (400/404/405) and changes nothing.
 #pragma once
 

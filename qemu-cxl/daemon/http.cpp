@@ -21,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 namespace apta_http {
 namespace {
 
@@ -153,14 +155,16 @@ Tls::~Tls() {
   if (ctx_) SSL_CTX_free(ctx_);
 }
 
+// ASCII out (every other character \u-escaped), and a byte that is no UTF-8 (a client's bytes echoed
+// in a message) becomes U+FFFD instead of an exception or a body that is no JSON.
+std::string json_text(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string json_error(const std::string& msg) {
-  std::string o = "{\"error\":\"";
-  for (char c : msg) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x7f) { char b[8]; snprintf(b, sizeof b, "\\u%04x", uint8_t(c)); o += b; continue; }
-    o += c;
-  }
-  return o + "\"}";
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["error"] = msg;
+  return json_text(j);
 }
 
 const char* reason(int code) {

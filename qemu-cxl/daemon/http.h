@@ -1,4 +1,4 @@
-// The daemon's HTTP/1.1 server (issue 16: "a daemon no client can stall"): its own thread, one
+// The daemon's HTTP/1.1 server, made so that no client can stall the daemon: its own thread, one
 // poll() loop over non-blocking sockets, so neither a client that never reads its answer nor
 // hundreds of idle connections can hold up the RTL loop or the other clients. Strict framing:
 // bounded header section (431) and body (413), Content-Length digits only (400), a malformed
@@ -15,9 +15,9 @@
 //
 // Why not cpp-httplib (Debian bookworm ships 0.11.4): it serves each connection on a worker of
 // a fixed pool of max(8, cores-1) threads that blocks on the socket, so 100 idle connections hold
-// every worker for the read timeout (the API stalls, the probe of issue 16); its Content-Length
+// every worker for the read timeout (the API stalls); its Content-Length
 // is strtoull (so "-1" is 2^64-1 and "12abc" is 12); a slow or oversized header is dropped with no
-// 408/431 answer. JSON is nlohmann-json (api.cpp).
+// 408/431 answer. JSON is nlohmann-json: requests in api.cpp, answers in replies.cpp and json_text.
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +28,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include <nlohmann/json_fwd.hpp>
 #include <atomic>
 #include <vector>
 
@@ -63,7 +65,8 @@ enum class Parse { Incomplete, Complete, Error };
 Parse parse(const std::string& in, const Limits& L, Request& req, Reply& err);
 const char* reason(int code);
 std::string serialize(const Reply& r);
-std::string json_error(const std::string& msg);   // {"error": msg}
+std::string json_text(const nlohmann::ordered_json& j);   // an answer's body
+std::string json_error(const std::string& msg);          // {"error": msg}
 
 // The TLS side of a server: certificate, key and optional client CA, read at start-up.
 struct TlsFiles {

@@ -1,5 +1,5 @@
 // Request-ring slot decoding (RINGS.md): what turns a guest-written slot into a request for the
-// RTL or a refusal, with nothing of the RTL in it, so that the daemon (memd.cpp pull_ring) and the
+// RTL or a refusal, with nothing of the RTL in it, so that the daemon (rings.cpp pull_ring) and the
 // fuzz target (fuzz/fuzz_slot.cpp) run the same code. Nothing a guest writes is trusted.
 #pragma once
 

@@ -1,5 +1,5 @@
 // libFuzzer target: the request-ring slot decoder (slot.cpp apta_slot::decode, ring_sane), the
-// code memd.cpp's pull_ring runs on every slot a guest writes.
+// code rings.cpp's pull_ring runs on every slot a guest writes.
 //
 // Input: byte 0 picks the ring (guest g = byte % servers) and the ring size for ring_sane
 // (S = 2^(byte >> 4 mod 11)); the next APTA_SLOT_BYTES bytes are the slot (zero-padded); 16 more,

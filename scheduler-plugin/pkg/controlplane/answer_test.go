@@ -41,7 +41,7 @@ func TestDecodeSchedulableAnswer(t *testing.T) {
 	if _, err := DecodeSchedulableAnswer([]byte(ok), asked); err != nil {
 		t.Fatalf("an answer with an extra field and the echo reordered is refused: %v", err)
 	}
-	// The memory-server daemon's shape (qemu-cxl/daemon/memd.cpp api_schedulable): empty
+	// The memory-server daemon's shape (qemu-cxl/daemon/replies.cpp api_schedulable): empty
 	// pendingFor, explicit pendingObjectsTruncated.
 	if _, err := DecodeSchedulableAnswer([]byte(daemonAnswer), []string{"103"}); err != nil {
 		t.Fatalf("the daemon's answer is refused: %v", err)

@@ -1,0 +1,79 @@
+"""Every figure in a README's results block is what docs/results gives (python/apta/docs.py), and
+the results of record agree with this run's own build/ results where `make test` recomputed them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apta import docs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_results_block_matches_its_record():
+    problems = docs.check(ROOT)
+    assert not problems, "\n".join(problems) + "\n(regenerate with `make docs`; never edit a results block by hand)"
+
+
+def test_results_blocks_have_records():
+    """Every block a README holds has its renderer and its results of record."""
+    names = {m.group("name") for p in docs.markdown_files(ROOT) for m, _ in docs.blocks(p.read_text())}
+    assert names <= set(docs.RENDERERS), f"blocks without a renderer: {names - set(docs.RENDERERS)}"
+    assert {"verify", "vectors", "test-time"} <= names, "README.md states what make verify proves and what make test costs"
+
+
+def test_hand_edited_figure_is_caught(tmp_path):
+    # a README whose verify block has one figure changed by hand: reported at the block's line
+    readme = next(p for p in docs.markdown_files(ROOT) if "<!-- results:verify -->" in p.read_text())
+    text = readme.read_text()
+    body = text.split("<!-- results:verify -->\n", 1)[1].split("<!-- results:end -->", 1)[0]
+    edited = text.replace(body, body.replace("|", "| 1", 1), 1)
+    assert edited != text
+    fake = tmp_path / "README.md"
+    fake.write_text(edited)
+    problems = docs.check(ROOT, [fake])
+    line = edited[:edited.index("<!-- results:verify -->")].count("\n") + 1
+    assert problems == [f"{fake}:{line}: block 'verify' differs from what docs/results gives"]
+    docs.check(ROOT, [fake], write=True)
+    assert fake.read_text() == text                  # rendering restores it
+
+
+def test_unknown_block_named(tmp_path):
+    fake = tmp_path / "X.md"
+    fake.write_text("a\n<!-- results:nope -->\nx\n<!-- results:end -->\n")
+    with pytest.raises(SystemExit, match=r"X\.md:2: unknown results block 'nope'"):
+        docs.check(ROOT, [fake])
+
+
+def test_malformed_record_named(tmp_path):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "verify.json").write_text('{"command": "make verify",\n "data": {}}\n')
+    with pytest.raises(SystemExit, match=r"verify\.json: field 'machine' missing"):
+        docs.load(tmp_path, "verify")
+    (tmp_path / "docs" / "results" / "verify.json").write_text('{"command": \n')
+    with pytest.raises(SystemExit, match=r"verify\.json:2: not valid JSON"):
+        docs.load(tmp_path, "verify")
+
+
+def _fresh(name: str) -> dict:
+    try:
+        return docs.SOURCES[name][1](ROOT)
+    except FileNotFoundError as e:
+        pytest.skip(f"{e.filename} missing: run `{docs.SOURCES[name][0]}` (make test does)")
+
+
+@pytest.mark.parametrize("name", [n for n in ("verify", "vectors") if (ROOT / "docs" / "results" / f"{n}.json").exists()])
+def test_record_agrees_with_this_run(name):
+    """The deterministic figures of record (states, verdicts, scenarios, cells) equal this run's:
+    a model or vector change without `make record docs` fails here."""
+    rec = docs.load(ROOT, name)["data"]
+    assert rec == _fresh(name), f"docs/results/{name}.json is stale: run `make {name}` then `make record docs`"
+
+
+def test_record_keeps_command_machine_date():
+    for p in sorted((ROOT / "docs" / "results").glob("*.json")):
+        doc = json.loads(p.read_text())
+        assert {"command", "machine", "date", "data"} <= set(doc), p
+        assert doc["machine"]["cores"] >= 1, p
