@@ -364,7 +364,7 @@ test-long: rtl deps-rtl-sim qemu-image daemon runner
 rtl-mutants: rtl deps-rtl-sim
 	$(RTL_PYTEST) -s tests/rtl/test_core_mutants.py tests/rtl/test_core_epochs.py tests/rtl/test_ms_mutants.py
 
-# generated single-point mutants of the Verilog (tests/rtl/mutation.py): all of them, each through the
+# generated single-point mutants of the Verilog (rtl/tools/mutation.py): all of them, each through the
 # regression; results in build/bench/rtl-mutation.json, the table in rtl/README.md ("Mutation testing")
 rtl-mutation: rtl deps-rtl-sim vectors
 	@$(APT) yosys
@@ -387,7 +387,7 @@ test-ms: rtl deps-rtl-sim
 	$(RTL_PYTEST) -rs tests/rtl/test_ms_workflows.py
 
 # Trace validation (spec/tla/README.md, "Trace validation"): the event logs the RTL regression writes
-# (tests/rtl/ms_trace.py, build/trace/ms/) checked against spec/tla/Apta.tla by TLC (TraceApta.tla,
+# (rtl/tools/ms_trace.py, build/trace/ms/) checked against spec/tla/Apta.tla by TLC (TraceApta.tla,
 # trace.py). test-trace is the short form `make test` runs too (pytest tests collects it);
 # trace-validate runs every workflow x APTA_MS_SEEDS (default 4) with crashes and 3 core stresses of
 # TRACE_CORE_OPS operations on the one-set geometry m3s1w1, and validates each log.

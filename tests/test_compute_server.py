@@ -1,6 +1,6 @@
 """Plain-pytest tests (no simulator) of the workflow scripts and their loader, the compute-server
-models and the workflow runner (tests/rtl/compute_server.py). The runner runs against
-tests/rtl/fake_memserver.py, a PLUMBING FAKE (not a reference model of the memory server): these
+models and the workflow runner (rtl/testbench/compute_server.py). The runner runs against
+rtl/testbench/fake_memserver.py, a PLUMBING FAKE (not a reference model of the memory server): these
 tests show the models, runner, recording and checker fit together; the RTL is tested by
 tests/rtl/test_ms_workflows.py."""
 import json

@@ -57,7 +57,7 @@ class Otc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   val s1 = RegEnable(io.in.bits, io.in.valid)
 
   // forwarding: the set S1 wrote last cycle, which the memory read of that cycle may not have seen
-  // (firtool's simulation model returns the new data; a read-first SRAM the old: tests/rtl/sram.py)
+  // (firtool's simulation model returns the new data; a read-first SRAM the old: rtl/testbench/sram.py)
   val fwdValid = RegInit(false.B)
   val fwdSet = Reg(UInt(p.setIdxBits.W))
   val fwdWays = Reg(Vec(p.dirWays, new DirEntry))
@@ -88,7 +88,7 @@ class Otc(implicit val p: AptaParams) extends Module with HasAptaParameters {
   fwdWays := upd.io.newWays
 
   // The model's structural invariants (spec/murphi/apta.m; the scoreboard's checks of the same name,
-  // tests/rtl/core_scoreboard.py) on every set as it is written back, so a wrong transition stops the
+  // rtl/testbench/core_scoreboard.py) on every set as it is written back, so a wrong transition stops the
   // simulation on the cycle it happens. Chisel emits them under `ifndef SYNTHESIS`: checked in every
   // simulation, absent from synthesis.
   when(write) {

@@ -2,7 +2,7 @@
 
 Everything here is plain, synchronous Python driven by one `step()` per clock, so the same code runs
 against the RTL memory server under cocotb (tests/rtl/test_ms_workflows.py: one step per cycle)
-and against the plumbing fake of tests/rtl/fake_memserver.py (the unit tests). Every flit is built
+and against the plumbing fake of rtl/testbench/fake_memserver.py (the unit tests). Every flit is built
 and read with python/apta/messages.py.
 
 * `ComputeServer`: one compute server's GET controller, PUT controller and object cache, as the

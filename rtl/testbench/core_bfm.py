@@ -35,7 +35,7 @@ VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O1", "--x-assign", 
 def out_root() -> Path:
     """Where a run writes its results (cocotb's results XML, histories, traces, result JSON):
     build/, or APTA_OUT_DIR when the caller gives each run its own directory
-    (tests/rtl/mutation.py: concurrent runs of the same mutant must not read each other's files).
+    (rtl/tools/mutation.py: concurrent runs of the same mutant must not read each other's files).
     The Verilator builds stay shared under build/sim/, keyed by the Verilog's hash."""
     return Path(os.environ.get("APTA_OUT_DIR", ROOT / "build"))
 
@@ -48,7 +48,7 @@ def locked_build(runner, bdir: Path, **kw) -> None:
     need the same (content-keyed) build wait for each other instead of compiling into the
     same directory at once."""
     import fcntl
-    # a mutant's test (tests/rtl/mutation.py) runs the build its group's unmutated run made: skip
+    # a mutant's test (rtl/tools/mutation.py) runs the build its group's unmutated run made: skip
     # Verilator's and make's up-to-date checks (a second or more per test)
     if os.environ.get("APTA_SIM_PREBUILT") == "1" and (bdir / kw["hdl_toplevel"]).exists():
         return
@@ -66,7 +66,7 @@ def locked_build(runner, bdir: Path, **kw) -> None:
 
 def sim_plusargs() -> list[str]:
     """Plusargs of every simulation: the random initial state, and a mutant schema's live mutant
-    (tests/rtl/mutation.py)."""
+    (rtl/tools/mutation.py)."""
     out = ["+verilator+rand+reset+2", f"+verilator+seed+{INIT_SEED}"] if X_INITIAL == "unique" else []
     mutant = os.environ.get("APTA_RTL_MUTANT")
     return out + ([f"+apta_mutant={int(mutant)}"] if mutant else [])

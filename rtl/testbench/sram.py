@@ -38,7 +38,7 @@ def read_first(text: str, origin: str = "<verilog>") -> tuple[str, int]:
         arr = re.search(r"^\s*reg\s+(\[\d+:0\])?\s*Memory\[0:(\d+)\];", body, re.M)
         if not rd or not arr or "R1_" in ports or "_R0_addr_d0 <= R0_addr;" not in body:
             raise ValueError(f"{origin}: module {name} is not firtool's one-read-port memory model "
-                             "(the shape tests/rtl/sram.py rewrites); the read-first model does not apply")
+                             "(the shape rtl/testbench/sram.py rewrites); the read-first model does not apply")
         width = arr.group(1) or ""
         # the data the edge reads, from the array before this edge's writes (nonblocking: the
         # write ports' always block updates Memory after every right-hand side was read)
@@ -49,7 +49,7 @@ def read_first(text: str, origin: str = "<verilog>") -> tuple[str, int]:
         body = body.replace(rd.group(0), f"  assign R0_data = _R0_en_d0 ? _R0_data_q : {rd.group(1)}'bx;\n")
         if "_R0_addr_d0" in body:
             raise ValueError(f"{origin}: module {name}: the read address is used beyond the read port")
-        return f"// tests/rtl/sram.py: read-first model of firtool's {name}\nmodule {name}({ports});\n{body}endmodule\n"
+        return f"// rtl/testbench/sram.py: read-first model of firtool's {name}\nmodule {name}({ports});\n{body}endmodule\n"
 
     out, n = _MEM.subn(one, text)
     return out, n

@@ -1,6 +1,6 @@
 """The event log of a coherence-core stress run (tests/rtl/test_core_stress.py with APTA_TRACE_LOG),
 for trace validation against spec/tla/Apta.tla (spec/tla/trace.py; spec/tla/README.md, "Trace
-validation"). Same format as tests/rtl/ms_trace.py (its docstring), written once at the end.
+validation"). Same format as rtl/tools/ms_trace.py (its docstring), written once at the end.
 
 The core has no compute servers and no functions: every request the stress sends is one function
 of the spec, placed on the request's server at the request's first decision by the core (the

@@ -598,7 +598,7 @@ GROUPS = {
                    ("stress", _core_stress)]),
     # m2s1w1's directory is one register (one set): the set index, the forwarding of the last write
     # to the next read of its set and the multi-cycle init and fence walks exist only with 2+ sets;
-    # on the read-first SRAM model (tests/rtl/sram.py), where a missing forward reads stale ways
+    # on the read-first SRAM model (rtl/testbench/sram.py), where a missing forward reads stale ways
     "core-sets": Group("core-sets", "stress", "CoherenceCore", "CoherenceCore.sv",
                        [("ctrl", _core_ctrl), ("extent", _core_extent), ("flow", _core_flow),
                         ("stress", _core_stress)],

@@ -1,7 +1,7 @@
 ----------------------------- MODULE TraceApta -----------------------------
 (***************************************************************************)
 (* Trace validation: is a log of the RTL memory server (written by         *)
-(* tests/rtl/ms_trace.py, translated by trace.py) a behaviour of Apta.tla? *)
+(* rtl/tools/ms_trace.py, translated by trace.py) a behaviour of Apta.tla? *)
 (*                                                                         *)
 (* The log is a sequence of events; l counts the events matched so far.   *)
 (* Every step of TraceNext is one action of Apta's Next: either the action *)

@@ -23,7 +23,7 @@ One order for all of it:
   request-ring head with the hit (`rhead`), the daemon logs each request slot's ring index, so the
   hit comes before every slot the guest produced after it. The version it returned is the latest
   committed one whose header line (length and digest of the data, JOBS.md) it carries;
-* a killed guest's crash just before its fence (tests/rtl/ms_trace.py's rule).
+* a killed guest's crash just before its fence (rtl/tools/ms_trace.py's rule).
 Versions: a commit's lines are its PutLines' FNV-1a hashes; a served get's line l is the latest
 version (at the get's linearization point) whose line l has that hash, or no version at all.
 Receipt of a BISnp is hidden (`hidden_recv_inv`): the daemon does not see it.

@@ -5,7 +5,7 @@
     python3 spec/tla/trace.py build/trace/ms/ms3/pipeline-s1.ndjson [more logs...]
     python3 spec/tla/trace.py --summary build/trace/ms/ms3/*.ndjson      # + one summary line
 
-For each log (ndjson, written by tests/rtl/ms_trace.py; the format is its module docstring) this
+For each log (ndjson, written by rtl/tools/ms_trace.py; the format is its module docstring) this
 writes the module TraceLog (the log and the constants it implies) into build/trace/tla/<log>/, runs
 TLC (check.py's jar and invocation, one worker: the run is a breadth-first search of the behaviours
 that match a prefix of the log) on MCTraceApta with that module on its library path, and prints
@@ -654,7 +654,7 @@ def line_of(r: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("logs", nargs="+", type=Path, help="ndjson event logs (tests/rtl/ms_trace.py)")
+    ap.add_argument("logs", nargs="+", type=Path, help="ndjson event logs (rtl/tools/ms_trace.py)")
     ap.add_argument("--summary", action="store_true", help="end with a one-line summary")
     ap.add_argument("--json", type=Path, help="write every log's record here")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per TLC run (default 1800)")

@@ -5,7 +5,7 @@ the Commit is answered Committed with no BISnp to the fenced server, and that se
 Were both taken in the same cycle, the Commit would snoop the fenced server and leave it owing an
 ack no one will pay (status.pending). The vectors settle between stimuli and the stress rarely
 lines them up, so an arbiter that let a request in beside a ctrl flit passed them
-(tests/rtl/mutation.py).
+(rtl/tools/mutation.py).
 
 For every server pair (s fenced, w the writer), from reset: s gets X; then the Fence of s and
 the Commit of w are queued in the same cycle.

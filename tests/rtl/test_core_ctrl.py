@@ -3,7 +3,7 @@ back to back while the answer to the first is held by ctrlResp backpressure, on 
 The model's vectors send one ctrl flit per settled step and the stress rarely overlaps them, so
 the control unit's sequencing (accept only when idle, one answer per flit, in order, effects
 visible at `status` when answered, checked at each answer) was a blind spot of the mutation run
-(tests/rtl/mutation.py). The sequences also send stale fences, rejoins whose epoch field is not
+(rtl/tools/mutation.py). The sequences also send stale fences, rejoins whose epoch field is not
 the server's after another server's walk, and a Rejoin waiting while a walk ends.
 """
 from __future__ import annotations

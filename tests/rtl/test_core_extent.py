@@ -3,7 +3,7 @@
 stores nothing; a BISnp carries the extent stored before the commit that sent it.
 
 The model has no extents and every vector and stress request of an object carries the same one,
-so which request's extent the entry keeps was invisible: the mutation run (tests/rtl/mutation.py)
+so which request's extent the entry keeps was invisible: the mutation run (rtl/tools/mutation.py)
 left DirUpdate's base/size selects alive. An object's extent does change in the memory server when
 it is removed and registered again (MEMSERVER.md `mapUpd`) while an entry for it lives, so every
 request here carries a new extent, and the BISnps say which one the entry held.

@@ -8,7 +8,7 @@
   output valid.
 The vectors and the stress wait for answers rather than count cycles, so a credit that held
 requests too long, a ready during the clear or an idle that ignored the OTC's pipeline stage
-passed them (tests/rtl/mutation.py).
+passed them (rtl/tools/mutation.py).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The OTC on a read-first directory SRAM (tests/rtl/sram.py, APTA_SRAM=read-first).
+"""The OTC on a read-first directory SRAM (rtl/testbench/sram.py, APTA_SRAM=read-first).
 
 firtool's simulation model of the directory memory returns the data written in the same cycle, so
 with it the OTC's forwarding register (rtl/otc/Otc.scala) is never needed and a design without it
@@ -8,7 +8,7 @@ passes every test. Here the bench's read-first model replaces it:
 - the hand-made mutant `otc_no_forward` (rtl/Mutants.scala, the `mutants` variant) passes the
   stress on firtool's model and is caught on the read-first one: the model has teeth, and the
   forwarding is what a real SRAM needs.
-The mutation group core-sets runs its tests on this model (tests/rtl/mutation.py).
+The mutation group core-sets runs its tests on this model (rtl/tools/mutation.py).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_read_first_rewrites_firtools_memory_and_refuses_other_shapes(tmp_path):
     assert "Memory[_R0_addr_d0]" in text and "Memory[_R0_addr_d0]" not in out
     assert "_R0_data_q <= Memory[R0_addr];" in out
     # everything but the memory module is unchanged
-    strip = lambda t: re.sub(r"^(// tests/rtl/sram.py[^\n]*\n)?module mem_\d+x\d+\(.*?^endmodule\n", "", t,
+    strip = lambda t: re.sub(r"^(// rtl/testbench/sram.py[^\n]*\n)?module mem_\d+x\d+\(.*?^endmodule\n", "", t,
                              flags=re.S | re.M)
     assert strip(out) == strip(text)
     # a memory of another shape (two read ports) is refused, naming the file and the module
@@ -104,7 +104,7 @@ def test_forwarding_is_needed_only_with_a_read_first_sram():
     # firtool's model returns the new data: nothing can see the missing forward (why this model exists)
     fw = _stress("mutants", mid, "firtool")
     assert not fw["failed"], f"otc_no_forward caught on firtool's model ({fw.get('violation')}): " \
-        "the bench's memory model changed; tests/rtl/sram.py's reason to exist is gone"
+        "the bench's memory model changed; rtl/testbench/sram.py's reason to exist is gone"
     rf = _stress("mutants", mid, "read-first")
     assert rf["failed"], f"otc_no_forward passes {rf.get('ops')} operations on a read-first SRAM"
     print(f"\notc_no_forward: passes on firtool's model ({fw.get('ops')} ops), caught on a read-first SRAM: "

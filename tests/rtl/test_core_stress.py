@@ -1,5 +1,5 @@
 """Constrained-random stress of CoherenceCore against the invariant scoreboard
-(tests/rtl/core_scoreboard.py), with functional coverage of the cells of rtl/CORE.md.
+(rtl/testbench/core_scoreboard.py), with functional coverage of the cells of rtl/CORE.md.
 
 Traffic comes in batches; after each the core is run idle and every object and the status are
 queried and checked. A batch is either
@@ -66,7 +66,7 @@ class Stress:
         self.draining = False
         self.stats = Counter()
         self.sets = sorted({set_of(self.p, o) for o in objects})
-        # APTA_TRACE_LOG (trace validation, tests/rtl/core_trace.py): no acks for nothing owed and no
+        # APTA_TRACE_LOG (trace validation, rtl/tools/core_trace.py): no acks for nothing owed and no
         # zombie acks of an older epoch, which no compute server of the spec sends (the random stream
         # is the same either way: only the sending is skipped)
         self.protocol_only = bool(os.environ.get("APTA_TRACE_LOG"))

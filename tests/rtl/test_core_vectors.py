@@ -224,7 +224,7 @@ if cocotb is not None:
         core.rng = random.Random(int(os.environ.get("APTA_SEED", "1")))
         # each scenario with outputs always ready, then under backpressure, then under backpressure
         # with illegal flits and queries competing with every stimulus
-        # a generated mutant (tests/rtl/mutation.py) needs one difference: the first is the evidence
+        # a generated mutant (rtl/tools/mutation.py) needs one difference: the first is the evidence
         first_only = os.environ.get("APTA_RTL_MUTANT", "0") != "0"
         for bp, cont in ((False, False), (True, False), (True, True)):
             core.ready_p = {k: BACKPRESSURE if bp else 1.0 for k in core.ready_p}

@@ -10,7 +10,7 @@ first) PutLine accepted to the PutCommit leaving; lines per cycle in = L / (last
 accepted + 1). sim/eval.py's bound table reads get_last_data and put_first_line_to_commit.
 The hold table: a versioned get of the next version, held, then the put that commits it:
 cycles from the PutCommit leaving to the held get's first and last ObjData (`hold_release`).
-Cycles are clock edges as the BFM samples them (tests/rtl/ms_bfm.py). Written to build/bench/ms.json.
+Cycles are clock edges as the BFM samples them (rtl/testbench/ms_bfm.py). Written to build/bench/ms.json.
 """
 from __future__ import annotations
 

@@ -212,7 +212,7 @@ if cocotb is not None:
                     await replay(ms, sc, m)
                 except Mismatch as e:
                     fails.append(str(e))
-                    # a mutant (io_mutant, or a generated one: tests/rtl/mutation.py) needs one
+                    # a mutant (io_mutant, or a generated one: rtl/tools/mutation.py) needs one
                     # failing scenario; the first is the evidence
                     if m or os.environ.get("APTA_RTL_MUTANT", "0") != "0":
                         break

@@ -17,7 +17,7 @@ The environment (`MsEnv`) is the compute servers' side of the links and the cont
   only if its query was issued after the runner first asked for that placement (TLA-C1).
 * `io_mapUpd`: the object map is written before the workflow (one entry per object).
 * memory: cocotbext-axi's `AxiRam` behind `axi_*` (0.1.28, runs under cocotb 2.1), on the bus
-  mapping and the Verilator build of tests/rtl/ms_bfm.py (the RTL helper's BFM).
+  mapping and the Verilator build of rtl/testbench/ms_bfm.py (the RTL helper's BFM).
 * `io_err`: zombie (3), noTxn (7, lines after a PutRetry) and fenceAbort (11) are expected; any
   other code fails the run.
 

@@ -24,7 +24,7 @@ N_FLITS = int(os.environ.get("APTA_DECODER_FLITS", "3000"))
 def _schema():
     """The codec of the decoder under test: the schema's defaults (build/rtl/MsgDecoder.sv), or a
     variant's parameters when the decoder is the one inside that variant's core (APTA_VARIANT,
-    tests/rtl/mutation.py)."""
+    rtl/tools/mutation.py)."""
     v = os.environ.get("APTA_VARIANT")
     if not v:
         return messages.load()

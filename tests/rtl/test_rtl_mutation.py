@@ -116,7 +116,7 @@ def test_a_seeded_sample_of_mutants_is_killed(tmp_path):
     and the memory server on ms3; `make rtl-mutation` runs every group in full), seeded by APTA_MUTATION_SEED (default:
     the day, so the sample moves over the whole set across runs; the seed is printed): the
     unmutated schema passes every test, and every sampled mutant is killed, argued equivalent, or
-    one of the analysed open findings (tests/rtl/mutation_open.json); a new survivor fails."""
+    one of the analysed open findings (rtl/tools/mutation_open.json); a new survivor fails."""
     import datetime
     seed = int(os.environ.get("APTA_MUTATION_SEED", datetime.date.today().toordinal()))
     n = os.environ.get("APTA_MUTATION_SAMPLE", "12")

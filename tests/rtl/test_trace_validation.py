@@ -1,10 +1,10 @@
 """Trace validation (spec/tla/README.md, "Trace validation"): the RTL memory server's event logs
-(tests/rtl/ms_trace.py) checked against spec/tla/Apta.tla by TLC (spec/tla/TraceApta.tla,
+(rtl/tools/ms_trace.py) checked against spec/tla/Apta.tla by TLC (spec/tla/TraceApta.tla,
 spec/tla/trace.py).
 
 * short workflow runs on ms3 with crashes and false suspicions: every log is accepted, and together
   they exercise the fault and invalidation actions (crash, fence, rejoin, BISnp, BIRsp);
-* a short core stress (tests/rtl/test_core_stress.py, tests/rtl/core_trace.py) on the one-set
+* a short core stress (tests/rtl/test_core_stress.py, rtl/tools/core_trace.py) on the one-set
   geometry m3s1w1: its log is accepted, in one TLC run and in chunks (the form the 100k-operation
   log of `make trace-validate` takes); the same log with an ack inserted after a rejoin is rejected
   at that step by both, the chunked check in a later chunk;
