@@ -137,7 +137,10 @@ PROFILE     := python3 python/apta/testprofile.py
 PHASE       := $(PROFILE) run
 TEST_ENV    := APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1
 # The tests whose daemons, guests and leases run against the clock: the timed lane, at normal
-# priority; every other test is CPU only and runs beside them at the lowest priority.
+# priority; every other test is CPU only and runs beside them at the lowest priority, in the batch
+# lane's pytest-xdist workers: one per core, whole modules each (a module's fixtures and builds stay
+# in one process), the slowest modules first (tests/conftest.py). XDIST= runs the lane serially.
+XDIST ?= -n $(shell nproc) --dist loadfile
 TIMED_TESTS := $(sort $(wildcard tests/test_daemon*.py tests/test_guestlib.py tests/test_runner.py tests/test_executor.py \
                  tests/test_qemu_*.py tests/test_sched_daemon.py))
 test:
@@ -164,9 +167,9 @@ test:
 	wait $$gobuild || { tail -40 build/go-build.log; echo "go-build failed (build/go-build.log)"; exit 1; }
 	echo "--- the tests in two lanes: timed (daemons, guests, scheduler e2e) here; batch (cocotb, checkers, simulator, netlists) beside it -> build/test-batch.log ---"
 	set -m                                          # the lane in a process group of its own, stopped with the run
-	( trap - EXIT; $(PHASE) pytest-batch -- env $(TEST_ENV) nice -n 19 $(PY) -m pytest -q -p no:cacheprovider -p apta.testprofile --durations=25 \
+	( trap - EXIT; $(PHASE) pytest-batch -- env $(TEST_ENV) nice -n 19 $(PY) -m pytest -q $(XDIST) -p no:cacheprovider -p apta.testprofile --durations=25 \
 	    $(addprefix --ignore=,$(TIMED_TESTS)) tests && \
-	  $(PHASE) pytest-netlist -- env RTL_DIR=build/synth $(TEST_ENV) nice -n 19 $(PY) -m pytest -q -p no:cacheprovider -rs -p apta.testprofile tests/rtl \
+	  $(PHASE) pytest-netlist -- env RTL_DIR=build/synth $(TEST_ENV) nice -n 19 $(PY) -m pytest -q $(XDIST) -p no:cacheprovider -rs -p apta.testprofile tests/rtl \
 	) > build/test-batch.log 2>&1 &
 	batch=$$!
 	set +m

@@ -3,10 +3,31 @@
 Each section is one component's; add yours under its own heading."""
 from __future__ import annotations
 
+import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
+
+
+# ---- scheduling: make test's lanes run pytest-xdist over both cores ------------------------------
+
+def pytest_collection_modifyitems(config, items):
+    """In a pytest-xdist worker (--dist loadfile hands out whole modules), the slowest modules
+    first, by their wall time in the run of record (docs/results/test-profile.json): a long
+    module started last would leave one core idle while it finishes. Modules it does not list keep
+    their order after those it does. Every worker reads the same file, so all collect one order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rec = Path(config.rootpath) / "docs" / "results" / "test-profile.json"
+    try:
+        wall: dict[str, float] = {}
+        for m in json.loads(rec.read_text())["data"]["pytest_modules"]:
+            wall[m["name"]] = max(wall.get(m["name"], 0.0), float(m["wall_s"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return                                   # no usable record: collection order
+    items.sort(key=lambda it: -wall.get(it.nodeid.split("::", 1)[0], 0.0))
 
 
 # ---- CXL emulation: the memory-server daemon, the function runners, QEMU clusters ---------------

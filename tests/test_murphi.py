@@ -422,3 +422,28 @@ def test_malformed_pin_is_named(tmp_path):
     bad.write_text(json.dumps(data))
     with pytest.raises(check.CheckError, match=r"configs.smoke.pin"):
         check.load_checks(bad)
+
+
+TINY = """var x: 0..1;
+startstate begin x := 0; end;
+rule "flip" true ==> begin x := 1 - x; end;
+invariant "in range" x <= 1;
+"""
+
+
+def test_verifier_cache_reuses_by_content_and_toolchain(tmp_path, monkeypatch):
+    """A verifier compiled in one checkout is reused by another with the same model and flags
+    (the user cache); a different model, or APTA_CACHE=off, compiles."""
+    monkeypatch.setenv("APTA_CACHE", str(tmp_path / "cache"))
+    before = dict(check.BUILD_STATS)
+    a = check.build("tiny", TINY, 1, 1, base=tmp_path / "a", cc_flags=check.CC_FLAGS_QUICK)
+    assert check.BUILD_STATS["compiled"] == before["compiled"] + 1
+    b = check.build("tiny", TINY, 1, 1, base=tmp_path / "b", cc_flags=check.CC_FLAGS_QUICK)
+    assert check.BUILD_STATS["reused"] == before["reused"] + 1
+    assert a.name == b.name and a.read_bytes() == b.read_bytes()
+    assert subprocess.run([str(b)], capture_output=True).returncode == 0      # it runs
+    check.build("tiny", TINY.replace("x <= 1", "x >= 0"), 1, 1, base=tmp_path / "c", cc_flags=check.CC_FLAGS_QUICK)
+    assert check.BUILD_STATS["compiled"] == before["compiled"] + 2
+    monkeypatch.setenv("APTA_CACHE", "off")
+    check.build("tiny", TINY, 1, 1, base=tmp_path / "d", cc_flags=check.CC_FLAGS_QUICK)
+    assert check.BUILD_STATS["compiled"] == before["compiled"] + 3

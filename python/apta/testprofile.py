@@ -103,6 +103,8 @@ def pytest_configure(config):
 
         def pytest_sessionfinish(self, session, exitstatus):
             for mod, (wall, cpu, n, failed, first) in self.mods.items():
+                if not n:        # pytest-xdist's controller sees reports, its workers run the tests
+                    continue
                 record("pytest", mod, wall, cpu, 1 if failed else 0, first, tests=n)
 
     config.pluginmanager.register(ModuleClock(), "apta-testprofile-clock")

@@ -608,7 +608,11 @@ def simulate(runner, bdir: Path, top: str, test_module: str, env: dict | None = 
 
 
 def results_path(bdir: Path, results_name: str) -> Path:
-    """Where simulate() records a run's results XML."""
+    """Where simulate() records a run's results XML (per pytest-xdist worker: two test modules may
+    run the same build at once)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        results_name = f"{Path(results_name).stem}.{worker}{Path(results_name).suffix}"
     return (out_root() if "APTA_OUT_DIR" in os.environ else bdir) / results_name
 
 

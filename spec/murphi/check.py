@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -183,13 +184,75 @@ def format_trace(trace: list) -> str:
     return "\n".join(lines)
 
 
+# Compiled verifiers are also kept per user, by the same content key, so a second checkout on the
+# machine (a fresh clone's `make test`, a branch) compiles only what it changed, as Go's build cache
+# does; APTA_CACHE names another place, APTA_CACHE=off disables it (a cold run's measurement).
+USER_CACHE_ENTRIES = 400          # ~650 KB each; the least recently used go first
+
+
+def user_cache() -> Path | None:
+    where = os.environ.get("APTA_CACHE", "")
+    if where == "off":
+        return None
+    return (Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "apta") / "murphi"
+
+
+_TOOLCHAIN: list[str] = []
+_LOCK = threading.Lock()                        # build_all's compiler threads share these
+
+
+def toolchain() -> str:
+    """Rumur's and the C compiler's versions: part of every verifier's key."""
+    with _LOCK:
+        if _TOOLCHAIN:
+            return _TOOLCHAIN[0]
+        v = [subprocess.run([t, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[:1]
+             for t in ("rumur", "cc")]
+        _TOOLCHAIN.append(" / ".join(x[0] if x else "?" for x in v))
+        return _TOOLCHAIN[0]
+
+
+BUILD_STATS = {"compiled": 0, "reused": 0}   # this process's verifier builds (reported by main)
+
+
+def _from_user_cache(key: str, exe: Path) -> bool:
+    cache = user_cache()
+    hit = cache / key / "verifier" if cache else None
+    if not hit or not hit.exists():
+        return False
+    tmp = exe.with_name(exe.name + ".tmp")
+    shutil.copy2(hit, tmp)
+    os.replace(tmp, exe)
+    os.utime(hit.parent)                        # recently used
+    with _LOCK:
+        BUILD_STATS["reused"] += 1
+    return True
+
+
+def _to_user_cache(key: str, exe: Path) -> None:
+    cache = user_cache()
+    if not cache:
+        return
+    try:
+        (cache / key).mkdir(parents=True, exist_ok=True)
+        tmp = cache / key / f"verifier.{os.getpid()}.tmp"
+        shutil.copy2(exe, tmp)
+        os.replace(tmp, cache / key / "verifier")
+        entries = sorted(cache.iterdir(), key=lambda e: e.stat().st_mtime)
+        for old in entries[:max(0, len(entries) - USER_CACHE_ENTRIES)]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as e:                        # a full or read-only cache costs time, not the run
+        print(f"murphi: verifier cache {cache}: {e}", file=sys.stderr)
+
+
 def build(name: str, source: str, max_errors: int, threads: int, extra: list[str] = (),
           base: Path = BUILD, cc_flags: list[str] = CC_FLAGS) -> Path:
-    """rumur + cc into base/name; cached by a hash of the instantiated model and the flags."""
+    """rumur + cc into base/name; cached by a hash of the instantiated model, the flags and the
+    toolchain (here and in the user's cache)."""
     flags = ["--output-format", "machine-readable", "--counterexample-trace", "diff",
              "--max-errors", str(max_errors), "--threads", str(threads),
              "--symmetry-reduction", "heuristic", *extra]   # servers, objects, slots are scalarsets
-    key = hashlib.sha256((source + " ".join(flags + list(cc_flags))).encode()).hexdigest()[:16]
+    key = hashlib.sha256((source + " ".join(flags + list(cc_flags)) + toolchain()).encode()).hexdigest()[:16]
     d = base / name
     d.mkdir(parents=True, exist_ok=True)
     exe = d / f"verifier-{key}"
@@ -197,6 +260,8 @@ def build(name: str, source: str, max_errors: int, threads: int, extra: list[str
         return exe
     for old in d.glob("verifier-*"):
         old.unlink()
+    if _from_user_cache(key, exe):
+        return exe
     (d / "model.m").write_text(source)
     r = subprocess.run(["rumur", *flags, str(d / "model.m"), "-o", str(d / "model.c")],
                        capture_output=True, text=True)
@@ -206,6 +271,9 @@ def build(name: str, source: str, max_errors: int, threads: int, extra: list[str
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise CheckError(f"cc failed on the generated verifier ({name}):\n{r.stderr.strip()[-3000:]}")
+    with _LOCK:
+        BUILD_STATS["compiled"] += 1
+    _to_user_cache(key, exe)
     return exe
 
 
@@ -294,6 +362,9 @@ def build_all(jobs: list[Job], source: str) -> None:
     with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
         for f in [pool.submit(one, j) for j in jobs]:
             f.result()
+    print(f"verifiers: {BUILD_STATS['compiled']} compiled, {BUILD_STATS['reused']} from the user cache "
+          f"({user_cache() or 'off'}), {len(jobs) - BUILD_STATS['compiled'] - BUILD_STATS['reused']} "
+          "already built here", flush=True)
 
 
 def check_one(j: Job) -> dict:
