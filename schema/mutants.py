@@ -392,11 +392,21 @@ def render(reg: dict, layer: str) -> str:
     mine = entries(reg, layer)
     rows: list[list[str]] = []
     if layer == "murphi":
+        # one row per switch and property: its runs differ only in their configuration and are named
+        # after the first (`name`, `name@config`); a run with a note of its own keeps its own row,
+        # which states the bug once: a later row of the same switch gives only that note
         head = ["mutant", "switch", "run on", "the bug", "must violate", "elsewhere"]
         for bug, e in mine.items():
+            groups: dict[tuple, list[str]] = {}
             for r, spec in e["runs"].items():
-                rows.append([_code(r), _code(e["switch"]), spec["config"], _what(reg, bug, e, spec),
-                             _code(spec["fails"]), _elsewhere(reg, bug, layer)])
+                groups.setdefault((spec["fails"], spec.get("note")), []).append(r)
+            for k, ((fails, note), runs) in enumerate(groups.items()):
+                first = runs[0]
+                on = [e["runs"][r]["config"] if r in (first, f"{first}@{e['runs'][r]['config']}")
+                      else f"{e['runs'][r]['config']} ({_code(r)})" for r in runs]
+                what = _cell(note) if k and note else _what(reg, bug, e, e["runs"][first])
+                rows.append([_code(first), _code(e["switch"]), ", ".join(on), what, _code(fails),
+                             _elsewhere(reg, bug, layer)])
     elif layer == "tla":
         contract = reg["layers"]["tla"].get("contract", {})
         head = ["run", "switch", "the bug", "base", "rejected on", "elsewhere"]

@@ -437,9 +437,9 @@ def run_jobs(jobs: list[Job]) -> list[dict]:
 # there proves nothing about them)
 # ---------------------------------------------------------------------------------------------
 def properties(source: str) -> list[str]:
-    """Every property the model states: invariants, liveness, the P1/P2 assertions, and deadlock."""
+    """Every property the model states: invariants, liveness, the P1/P2/V1 assertions, and deadlock."""
     props = re.findall(r'^(?:invariant|liveness)\s+"([^"]+)"', source, re.M)
-    props += [p for p in re.findall(r'"(P[12]_[a-z_]+)";', source) if p not in props]
+    props += [p for p in re.findall(r'"([PV]\d_[a-z_]+)";', source) if p not in props]
     return sorted(props) + ["deadlock"]
 
 
@@ -504,7 +504,7 @@ def features_of(checks: dict, config: str) -> set[str]:
     return {name for name, has in FEATURES if has(k)}
 
 
-# The README's two generated tables (spec/murphi/README.md, between <!-- NAME:begin --> and
+# The README's generated tables (spec/murphi/README.md, between <!-- NAME:begin --> and
 # <!-- NAME:end -->): `check.py --write-tables` rewrites them from checks.json, `--check-tables`
 # (and tests/test_murphi.py) fails when they differ.
 README = HERE / "README.md"
@@ -514,31 +514,52 @@ def _suite_of(checks: dict, config: str) -> str:
     return next((s for s, d in checks["suites"].items() if config in d.get("models", [])), "-")
 
 
+def _mutant_of(checks: dict, run: str) -> str:
+    """The mutant a run belongs to: its name before `@config` when it follows that convention."""
+    base, _, cfg = run.partition("@")
+    return base if cfg == checks["mutants"][run]["config"] else run
+
+
 def readme_tables(checks: dict, source: str) -> dict[str, str]:
     suites = ("default", "deep")
     configs = [c for s in suites for c in checks["suites"][s]["models"]]
     mutants = [m for s in suites for m in checks["suites"][s]["mutants"]]
     live = live_where(checks, mutants)
-    head = "| configuration | suite | " + " | ".join(f for f, _ in FEATURES) + " | properties live there |"
-    rows = [head, "|" + "---|" * (len(FEATURES) + 3)]
+    # which properties each configuration can falsify is the live table's, by property
+    head = "| configuration | suite | " + " | ".join(f for f, _ in FEATURES) + " |"
+    rows = [head, "|" + "---|" * (len(FEATURES) + 2)]
     for c in configs:
         feats = features_of(checks, c)
-        props = ", ".join(f"`{p}`" for p in sorted(live.get(c, {}))) or "none"
         rows.append(f"| `{c}` | {_suite_of(checks, c)} | "
-                    + " | ".join("x" if f in feats else "" for f, _ in FEATURES) + f" | {props} |")
-    combos = ["| property | live in (configuration: mutant run) | checked, cannot fail there |", "|---|---|---|"]
+                    + " | ".join("x" if f in feats else "" for f, _ in FEATURES) + " |")
+    # per property: how many configurations it is live in (every other one checks it, no mutant
+    # fails it there), and each mutant once with its configurations, not one `mutant@config` per run
+    combos = [f"| property | live in (of {len(configs)}) | mutants that make it fail (their configurations) |",
+              "|---|---|---|"]
     for p in properties(source):
-        where = [f"`{c}`: {', '.join(f'`{m}`' for m in live[c][p])}" for c in configs if p in live.get(c, {})]
-        dead = [f"`{c}`" for c in configs if p not in live.get(c, {})]
-        combos.append(f"| `{p}` | {'; '.join(where) or '**none**'} | {', '.join(dead) or '-'} |")
-    import itertools
-    pairs = ["| features | configurations combining both |", "|---|---|"]
-    for (f, _), (g, _) in itertools.combinations(FEATURES, 2):
-        # a configuration that did not finish is a finding, shown with its numbers, never a check
-        have = [f"`{c}`" + (f" (unfinished: {u['states'] / 1e6:.1f} M states in {u['seconds']:,} s)"
-                            if (u := checks["configs"][c].get("unfinished")) else "")
-                for c in configs if {f, g} <= features_of(checks, c)]
-        pairs.append(f"| {f} + {g} | {', '.join(have) or '**none yet**'} |")
+        where = [c for c in configs if p in live.get(c, {})]
+        by_mutant: dict[str, list[str]] = {}
+        for c in where:
+            for m in live[c][p]:
+                by_mutant.setdefault(_mutant_of(checks, m), []).append(c)
+        shown = "; ".join(f"`{m}` ({', '.join(cs)})" for m, cs in by_mutant.items())
+        combos.append(f"| `{p}` | {len(where)} | {shown or '**none**'} |")
+    # a matrix of counts: the names are the combinations table's rows; a configuration that did not
+    # finish is a finding, never counted, named with its numbers where it is a pair's only one
+    n = len(FEATURES)
+    pairs = ["| feature | " + " | ".join(f"({j + 1})" for j in range(n)) + " |", "|---|" + "---:|" * n]
+    for i, (f, _) in enumerate(FEATURES):
+        cells = []
+        for j, (g, _) in enumerate(FEATURES):      # the diagonal (f, f): the configurations with f
+            if j < i:
+                cells.append("")
+                continue
+            have = [c for c in configs if {f, g} <= features_of(checks, c)]
+            done = [c for c in have if "unfinished" not in checks["configs"][c]]
+            open_ = [f"`{c}` unfinished: {u['states'] / 1e6:.1f} M states in {u['seconds']:,} s"
+                     for c in have if (u := checks["configs"][c].get("unfinished"))]
+            cells.append(str(len(done)) if done else "**none yet**" + (f" ({'; '.join(open_)})" if open_ else ""))
+        pairs.append(f"| ({i + 1}) {f} | " + " | ".join(cells) + " |")
     return {"combinations": "\n".join(rows), "live": "\n".join(combos), "pairs": "\n".join(pairs)}
 
 
