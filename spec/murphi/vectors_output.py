@@ -59,7 +59,7 @@ def queued_images(scenarios: list[dict]) -> list[dict]:
                     and all(x["port"] == "ctrl" for x in a["stimuli"] + b["stimuli"])):
                 continue
             ex = {k: a["expect"].get(k, []) + b["expect"].get(k, [])
-                  for k in set(a["expect"]) | set(b["expect"]) if k != "state"}
+                  for k in sorted(set(a["expect"]) | set(b["expect"])) if k != "state"}
             if "state" in b["expect"]:
                 ex["state"] = b["expect"]["state"]
             merged = {"rule": f"{a['rule']} + {b['rule']} (queued)", "stimuli": a["stimuli"] + b["stimuli"],

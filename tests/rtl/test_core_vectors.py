@@ -3,7 +3,7 @@ CoherenceCore: every scenario on the variant whose servers/dirSets/dirWays equal
 match is an error), one Verilator build and one simulation per variant, reset between scenarios.
 
 Per step: its stimuli are driven back to back (a queued image's two control flits wait on the ctrl
-channel: spec/murphi/vectors.py queued_images) and the core run idle; then the step's messages are compared
+channel: spec/murphi/vectors_output.py queued_images) and the core run idle; then the step's messages are compared
 (resp and ackResult and ctrlResp in order, snp as a multiset, nothing else, no decodeErr) and the
 state (io_query of every object of the scenario, io_status). A mismatch names the scenario id, the
 step, the model's rule, the field, expected and got. Three passes: outputs ready, random
