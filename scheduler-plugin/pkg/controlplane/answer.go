@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Strict answer decoding: the plugin acts on an answer only if it is exactly one JSON value
@@ -97,7 +98,13 @@ func slowCheck(b []byte) error {
 }
 
 // fastCheck reports whether b, known to be one valid JSON value, nests at most MaxNesting
-// deep and holds no object with a key twice (keys compared unescaped).
+// deep and holds no object with a key twice (keys compared as encoding/json decodes them).
+//
+// It stands in for encoding/json's token walk (slowCheck) because the plugin decodes an answer on
+// every control-plane call (every pod with snapshotTTL 0) and the walk does not fit the per-pod
+// budget: 10 % of the scheduler's own cycle, about 0.34 ms of 3.4 ms (README, 100 nodes).
+// BenchmarkDecodeAnswer measured the walk at 3.5-4.0x the CPU of json.Valid plus this scan:
+// +0.95, +9.9 and +51 ms per answer for 100, 1,000 and 5,000 nodes.
 func fastCheck(b []byte, c *collected) bool {
 	const (
 		other = iota
@@ -141,11 +148,13 @@ func fastCheck(b []byte, c *collected) bool {
 			}
 		case '"':
 			j := i + 1
-			esc := false
+			esc := false // the key needs decoding as encoding/json does it: an escape or a non-ASCII byte
 			for ; b[j] != '"'; j++ {
 				if b[j] == '\\' {
 					esc = true
 					j++
+				} else if b[j] >= utf8.RuneSelf {
+					esc = true // invalid UTF-8 decodes to U+FFFD, so "\xff" and "\xfe" are one key
 				}
 			}
 			if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].keyNext {

@@ -20,6 +20,7 @@ var MalformedAnswers = []Probe{
 	{"trailing garbage", GoodAnswer + `garbage`, "trailing data"},
 	{"a second JSON value", GoodAnswer + `{"seq":9}`, "trailing data"},
 	{"duplicate key seq (last would win)", strings.Replace(GoodAnswer, `"seq":7`, `"seq":7,"seq":99`, 1), "field seq: duplicate key"},
+	{"a key twice as encoding/json decodes it (invalid UTF-8 is U+FFFD)", strings.Replace(GoodAnswer, `"seq":7`, "\"seq\":7,\"\xff\":1,\"\xfe\":2", 1), "duplicate key"},
 	{"duplicate key in a server entry", strings.Replace(GoodAnswer, `"fenced":false,"epoch":2`, `"fenced":true,"fenced":false,"epoch":2`, 1), "field servers[1].fenced: duplicate key"},
 	{"fenced twice, differing in case (encoding/json: the last wins)", strings.Replace(GoodAnswer, `"name":"s1","live":true,"fenced":false`, `"name":"s1","live":true,"fenced":true,"Fenced":false`, 1), `field servers[0].Fenced: differs from the spec's "fenced" only in case`},
 	{"seq twice, differing in case", strings.Replace(GoodAnswer, `"seq":7`, `"seq":7,"SEQ":99`, 1), `field SEQ: differs from the spec's "seq" only in case`},
