@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"net/http"
+
+	"github.com/apta/scheduler-plugin/pkg/schema"
 )
 
 // The conforming server's object-storage allocator: the memory server's (rtl/osc/ExtentAlloc.scala,
@@ -20,32 +22,44 @@ type ArenaConfig struct {
 	Base, End      uint64
 }
 
-// DefaultArena is the geometry of the CXL emulation's memory server (rtl/variants.json msemu:
-// 4096-line objects, 131072 map entries, the arena after the 2 MiB map) over a 64 MiB data area.
-var DefaultArena = ArenaConfig{LinesPerObject: 4096, MapEntries: 131072, Base: 2 << 20, End: 64 << 20}
+// DefaultArena is the geometry of the CXL emulation's memory server, the RTL variant msemu
+// (schema.Msemu, generated from rtl/variants.json over schema/params.json), over a 64 MiB data area.
+var DefaultArena = ArenaConfig{
+	LinesPerObject: uint64(schema.Msemu.LinesPerObject),
+	MapEntries:     uint64(schema.Msemu.MapEntries),
+	Base:           allocBase(schema.Msemu),
+	End:            64 << 20,
+}
 
-// The memory server's refusals (schema/core.json MapUpdCode) and their HTTP answers.
-const (
-	CodeBadSize    = "badSize"
-	CodeExists     = "exists"
-	CodeCollision  = "collision"
-	CodeNoSpace    = "noSpace"
-	CodeUnknownObj = "unknownObj"
-	CodeBusy       = "busy"
-)
+// allocBase is where the RTL's arena starts (rtl/AptaParams.scala allocBase): the first 4 KiB
+// boundary after the object map's 16-byte entries.
+func allocBase(p schema.Params) uint64 {
+	const entryBytes, align = 16, 4096
+	end := uint64(p.MapBase) + uint64(p.MapEntries)*entryBytes
+	return (end + align - 1) / align * align
+}
 
-var refusalStatus = map[string]int{CodeBadSize: http.StatusBadRequest, CodeExists: http.StatusConflict,
-	CodeCollision: http.StatusConflict, CodeNoSpace: http.StatusInsufficientStorage,
-	CodeUnknownObj: http.StatusNotFound, CodeBusy: http.StatusConflict}
+// refusalStatus is the HTTP answer to each refusal, as schema/controlplane.yaml (registerObject)
+// and the daemon give it; TestRefusalStatusIsTheSpecs: every MapUpdCode but ok has one.
+var refusalStatus = map[schema.MapUpdCode]int{
+	schema.MapUpdCodeBadSize:    http.StatusBadRequest,
+	schema.MapUpdCodeExists:     http.StatusConflict,
+	schema.MapUpdCodeCollision:  http.StatusConflict,
+	schema.MapUpdCodeNoSpace:    http.StatusInsufficientStorage,
+	schema.MapUpdCodeUnknownObj: http.StatusNotFound,
+	schema.MapUpdCodeBusy:       http.StatusConflict,
+	schema.MapUpdCodeBadEntry:   http.StatusConflict,
+}
 
 // refusal is a registration or removal the allocator refused: its MapUpdCode and the field.
 type refusal struct {
-	code, field, msg string
+	code       schema.MapUpdCode
+	field, msg string
 }
 
 func (r *refusal) Error() string { return r.msg }
 
-func refuse(code, field, format string, a ...any) error {
+func refuse(code schema.MapUpdCode, field, format string, a ...any) error {
 	return &refusal{code: code, field: field, msg: fmt.Sprintf(format, a...)}
 }
 
@@ -67,13 +81,13 @@ func sizeClass(size uint64) int { return bits.Len64(size - 1) } // ceil(log2 siz
 // register allocates size lines for obj: its base, or a refusal.
 func (a *arena) register(obj, size uint64) (uint64, error) {
 	if size == 0 || size > a.cfg.LinesPerObject {
-		return 0, refuse(CodeBadSize, "size", "size %d: must be 1..%d lines", size, a.cfg.LinesPerObject)
+		return 0, refuse(schema.MapUpdCodeBadSize, "size", "size %d: must be 1..%d lines", size, a.cfg.LinesPerObject)
 	}
 	if e, ok := a.slots[obj%a.cfg.MapEntries]; ok {
 		if e.obj == obj {
-			return 0, refuse(CodeExists, "obj", "object %d already registered", obj)
+			return 0, refuse(schema.MapUpdCodeExists, "obj", "object %d already registered", obj)
 		}
-		return 0, refuse(CodeCollision, "obj", "object %d: its map slot holds object %d", obj, e.obj)
+		return 0, refuse(schema.MapUpdCodeCollision, "obj", "object %d: its map slot holds object %d", obj, e.obj)
 	}
 	k := sizeClass(size)
 	ext := uint64(64) << k
@@ -83,7 +97,7 @@ func (a *arena) register(obj, size uint64) (uint64, error) {
 	} else if a.bump+ext <= a.cfg.End {
 		base, a.bump = a.bump, a.bump+ext
 	} else {
-		return 0, refuse(CodeNoSpace, "size", "no storage left for %d lines", size)
+		return 0, refuse(schema.MapUpdCodeNoSpace, "size", "no storage left for %d lines", size)
 	}
 	a.slots[obj%a.cfg.MapEntries] = extent{obj, base, size}
 	return base, nil
@@ -93,7 +107,7 @@ func (a *arena) register(obj, size uint64) (uint64, error) {
 func (a *arena) lookup(obj uint64) (extent, error) {
 	e, ok := a.slots[obj%a.cfg.MapEntries]
 	if !ok || e.obj != obj {
-		return extent{}, refuse(CodeUnknownObj, "obj", "object %d not registered", obj)
+		return extent{}, refuse(schema.MapUpdCodeUnknownObj, "obj", "object %d not registered", obj)
 	}
 	return e, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apta/scheduler-plugin/pkg/schema"
 )
 
 // Server is a conforming, in-memory implementation of the control-plane API. Every state
@@ -47,11 +49,10 @@ type Server struct {
 	cancelled map[string]uint64
 }
 
-// Default hold table: the RTL OSC's holdSlots (schema/params.json, checked by
-// TestHoldSlotsAreTheRTLs); a quarter of it per reader.
-const (
-	DefaultHoldSlots     = 8
-	DefaultHoldPerServer = 2
+// Default hold table: the emulation's RTL OSC's holdSlots (schema.Msemu); a quarter of it per reader.
+var (
+	DefaultHoldSlots     = schema.Msemu.HoldSlots
+	DefaultHoldPerServer = DefaultHoldSlots / 4
 )
 
 // SetHoldSlots changes the hold table's size, in all and per reader.
@@ -337,11 +338,11 @@ func (s *Server) RegisterObject(obj, size uint64, valid bool) (RegisterAnswer, e
 	if o := s.objects[name]; o != nil {
 		for sv, n := range o.pend {
 			if n > 0 {
-				return RegisterAnswer{}, refuse(CodeBusy, "obj", "object %q: server %q owes %d acks for it", name, sv, n)
+				return RegisterAnswer{}, refuse(schema.MapUpdCodeBusy, "obj", "object %q: server %q owes %d acks for it", name, sv, n)
 			}
 		}
 		for sv := range o.sharers {
-			return RegisterAnswer{}, refuse(CodeBusy, "obj", "object %q: server %q holds a copy", name, sv)
+			return RegisterAnswer{}, refuse(schema.MapUpdCodeBusy, "obj", "object %q: server %q holds a copy", name, sv)
 		}
 	}
 	s.arena.remove(e)
@@ -685,7 +686,7 @@ func (s *Server) Handler() http.Handler {
 				code = se.code
 			}
 			if rf, ok := err.(*refusal); ok {
-				code, body.Field, body.Code = refusalStatus[rf.code], rf.field, rf.code
+				code, body.Field, body.Code = refusalStatus[rf.code], rf.field, rf.code.String()
 			}
 			writeJSON(w, code, body)
 			return

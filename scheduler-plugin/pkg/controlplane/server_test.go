@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apta/scheduler-plugin/pkg/schema"
 )
 
 func TestServerSemantics(t *testing.T) {
@@ -247,18 +249,19 @@ func TestRegistrationRefusals(t *testing.T) {
 	}
 	seq := s.Seq()
 	for _, tt := range []struct {
-		body, field, code string
-		status            int
+		body, field string
+		code        schema.MapUpdCode
+		status      int
 	}{
-		{`{"obj": 20, "size": 0}`, "size", CodeBadSize, 400},
-		{`{"obj": 20, "size": 9}`, "size", CodeBadSize, 400},
-		{`{"obj": 10, "size": 1}`, "obj", CodeExists, 409},
-		{`{"obj": 74, "size": 1}`, "obj", CodeCollision, 409},
-		{`{"obj": 20, "size": 2}`, "size", CodeNoSpace, 507},
-		{`{"obj": 20, "valid": 0}`, "obj", CodeUnknownObj, 404},
+		{`{"obj": 20, "size": 0}`, "size", schema.MapUpdCodeBadSize, 400},
+		{`{"obj": 20, "size": 9}`, "size", schema.MapUpdCodeBadSize, 400},
+		{`{"obj": 10, "size": 1}`, "obj", schema.MapUpdCodeExists, 409},
+		{`{"obj": 74, "size": 1}`, "obj", schema.MapUpdCodeCollision, 409},
+		{`{"obj": 20, "size": 2}`, "size", schema.MapUpdCodeNoSpace, 507},
+		{`{"obj": 20, "valid": 0}`, "obj", schema.MapUpdCodeUnknownObj, 404},
 	} {
 		code, e, _ := post(tt.body)
-		if code != tt.status || e.Field != tt.field || e.Code != tt.code {
+		if code != tt.status || e.Field != tt.field || e.Code != tt.code.String() {
 			t.Errorf("%s: %d %+v, want %d %s %s", tt.body, code, e, tt.status, tt.field, tt.code)
 		}
 	}
@@ -271,7 +274,7 @@ func TestRegistrationRefusals(t *testing.T) {
 	if _, err := c.Cache(ctx, "a", "11"); err != nil {
 		t.Fatal(err)
 	}
-	if code, e, _ := post(`{"obj": 11, "valid": 0}`); code != 409 || e.Code != CodeBusy {
+	if code, e, _ := post(`{"obj": 11, "valid": 0}`); code != 409 || e.Code != schema.MapUpdCodeBusy.String() {
 		t.Fatalf("removal with a copy outstanding: %d %+v", code, e)
 	}
 	if _, err := c.Fence(ctx, "a"); err != nil {
@@ -403,14 +406,14 @@ func TestObjectAllocation(t *testing.T) {
 		name      string
 		obj, size uint64
 		valid     bool
-		code      string
+		code      schema.MapUpdCode
 	}{
-		{"size 0", 3, 0, true, CodeBadSize},
-		{"too long", 3, 9, true, CodeBadSize},
-		{"twice", 1, 8, true, CodeExists},
-		{"another's map slot", 17, 1, true, CodeCollision},
-		{"arena full", 3, 8, true, CodeNoSpace},
-		{"remove unknown", 5, 0, false, CodeUnknownObj},
+		{"size 0", 3, 0, true, schema.MapUpdCodeBadSize},
+		{"too long", 3, 9, true, schema.MapUpdCodeBadSize},
+		{"twice", 1, 8, true, schema.MapUpdCodeExists},
+		{"another's map slot", 17, 1, true, schema.MapUpdCodeCollision},
+		{"arena full", 3, 8, true, schema.MapUpdCodeNoSpace},
+		{"remove unknown", 5, 0, false, schema.MapUpdCodeUnknownObj},
 	} {
 		_, err := c.RegisterObject(ctx, tc.obj, tc.size, tc.valid)
 		want := fmt.Sprintf(": %d ", refusalStatus[tc.code]) // the client names the HTTP status
@@ -422,7 +425,7 @@ func TestObjectAllocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := c.RegisterObject(ctx, 1, 0, false); err == nil || !strings.Contains(err.Error(), ": 409 ") || !strings.Contains(err.Error(), "holds a copy") {
-		t.Errorf("removing an object a server caches: want %s, got %v", CodeBusy, err)
+		t.Errorf("removing an object a server caches: want %s, got %v", schema.MapUpdCodeBusy, err)
 	}
 	after, _ := c.Status(ctx)
 	if before.Seq+1 != after.Seq { // only the cache report changed the state
