@@ -61,3 +61,16 @@ def test_no_log_no_records(tmp_path, monkeypatch):
     monkeypatch.delenv("APTA_PROFILE_LOG", raising=False)
     testprofile.record("build", "x", 1.0)          # outside a profiled run: nothing, no error
     assert not list(tmp_path.iterdir())
+
+
+def test_cache_use_summed_and_shown(tmp_path, monkeypatch):
+    """A run that took verifiers from the user cache says how many, so its times are not read as cold."""
+    log, out = tmp_path / "p.ndjson", tmp_path / "p.json"
+    monkeypatch.setenv("APTA_PROFILE_LOG", str(log))
+    monkeypatch.setenv("APTA_PROFILE_T0", "0")
+    testprofile.record("cache", "rumur-verifiers", 0.0, compiled=2, reused=50)
+    testprofile.record("cache", "rumur-verifiers", 0.0, compiled=3, reused=0)
+    rep = subprocess.run([sys.executable, SCRIPT, "report", log, out], capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    assert json.loads(out.read_text())["caches"] == [{"name": "rumur-verifiers", "compiled": 5, "reused": 50}]
+    assert "cache rumur-verifiers: 5 compiled, 50 reused" in rep.stdout

@@ -85,6 +85,7 @@ def _test_profile(root: Path) -> dict:
             "run_machine": {k: v for k, v in p["machine"].items() if k not in ("host", "date")},
             "phases": [{k: r[k] for k in ("name", "wall_s", "cpu_s")} for r in p["phases"]],
             "pytest_tests": sum(r.get("tests", 0) for r in p["pytest"]),
+            "caches": p.get("caches", []),
             "pytest_modules": [{k: r[k] for k in ("name", "parent", "wall_s", "cpu_s")} for r in p["pytest"]]}
 
 
@@ -185,6 +186,8 @@ def render_test_time(root: Path) -> str:
             f"test runs, the netlist regression's repeat of tests/rtl included), of which the model checking and the vectors (`make verify`) took {_mins(verify)}"
             + (f"; other jobs shared the machine (load average {mach['loadavg_15m']} over the last 15 minutes), "
                "so these are upper bounds" if mach.get("loadavg_15m", 0) > mach["cores"] + 0.5 else "")
+            + "".join(f"; {c['reused']} of its {c['compiled'] + c['reused']} {c['name']} came from a warm user "
+                      "cache, so a cold run takes longer" for c in d.get("caches", []) if c["reused"])
             + ". "
             "Its longest phases (some run side by side): "
             + ", ".join(f"{r['name']} {_mins(r['wall_s'])}" for r in slow)

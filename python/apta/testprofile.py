@@ -140,6 +140,12 @@ def summarize(recs: list[dict], machine: dict) -> dict:
             b["wall_s"] = round(b["wall_s"] + r["wall_s"], 3)
             if r["parent"] not in b["parents"]:
                 b["parents"].append(r["parent"])
+    caches: dict[str, dict] = {}      # per cache: what the run compiled and what it reused
+    for r in recs:
+        if r["kind"] == "cache":
+            c = caches.setdefault(r["name"], {"name": r["name"], "compiled": 0, "reused": 0})
+            c["compiled"] += int(r.get("compiled", 0))
+            c["reused"] += int(r.get("reused", 0))
     # the run's wall: from its first phase's start to its last phase's end (phases may overlap)
     spans = [(r["start"], r["start"] + r["wall_s"]) for r in phases if r.get("start") is not None]
     wall = (max(e for _, e in spans) - min(s for s, _ in spans)) if spans else sum(r["wall_s"] for r in phases)
@@ -151,6 +157,7 @@ def summarize(recs: list[dict], machine: dict) -> dict:
         "phases": phases,
         "pytest": sorted((r for r in recs if r["kind"] == "pytest"), key=lambda r: -r["wall_s"]),
         "verilator_builds": sorted(builds.values(), key=lambda b: -b["wall_s"]),
+        "caches": sorted(caches.values(), key=lambda c: c["name"]),
     }
 
 
@@ -184,6 +191,9 @@ def table(s: dict, top_pytest: int = 25) -> str:
         out.append(f"{'Verilator build (slowest 10)':<60} {'times':>5} {'wall':>9}")
         for b in s["verilator_builds"][:10]:
             out.append(f"{b['name'][-60:]:<60} {b['builds']:>5} {_fmt(b['wall_s']):>9}")
+    for c in s.get("caches", []):
+        out.append("")
+        out.append(f"cache {c['name']}: {c['compiled']} compiled, {c['reused']} reused from the user cache")
     m = s["machine"]
     out.append("")
     out.append(f"test-profile: {_fmt(s['wall_s'])} wall, {_fmt(s['cpu_s'])} CPU "

@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         munr = [c["cell"] for c in m["cells"] if c["status"] == "unreachable"]
         print(f"vectors: memory server: {m['scenarios']} scenarios, {mcov}/{len(m['cells'])} cells covered"
               + (f", unreachable: {', '.join(munr)}" if munr else ""))
+    check.record_cache_use()
     print(f"vectors: {cov['scenarios']} scenarios, {ncov}/{len(cov['cells'])} cells covered, "
           f"{len(unr)} unreachable in {', '.join(exh) or '(no exhaustive run)'}"
           + (f" ({', '.join(unr)})" if unr else "") + f"; {time.monotonic() - t0:.0f} s "
