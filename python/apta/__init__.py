@@ -6,7 +6,7 @@
     apta.layout      the shared CXL region's layout and its C generator (schema/layout.json)
     apta.cells       the protocol-table cells (rtl/CORE.md, rtl/MEMSERVER.md)
     apta.vectors_io  the model checker's test vectors: load and validate
-    apta.history     the store-contract history checker (P1-P4, tests/HISTORY.md)
+    apta.history     the store-contract history checker (P1-P4, docs/history-checker.md)
     apta.workflow    the FaaS workflow model and its validation (workloads/workflows/), the
                      workflow patterns (workloads/patterns/: every layer's instance, the TLA+
                      module WorkflowPatterns) and the compute-server models' workflow scripts
