@@ -8,7 +8,7 @@ processes on the host) and tests/test_qemu_workflows.py (runners in QEMU guests)
     ref = host_reference(wf, "tiny", tmp)          # the same functions on the host: the oracle
     res = ex.run(wf, ref)                          # outputs compared, history checked
 
-Placement (DESIGN.md, the scheduler rule): a function instance is ready when every instance of the
+Placement (docs/PROTOCOL.md, the scheduler rule): a function instance is ready when every instance of the
 functions in its `after` is done; it goes to a guest that is live, whose runner is idle, and that
 the daemon reports schedulable for its inputs (`GET /v1/schedulable?objects=...`: no invalidation
 of an input pending there); among those, the one caching most of its inputs (the daemon's

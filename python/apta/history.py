@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""History checker for the store contract P1-P4 of DESIGN.md (stdlib only).
+"""History checker for the store contract P1-P4 (docs/PROTOCOL.md) (stdlib only).
 
 Written once for every part of the project that runs workflows against a memory server: the
 cocotb testbench of the RTL memory server (tests/rtl/test_ms_workflows.py), the trace-replay
@@ -21,7 +21,7 @@ every event and only printed. Lines that are blank or start with ``#`` are skipp
     for every put the memory server committed (then the commit events are the version order);
     false (default) if only the writers' acks are known (then the order of ``put_ack`` lines is the
     version order of acked puts, and an unacked put is judged by its time window, see below).
-    ``floor``: ``"place"`` (default; DESIGN.md P1: the versions committed before the function was
+    ``floor``: ``"place"`` (default; docs/PROTOCOL.md P1: the versions committed before the function was
     *placed*) or ``"ready"`` (spec/tla GetFresh: committed before the last of its DAG predecessors
     reported ``done``; use it for schedulers whose view may lag).
 ``{"ev": "place", "run": "f2#1", "fn": "f2", "server": "c1", "epoch": 1, "after": ["f1"], "inputs": ["x"]}``

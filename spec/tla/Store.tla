@@ -10,7 +10,7 @@
 (* idempotent, so a re-execution may put an object again.                  *)
 (*                                                                         *)
 (* An object's value is a whole version: a put commits version mem[o]+1    *)
-(* on every line of o at once.  The store promises (DESIGN.md):            *)
+(* on every line of o at once.  The store promises (docs/PROTOCOL.md): *)
 (*   P1 a get by f of o returns a committed version no older than the one  *)
 (*      committed when f became ready, i.e. no older than every put of o   *)
 (*      made by f's DAG ancestors.  (Gets and puts of one object by        *)
