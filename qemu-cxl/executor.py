@@ -108,18 +108,31 @@ class Api:
         self.ctx = auth.context() if auth else None
         self.base = f"{'https' if auth else 'http'}://{host}:{port}"
 
+    # The daemon drops a connection whose TLS handshake or request is not complete in time (a slow
+    # client never holds its API thread), and on a loaded host that can be ours: a read (GET) is
+    # repeated after such a transport failure; a write is not, it may have been applied.
+    GET_ATTEMPTS = (0.0, 0.2, 0.5, 1.0)        # seconds to wait before each attempt
+
     def call(self, method: str, path: str, body: dict | None = None) -> dict:
-        req = urllib.request.Request(self.base + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json",
-                                              **(self.auth.header(method, path) if self.auth else {})})
-        try:
-            with urllib.request.urlopen(req, timeout=10, context=self.ctx) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            raise ExecutorError(f"{method} {path}: HTTP {e.code}: {e.read()[:300]!r}") from None
-        except (OSError, ValueError) as e:
-            raise ExecutorError(f"{method} {path}: {e}") from None
+        attempts = self.GET_ATTEMPTS if method == "GET" else (0.0,)
+        for i, pause in enumerate(attempts):
+            time.sleep(pause)
+            req = urllib.request.Request(self.base + path, method=method,
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  **(self.auth.header(method, path) if self.auth else {})})
+            try:
+                with urllib.request.urlopen(req, timeout=10, context=self.ctx) as r:
+                    return json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                raise ExecutorError(f"{method} {path}: HTTP {e.code}: {e.read()[:300]!r}") from None
+            except OSError as e:
+                if i + 1 == len(attempts):
+                    raise ExecutorError(f"{method} {path}: {e}"
+                                        + (f" ({len(attempts)} attempts)" if len(attempts) > 1 else "")) from None
+            except ValueError as e:
+                raise ExecutorError(f"{method} {path}: {e}") from None
+        raise AssertionError("unreachable")
 
     def schedulable(self, objs: list[int] | None = None) -> dict:
         """The daemon's answer (seq, instance, servers) overall or for the objects."""

@@ -212,3 +212,39 @@ def test_early_placement_with_a_killed_runner(world, tmp_path):
     assert sum(s["early_runs"] for s in summary.values()) > 0
     assert sum(s["early_before_commit"] for s in summary.values()) > 0, summary
     (OUT / "host-early-summary.json").write_text(json.dumps({"killed": killed, "workflows": summary}, indent=1) + "\n")
+
+
+def _flaky_server(drops: int):
+    """A loopback HTTP server that closes its first `drops` connections unanswered (as the daemon
+    drops a handshake not done in time), then answers {"ok": true}; returns (port, requests seen)."""
+    import socket
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    seen = []
+
+    def serve():
+        with srv:
+            for k in range(drops + 1):
+                c, _ = srv.accept()
+                with c:
+                    seen.append(c.recv(65536).split(b" ", 1)[0].decode())
+                    if k >= drops:
+                        body = b'{"ok": true}'
+                        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                                  + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1], seen
+
+
+def test_a_read_is_retried_after_a_dropped_connection():
+    port, seen = _flaky_server(drops=2)
+    assert exmod.Api(port).call("GET", "/v1/schedulable") == {"ok": True}
+    assert seen == ["GET", "GET", "GET"]
+
+
+def test_a_write_is_not_retried_after_a_dropped_connection():
+    port, seen = _flaky_server(drops=1)
+    with pytest.raises(exmod.ExecutorError, match="POST /v1/objects"):
+        exmod.Api(port).call("POST", "/v1/objects", {"id": 1})
+    assert seen == ["POST"]

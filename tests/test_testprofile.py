@@ -55,6 +55,23 @@ def test_pytest_modules_nested_in_their_phase(tmp_path):
     assert mods["test_a.py"]["tests"] == 2 and mods["test_a.py"]["rc"] == 1
     assert mods["test_b.py"]["rc"] == 0 and mods["test_b.py"]["parent"] == "suite"
     assert s["phases"][0]["rc"] == 1
+    assert [f["name"].split("/")[-1] for f in s["failed_tests"]] == ["test_a.py::test_two"]
+
+
+def test_failures_named_under_xdist(tmp_path):
+    """Under pytest-xdist (make test's batch lane) a failure is recorded once, by the controller."""
+    log, out = tmp_path / "p.ndjson", tmp_path / "p.json"
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "test_a.py").write_text("def test_ok():\n    pass\n\ndef test_bad():\n    assert False\n")
+    (tmp_path / "t" / "test_b.py").write_text("def test_ok():\n    pass\n")
+    subprocess.run([sys.executable, SCRIPT, "start", log], check=True)
+    subprocess.run([sys.executable, SCRIPT, "run", "lane", "--", sys.executable, "-m", "pytest", "-q", "-n", "2",
+                    "--dist", "loadfile", "-p", "apta.testprofile", "-p", "no:cacheprovider", str(tmp_path / "t")],
+                   env=_env(log), cwd=tmp_path, capture_output=True)
+    subprocess.run([sys.executable, SCRIPT, "report", log, out], check=True, capture_output=True)
+    s = json.loads(out.read_text())
+    assert [f["name"].split("/")[-1] for f in s["failed_tests"]] == ["test_a.py::test_bad"]
+    assert {Path(r["name"]).name: r["tests"] for r in s["pytest"]} == {"test_a.py": 2, "test_b.py": 1}
 
 
 def test_no_log_no_records(tmp_path, monkeypatch):

@@ -100,6 +100,10 @@ def pytest_configure(config):
         def pytest_runtest_logreport(self, report):
             if report.failed:
                 self.mods.setdefault(report.nodeid.split("::", 1)[0], [0.0, 0.0, 0, 0, time.time()])[3] += 1
+                # named at once, where pytest-xdist's controller (or a plain run) sees it: a lane
+                # stopped early (make test stops its other lane when one fails) still says what failed
+                if not os.environ.get("PYTEST_XDIST_WORKER"):
+                    record("failed", report.nodeid, report.duration, when=report.when)
 
         def pytest_sessionfinish(self, session, exitstatus):
             for mod, (wall, cpu, n, failed, first) in self.mods.items():
@@ -158,6 +162,8 @@ def summarize(recs: list[dict], machine: dict) -> dict:
         "pytest": sorted((r for r in recs if r["kind"] == "pytest"), key=lambda r: -r["wall_s"]),
         "verilator_builds": sorted(builds.values(), key=lambda b: -b["wall_s"]),
         "caches": sorted(caches.values(), key=lambda c: c["name"]),
+        "failed_tests": [{"name": r["name"], "phase": r["parent"], "when": r.get("when")}
+                         for r in recs if r["kind"] == "failed"],
     }
 
 
@@ -191,6 +197,10 @@ def table(s: dict, top_pytest: int = 25) -> str:
         out.append(f"{'Verilator build (slowest 10)':<60} {'times':>5} {'wall':>9}")
         for b in s["verilator_builds"][:10]:
             out.append(f"{b['name'][-60:]:<60} {b['builds']:>5} {_fmt(b['wall_s']):>9}")
+    if s.get("failed_tests"):
+        out.append("")
+        out.append("failed tests (as they failed; a lane stopped early may have had more):")
+        out += [f"  {f['name']}  [{f['phase']}, {f['when']}]" for f in s["failed_tests"]]
     for c in s.get("caches", []):
         out.append("")
         out.append(f"cache {c['name']}: {c['compiled']} compiled, {c['reused']} reused from the user cache")
