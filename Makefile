@@ -136,13 +136,13 @@ PROFILE_LOG := build/test-profile.ndjson
 PROFILE     := python3 python/apta/testprofile.py
 PHASE       := $(PROFILE) run
 TEST_ENV    := APTA_RTL=1 APTA_REAL_TRACES=1 APTA_QEMU=1 APTA_FUZZ=1
-# The tests whose daemons, guests and leases run against the clock: the timed lane, at normal
+# The tests whose daemons, guests, leases and TLC workers run against the clock: the timed lane, at normal
 # priority; every other test is CPU only and runs beside them at the lowest priority, in the batch
 # lane's pytest-xdist workers: one per core, whole modules each (a module's fixtures and builds stay
 # in one process), the slowest modules first (tests/conftest.py). XDIST= runs the lane serially.
 XDIST ?= -n $(shell nproc) --dist loadfile
 TIMED_TESTS := $(sort $(wildcard tests/test_daemon*.py tests/test_guestlib.py tests/test_runner.py tests/test_executor.py \
-                 tests/test_qemu_*.py tests/test_sched_daemon.py))
+                 tests/test_qemu_*.py tests/test_sched_daemon.py tests/test_tla_distributed.py))
 test:
 	@command -v python3 >/dev/null || $(APT) python3
 	$(PROFILE) start $(PROFILE_LOG)
