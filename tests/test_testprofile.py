@@ -39,17 +39,24 @@ def test_phases_measured_and_failure_kept(tmp_path):
     assert s["machine"]["cores"] == os.cpu_count()
 
 
-def test_pytest_modules_nested_in_their_phase(tmp_path):
+def _profiled_pytest(tmp_path: Path, phase: str, modules: dict[str, str], *pytest_args: str) -> dict:
+    """Run pytest with the plugin on `modules` (name -> source) as phase `phase`; the report."""
     log, out = tmp_path / "p.ndjson", tmp_path / "p.json"
     (tmp_path / "t").mkdir()
-    (tmp_path / "t" / "test_a.py").write_text("def test_one():\n    pass\n\ndef test_two():\n    assert False\n")
-    (tmp_path / "t" / "test_b.py").write_text("def test_one():\n    sum(range(10**6))\n")
+    for name, src in modules.items():
+        (tmp_path / "t" / name).write_text(src)
     subprocess.run([sys.executable, SCRIPT, "start", log], check=True)
-    subprocess.run([sys.executable, SCRIPT, "run", "suite", "--", sys.executable, "-m", "pytest", "-q",
+    subprocess.run([sys.executable, SCRIPT, "run", phase, "--", sys.executable, "-m", "pytest", "-q", *pytest_args,
                     "-p", "apta.testprofile", "-p", "no:cacheprovider", str(tmp_path / "t")],
                    env=_env(log), cwd=tmp_path, capture_output=True)
     subprocess.run([sys.executable, SCRIPT, "report", log, out], check=True, capture_output=True)
-    s = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_pytest_modules_nested_in_their_phase(tmp_path):
+    s = _profiled_pytest(tmp_path, "suite", {
+        "test_a.py": "def test_one():\n    pass\n\ndef test_two():\n    assert False\n",
+        "test_b.py": "def test_one():\n    sum(range(10**6))\n"})
     mods = {Path(r["name"]).name: r for r in s["pytest"]}
     assert set(mods) == {"test_a.py", "test_b.py"}
     assert mods["test_a.py"]["tests"] == 2 and mods["test_a.py"]["rc"] == 1
@@ -60,16 +67,9 @@ def test_pytest_modules_nested_in_their_phase(tmp_path):
 
 def test_failures_named_under_xdist(tmp_path):
     """Under pytest-xdist (make test's batch lane) a failure is recorded once, by the controller."""
-    log, out = tmp_path / "p.ndjson", tmp_path / "p.json"
-    (tmp_path / "t").mkdir()
-    (tmp_path / "t" / "test_a.py").write_text("def test_ok():\n    pass\n\ndef test_bad():\n    assert False\n")
-    (tmp_path / "t" / "test_b.py").write_text("def test_ok():\n    pass\n")
-    subprocess.run([sys.executable, SCRIPT, "start", log], check=True)
-    subprocess.run([sys.executable, SCRIPT, "run", "lane", "--", sys.executable, "-m", "pytest", "-q", "-n", "2",
-                    "--dist", "loadfile", "-p", "apta.testprofile", "-p", "no:cacheprovider", str(tmp_path / "t")],
-                   env=_env(log), cwd=tmp_path, capture_output=True)
-    subprocess.run([sys.executable, SCRIPT, "report", log, out], check=True, capture_output=True)
-    s = json.loads(out.read_text())
+    s = _profiled_pytest(tmp_path, "lane", {
+        "test_a.py": "def test_ok():\n    pass\n\ndef test_bad():\n    assert False\n",
+        "test_b.py": "def test_ok():\n    pass\n"}, "-n", "2", "--dist", "loadfile")
     assert [f["name"].split("/")[-1] for f in s["failed_tests"]] == ["test_a.py::test_bad"]
     assert {Path(r["name"]).name: r["tests"] for r in s["pytest"]} == {"test_a.py": 2, "test_b.py": 1}
 
