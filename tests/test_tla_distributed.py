@@ -301,9 +301,12 @@ def test_worker_that_never_registers_fails_the_run(build, tmp_path):
 
 
 def test_timeout_stops_server_and_workers(build):
+    """A run that exceeds --timeout stops the server and both workers. The timeout must leave the
+    workers' JVMs time to start on a loaded machine (two JVMs beside the server's take 4-10 s on
+    2 cores) and still end the run: pipeline takes about 24 s on one process, longer distributed."""
     base = free_port_base()
     p, out, seen = run_watching(
-        check_cmd(build, "--only", "pipeline", "--timeout", "6", "--distributed-workers",
+        check_cmd(build, "--only", "pipeline", "--timeout", "15", "--distributed-workers",
                   "127.0.0.1,localhost", "--distributed-port", str(base)), str(build))
     assert p.returncode == 1 and "fail on timeout" in out, out
     assert len({pid for pid, _, _ in seen}) == 3, seen            # server + 2 workers ran
