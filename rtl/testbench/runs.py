@@ -40,18 +40,28 @@ def match_variant(params: dict, vs: dict) -> str | None:
     return None
 
 
-def load_core_vectors(vdir: Path = VECTORS) -> list[dict]:
+def _load_vectors(vdir: Path, what: str, ms: bool) -> list[dict]:
+    """Every scenario of vdir/*.jsonl, each with `_where` (file:line) for the failure messages;
+    a core scenario keeps a `_where` it already carries (an image names its original)."""
     from apta import vectors_io
     files = sorted(vdir.glob("*.jsonl"))
-    assert files, f"no vectors in {vdir}: run `make vectors` first"
+    assert files, f"no {what} in {vdir}: run `make vectors` first"
     out = []
     for f in files:
         lines = [n for n, l in enumerate(f.read_text().splitlines(), 1) if l.strip()]
-        for i, sc in enumerate(vectors_io.load_vectors(f)):
+        for i, sc in enumerate(vectors_io.load_vectors(f, ms=ms)):
             sc = dict(sc)
-            sc.setdefault("_where", f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}")
+            where = f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}"
+            if ms:
+                sc["_where"] = where
+            else:
+                sc.setdefault("_where", where)
             out.append(sc)
     return out
+
+
+def load_core_vectors(vdir: Path = VECTORS) -> list[dict]:
+    return _load_vectors(vdir, "vectors", ms=False)
 
 
 # ---- the core's stress (test_core_stress) ------------------------------------------------------
@@ -77,17 +87,7 @@ MS_VECTORS = VECTORS / "ms"
 
 
 def load_ms_vectors(vdir: Path = MS_VECTORS) -> list[dict]:
-    from apta import vectors_io
-    files = sorted(vdir.glob("*.jsonl"))
-    assert files, f"no memory-server vectors in {vdir}: run `make vectors` first"
-    out = []
-    for f in files:
-        lines = [n for n, l in enumerate(f.read_text().splitlines(), 1) if l.strip()]
-        for i, sc in enumerate(vectors_io.load_vectors(f, ms=True)):
-            sc = dict(sc)
-            sc["_where"] = f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}"
-            out.append(sc)
-    return out
+    return _load_vectors(vdir, "memory-server vectors", ms=True)
 
 
 def run_ms_vectors(variant: str, scen: list[dict], mutants: list[int], stoppable: bool = False,
