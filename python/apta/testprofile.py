@@ -87,6 +87,9 @@ def pytest_configure(config):
 
         def __init__(self):
             self.mods: dict[str, list] = {}   # module -> [wall, cpu, tests, failed, first start]
+            # asked of this session, not of the environment: a pytest started from inside an
+            # xdist worker inherits PYTEST_XDIST_WORKER without being one
+            self.xdist_worker = hasattr(config, "workerinput")
 
         @pytest.hookimpl(hookwrapper=True)
         def pytest_runtest_protocol(self, item, nextitem):
@@ -102,7 +105,7 @@ def pytest_configure(config):
                 self.mods.setdefault(report.nodeid.split("::", 1)[0], [0.0, 0.0, 0, 0, time.time()])[3] += 1
                 # named at once, where pytest-xdist's controller (or a plain run) sees it: a lane
                 # stopped early (make test stops its other lane when one fails) still says what failed
-                if not os.environ.get("PYTEST_XDIST_WORKER"):
+                if not self.xdist_worker:
                     record("failed", report.nodeid, report.duration, when=report.when)
 
         def pytest_sessionfinish(self, session, exitstatus):
