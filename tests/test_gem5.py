@@ -45,6 +45,27 @@ def test_scenario_overrides_reach_the_gem5_config_and_unknown_ones_are_errors():
         g5.system_spec(overrides={"cpi": 1})
 
 
+def test_cxl_link_is_the_dm_link_of_params_json_with_credits_for_a_round_trip():
+    c = g5.system_spec(scenario={"name": "b", "config": "cxl_uncached"})["cxl"]
+    flit_ns = pv("links", "flit_bytes") * 8 / pv("links", "dm_bandwidth_gbps")
+    assert c["flit_bytes"] == pv("links", "flit_bytes") and c["latency_ns"] == pv("links", "dm_latency_ns")
+    assert c["flit_ns"] == pytest.approx(flit_ns)
+    # enough credits that one channel keeps its wire busy for a round trip, and no more
+    assert (c["credits"] - 1) * flit_ns < 2 * c["latency_ns"] + flit_ns <= c["credits"] * flit_ns
+    assert c["jitter_cv"] == 0 and c["device_ns"] == 0       # no jitter asked; no directory in CXL uncached
+    cached = g5.system_spec(scenario={"name": "b", "config": "cxl_cached", "jitter": True, "seed": 7})["cxl"]
+    lookup = pv("memory_server", "otc_lookup_cycles") / pv("memory_server", "clock_ghz")
+    assert cached["device_ns"] == pytest.approx(lookup) and cached["jitter_cv"] == pv("links", "jitter_cv")
+    assert cached["seed"] == 7
+    # a longer link needs more credits; a scenario's override reaches them
+    far = g5.system_spec(overrides={"links.dm_latency_ns": 1000}, scenario={"name": "b", "config": "apta"})["cxl"]
+    assert far["credits"] > c["credits"] and far["device_ns"] == 0
+    with pytest.raises(g5.Gem5Error, match="unknown configuration 'cxl'"):
+        g5.system_spec(scenario={"name": "b", "config": "cxl"})
+    with pytest.raises(g5.Gem5Error, match="cxl_credit_round_trips"):
+        g5.system_spec(overrides={"links.cxl_credit_round_trips": 0})
+
+
 def test_horizon_ticks():
     assert g5.horizon_ticks({"horizon_ns": 2.5}) == 2500
     assert g5.horizon_ticks({}) == 10 ** 15

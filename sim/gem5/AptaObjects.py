@@ -32,10 +32,40 @@ class AptaMemServer(ClockedObject):
     cxx_exports = [PyBindMethod("replayVectors")]
 
     port = RequestPort("object data, to the DRAM controller")
+    bisnp_ports = VectorRequestPort("back-invalidation snoops, one port per compute server's link (c1 first)")
     system = Param.System(Parent.any, "the system (requestor ids)")
-    max_outstanding = Param.Unsigned("line accesses in flight to DRAM at most")
+    max_outstanding = Param.Unsigned("line accesses (and snoops per link) in flight at most")
     line_bytes = Param.Unsigned("line size")
     mem_range = Param.AddrRange("the memory server's DRAM")
+
+
+class AptaCxlLink(ClockedObject):
+    """A compute server's CXL link to the memory server: six channels of 68-byte flits with
+    credits, serialization, latency and jitter (cxl_link.hh)."""
+
+    type = "AptaCxlLink"
+    cxx_header = "cxl_link.hh"
+    cxx_class = "gem5::AptaCxlLink"
+
+    host_side = ResponsePort("requests for the CXL window, from the host's memory system")
+    dev_side = RequestPort("the requests, into the memory server")
+    bisnp_dev_side = ResponsePort("back-invalidation snoops, from the memory server")
+    bisnp_host_side = RequestPort("the snoops, into the host's coherent crossbar")
+    ranges = VectorParam.AddrRange("the CXL window (the memory server's memory)")
+    flit_bytes = Param.Unsigned("bytes on the wire per flit (68-byte flit mode)")
+    line_bytes = Param.Unsigned("payload bytes of a data flit")
+    gbps = Param.Float("bandwidth per direction, Gbit/s")
+    latency = Param.Latency("one-way latency of a flit after serialization")
+    jitter_cv = Param.Float("the latency's coefficient of variation (0: none)")
+    seed = Param.UInt64("the jitter's random seed")
+    req_credits = Param.Unsigned("M2S Req credits")
+    rwd_credits = Param.Unsigned("M2S RwD credits (flits)")
+    birsp_credits = Param.Unsigned("M2S BIRsp credits")
+    ndr_credits = Param.Unsigned("S2M NDR credits")
+    drs_credits = Param.Unsigned("S2M DRS credits (flits)")
+    bisnp_credits = Param.Unsigned("S2M BISnp credits")
+    queue_entries = Param.Unsigned("requests queued per channel pair before a sender is refused")
+    response_entries = Param.Unsigned("requests awaiting their response at most")
 
 
 class AptaWorkflow(SimObject):

@@ -89,22 +89,32 @@ AptaCore::access()
 {
     const ::apta::Event &ev = trace->events[next++];
     ++events;
-    // the event's lines in trace order, bit 0 marking a write (line addresses are aligned)
+    // the event's lines in trace order, bit 0 marking a write and bit 1 an uncacheable access
+    // (line addresses are aligned)
+    constexpr Addr kWrite = 1, kUncacheable = 2;
     auto addrs = std::make_shared<std::vector<Addr>>();
     for (uint32_t k = 0; k < ev.nranges; ++k) {
         const ::apta::Range &rg = trace->ranges[ev.first_range + k];
+        const bool local = rg.slot == 0xFF;
         for (uint32_t l = 0; l < rg.lines; ++l) {
-            const uint64_t key = rg.slot == 0xFF
-                ? ::apta::local_line_key(inst, rg.first_line + l)
-                : ::apta::object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line + l);
-            addrs->push_back(translate(key) | (rg.write ? 1 : 0));
+            Addr a;
+            if (local)
+                a = translate(::apta::local_line_key(inst, rg.first_line + l));
+            else if (home == ObjectHome::Local)
+                a = translate(::apta::object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line + l));
+            else
+                a = window(slots.obj[rg.slot], rg.first_line + l) |
+                    (home == ObjectHome::CxlUncached ? kUncacheable : 0);
+            addrs->push_back(a | (rg.write ? kWrite : 0));
         }
     }
     lines += addrs->size();
     auto b = std::make_shared<AptaLinePort::Batch>();
     b->n = addrs->size();
-    b->addrOf = [addrs](uint64_t k) { return (*addrs)[k] & ~Addr(1); };
-    b->isWrite = [addrs](uint64_t k) { return ((*addrs)[k] & 1) != 0; };
+    b->addrOf = [addrs](uint64_t k) { return (*addrs)[k] & ~(kWrite | kUncacheable); };
+    b->isWrite = [addrs](uint64_t k) { return ((*addrs)[k] & kWrite) != 0; };
+    if (home == ObjectHome::CxlUncached)
+        b->uncacheable = [addrs](uint64_t k) { return ((*addrs)[k] & kUncacheable) != 0; };
     const uint64_t g = gen;
     b->done = [this, g](Tick, Tick) { if (g == gen) computeThenAccess(); };
     port.enqueue(b);
@@ -119,6 +129,29 @@ AptaCore::fill(uint32_t obj, uint32_t ver, uint64_t n)
     b->isWrite = [](uint64_t) { return true; };
     b->writeCmd = MemCmd::WriteLineReq;
     fillPort.enqueue(b);
+}
+
+void
+AptaCore::setObjectHome(ObjectHome h, std::function<Addr(uint32_t, uint64_t)> w)
+{
+    fatal_if(h != ObjectHome::Local && !w, "%s: objects in the CXL window need the window's map", name());
+    home = h;
+    window = std::move(w);
+}
+
+void
+AptaCore::writeThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, std::function<void()> done)
+{
+    auto b = std::make_shared<AptaLinePort::Batch>();
+    b->n = n;
+    b->addrOf = std::move(addr_of);
+    b->isWrite = [](uint64_t) { return true; };
+    // an uncacheable whole-line write: the caches drop their copy and pass it down the link
+    b->writeBytes = lineBytes;
+    b->uncacheable = [](uint64_t) { return true; };
+    const uint64_t g = gen;
+    b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };
+    port.enqueue(b);
 }
 
 void

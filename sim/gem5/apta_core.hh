@@ -2,8 +2,10 @@
 // one phase of a function instance's trace at a time. Per trace event, its ops take ops x CPI
 // cycles, then every line the event touches goes to the L1 data cache, one per cycle, at most
 // `mshrs` in flight; the next event starts when all of them are answered. Lines are placed in
-// the server's local memory by a first-touch page table (4 KiB frames). A second port fills
-// fetched objects into the LLC (whole-line writes), as the GET controller does (§III-D1).
+// the server's local memory by a first-touch page table (4 KiB frames), except, in the CXL
+// configurations, the lines of objects: those live in the memory server, reached through the
+// CXL window (cacheable in CXL cached, uncacheable in CXL uncached). A second port fills fetched
+// objects into the LLC (whole-line writes), as the GET controller does (§III-D1).
 #ifndef APTA_GEM5_APTA_CORE_HH
 #define APTA_GEM5_APTA_CORE_HH
 
@@ -33,8 +35,16 @@ class AptaCore : public ClockedObject
     // Replay phase `ph` of instance `inst`'s trace; done() when its last event has finished.
     void replay(const ::apta::TraceInstance &tr, int inst, ::apta::Phase ph,
                 const ::apta::Slots &slots, std::function<void()> done);
+    // Where the lines of objects are: local frames (objects are fetched into the LLC), or the CXL
+    // window, where window(obj, line) is the address of line `line` of object obj.
+    enum class ObjectHome { Local, CxlCached, CxlUncached };
+    void setObjectHome(ObjectHome h, std::function<Addr(uint32_t, uint64_t)> window);
+    ObjectHome objectHome() const { return home; }
     // Object `obj` (version `ver`, `lines` lines) arrived: write it into the LLC.
     void fill(uint32_t obj, uint32_t ver, uint64_t lines);
+    // Write n lines through to the memory server (a store and a cache-line flush each, as a logged
+    // put persists them): addrOf(k) in the CXL window; done() when the last is acknowledged.
+    void writeThrough(std::function<Addr(uint64_t)> addrOf, uint64_t n, std::function<void()> done);
     // The server died: whatever it replays or fills stops, nothing it had in flight reports.
     void abort();
 
@@ -52,6 +62,8 @@ class AptaCore : public ClockedObject
 
     std::unordered_map<uint64_t, uint64_t> pageTable;  // line key / 64 -> frame
     uint64_t nextFrame = 0;
+    ObjectHome home = ObjectHome::Local;
+    std::function<Addr(uint32_t, uint64_t)> window;
 
     // the phase being replayed
     const ::apta::TraceInstance *trace = nullptr;

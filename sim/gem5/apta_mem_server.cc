@@ -15,6 +15,9 @@ AptaMemServer::AptaMemServer(const Params &p)
     : ClockedObject(p), port(name() + ".port", *this, p.max_outstanding, p.line_bytes),
       lineBytes(p.line_bytes), memBase(p.mem_range.start()), memSize(p.mem_range.size())
 {
+    for (int i = 0; i < p.port_bisnp_ports_connection_count; ++i)
+        bisnpPorts.push_back(std::make_unique<AptaLinePort>(name() + ".bisnp_ports" + std::to_string(i), *this,
+                                                             p.max_outstanding, p.line_bytes));
 }
 
 void
@@ -23,6 +26,8 @@ AptaMemServer::init()
     ClockedObject::init();
     fatal_if(!port.isConnected(), "%s: port must be connected to the DRAM controller", name());
     port.setRequestorId(params().system->getRequestorId(this));
+    for (size_t i = 0; i < bisnpPorts.size(); ++i)
+        bisnpPorts[i]->setRequestorId(params().system->getRequestorId(this, "bisnp" + std::to_string(i)));
 }
 
 Port &
@@ -30,6 +35,8 @@ AptaMemServer::getPort(const std::string &if_name, PortID idx)
 {
     if (if_name == "port")
         return port;
+    if (if_name == "bisnp_ports" && idx >= 0 && size_t(idx) < bisnpPorts.size())
+        return *bisnpPorts[idx];
     return ClockedObject::getPort(if_name, idx);
 }
 
@@ -49,22 +56,42 @@ AptaMemServer::layout(const std::vector<uint64_t> &bytes)
              (unsigned long long)(next - memBase));
 }
 
+Addr
+AptaMemServer::lineAddr(uint32_t obj, uint64_t line) const
+{
+    panic_if(base.empty(), "%s: lineAddr before layout", name());
+    const Addr b = obj == ::apta::kRedoLog ? base.back() : base.at(obj);
+    const Addr limit = memBase + memSize;
+    // the log wraps inside its area's remainder of memory
+    const Addr a = b + line * lineBytes;
+    return a < limit ? a : b + ((a - b) % (limit - b)) / lineBytes * lineBytes;
+}
+
+void
+AptaMemServer::backInvalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done)
+{
+    fatal_if(x < 0 || size_t(x) >= bisnpPorts.size(), "%s: no BISnp port for compute server %d", name(), x);
+    auto batch = std::make_shared<AptaLinePort::Batch>();
+    batch->n = n;
+    batch->addrOf = [this, obj](uint64_t k) { return lineAddr(obj, k); };
+    batch->readCmd = MemCmd::CleanInvalidReq;
+    batch->flags = Request::CLEAN | Request::INVALIDATE | Request::DST_POC;
+    batch->done = [done = std::move(done)](Tick, Tick) { done(); };
+    bisnpPorts[size_t(x)]->enqueue(batch);
+}
+
 void
 AptaMemServer::access(uint32_t obj, uint64_t first_line, uint64_t n, bool write,
                       std::function<void(Tick, Tick)> done)
 {
-    const Addr b = obj == ::apta::kRedoLog ? base.back() : base.at(obj);
-    const Addr limit = memBase + memSize;
-    const unsigned line = lineBytes;
     auto batch = std::make_shared<AptaLinePort::Batch>();
     batch->n = n;
-    // the log wraps inside its area's remainder of memory
-    batch->addrOf = [b, first_line, line, limit](uint64_t k) {
-        Addr a = b + (first_line + k) * line;
-        return a < limit ? a : b + ((a - b) % (limit - b)) / line * line;
-    };
-    if (write)
+    batch->addrOf = [this, obj, first_line](uint64_t k) { return lineAddr(obj, first_line + k); };
+    if (write) {
+        // the memory server writes whole lines (a put's staged lines, a drain, the redo log)
         batch->isWrite = [](uint64_t) { return true; };
+        batch->writeCmd = MemCmd::WriteLineReq;
+    }
     batch->done = std::move(done);
     port.enqueue(batch);
 }

@@ -1,6 +1,7 @@
 // The memory server's object data path in gem5: objects laid out one after another in its DRAM
 // (a gem5 DDR4-2400 controller behind `port`), each get, put drain or CXL line access a batch of
-// line reads or writes at the memory-server clock. The protocol engine itself (OTC/OIC,
+// line reads or writes at the memory-server clock. In CXL cached its coherence agent sends
+// back-invalidation snoops, one port per compute server's link. The protocol engine itself (OTC/OIC,
 // sim/src/directory.cpp) runs inside the shared system (sim/src/system.cpp); `replayVectors`
 // checks that engine, as compiled into this gem5 binary, against the model checker's vectors.
 #ifndef APTA_GEM5_APTA_MEM_SERVER_HH
@@ -8,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,12 @@ class AptaMemServer : public ClockedObject
     // Lines [firstLine, firstLine + n) of object obj (or ::apta::kRedoLog); done(first, last).
     void access(uint32_t obj, uint64_t firstLine, uint64_t n, bool write,
                 std::function<void(Tick, Tick)> done);
+    // The address of line `line` of object obj (or ::apta::kRedoLog) in the memory server's
+    // memory, which the compute servers reach as their CXL window.
+    Addr lineAddr(uint32_t obj, uint64_t line) const;
+    // BISnp (a CleanInvalidReq to the point of coherence) for lines [0, n) of object obj, sent to
+    // compute server x over its link; done() when every BIRsp is back.
+    void backInvalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done);
 
     // The model checker's vectors through the engine compiled into this binary: a JSON line
     // {"vectors", "mutant", "scenarios", "steps", "failed"} (exported to the config script).
@@ -39,6 +47,7 @@ class AptaMemServer : public ClockedObject
 
   private:
     AptaLinePort port;
+    std::vector<std::unique_ptr<AptaLinePort>> bisnpPorts;  // per compute server
     const unsigned lineBytes;
     const Addr memBase, memSize;
     std::vector<Addr> base;  // object id -> first byte; back() is the redo-log area

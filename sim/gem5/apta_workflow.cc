@@ -27,7 +27,8 @@ wallNow()
 // Bad input (a malformed plan, scenario or parameter file) stops the run with the file and
 // field named, before anything is simulated.
 AptaWorkflow::AptaWorkflow(const Params &p)
-    : SimObject(p), cores(p.cores), memServer(p.mem_server), replaying(p.cores.size(), false)
+    : SimObject(p), cores(p.cores), memServer(p.mem_server), replaying(p.cores.size(), false),
+      writing(p.cores.size(), 0)
 {
     try {
         ::json::Value sc = ::json::parse(p.scenario, "scenario");
@@ -35,6 +36,9 @@ AptaWorkflow::AptaWorkflow(const Params &p)
         ::apta::Params params = ::apta::Params::load(p.params_file, scenario.overrides);
         ::apta::Config config = ::apta::Config::from(params, scenario.config);
         plan = ::apta::Plan::load(p.plan, params.line);
+        if (config.line_gran)
+            objectHome = config.cache == ::apta::Caching::None ? AptaCore::ObjectHome::CxlUncached
+                                                               : AptaCore::ObjectHome::CxlCached;
         fatal_if(int(cores.size()) != params.servers,
                  "%s: %d cores for %d compute servers (compute.servers in %s)", name(),
                  int(cores.size()), params.servers, p.params_file);
@@ -49,6 +53,8 @@ AptaWorkflow::startup()
 {
     SimObject::startup();
     memServer->layout(plan.object_bytes);
+    for (auto *c : cores)
+        c->setObjectHome(objectHome, [this](uint32_t obj, uint64_t line) { return memServer->lineAddr(obj, line); });
     wall0 = wallNow();
     sys->start();
     settle();
@@ -122,7 +128,35 @@ AptaWorkflow::ms_dram(double t, uint32_t obj, uint64_t first_line, uint64_t line
 void
 AptaWorkflow::install(int s, uint32_t obj, uint32_t ver, uint64_t lines)
 {
-    cores.at(size_t(s))->fill(obj, ver, lines);
+    // in the CXL configurations an object is never copied: its lines are read where they live
+    if (objectHome == AptaCore::ObjectHome::Local)
+        cores.at(size_t(s))->fill(obj, ver, lines);
+}
+
+void
+AptaWorkflow::cxl_write_lines(int s, uint32_t obj, uint64_t first_line, uint64_t n, std::function<void()> done)
+{
+    ++work;
+    ++writing.at(size_t(s));
+    cores[size_t(s)]->writeThrough(
+        [this, obj, first_line](uint64_t k) { return memServer->lineAddr(obj, first_line + k); }, n,
+        [this, s, done = std::move(done)] {
+            --writing[size_t(s)];
+            --work;
+            done();
+            settle();
+        });
+}
+
+void
+AptaWorkflow::cxl_back_invalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done)
+{
+    ++work;
+    memServer->backInvalidate(x, obj, n, [this, done = std::move(done)] {
+        --work;
+        done();
+        settle();
+    });
 }
 
 void
@@ -133,6 +167,8 @@ AptaWorkflow::failed(int s)
         replaying[size_t(s)] = false;
         --work;
     }
+    work -= writing.at(size_t(s));  // nor its streams' completions
+    writing[size_t(s)] = 0;
 }
 
 void

@@ -2,7 +2,9 @@
 // protocols, links, protocol engine, scheduler, failures) on a gem5 backend. Time is gem5's
 // tick; a compute phase is replayed by the server's AptaCore through gem5's caches and its local
 // DDR4; object data moves through AptaMemServer and the memory server's DDR4 controller; a
-// fetched object is written into the LLC. The plan, scenario and result are apta-sim's documents
+// fetched object is written into the LLC. In the CXL configurations objects stay in the memory
+// server: the functions' loads and stores, the logged puts' line writes and the back-invalidation
+// snoops cross each compute server's AptaCxlLink as packets. The plan, scenario and result are apta-sim's documents
 // (sim/src/model.hpp), so both simulators' results compare field by field.
 #ifndef APTA_GEM5_APTA_WORKFLOW_HH
 #define APTA_GEM5_APTA_WORKFLOW_HH
@@ -41,6 +43,9 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     void ms_dram(double t, uint32_t obj, uint64_t firstLine, uint64_t lines, bool write,
                  std::function<void(double, double)> done) override;
     void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override;
+    bool cxl_packets() const override { return true; }
+    void cxl_write_lines(int s, uint32_t obj, uint64_t firstLine, uint64_t n, std::function<void()> done) override;
+    void cxl_back_invalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done) override;
     void failed(int s) override;
     void finished() override;
 
@@ -49,6 +54,7 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     AptaMemServer *memServer;
     ::apta::Plan plan;
     ::apta::Scenario scenario;
+    AptaCore::ObjectHome objectHome = AptaCore::ObjectHome::Local;  // by the configuration
     std::unique_ptr<::apta::System> sys;
     double wall0 = 0;
 
@@ -59,6 +65,7 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     // the run ends there rather than at the horizon.
     uint64_t work = 0;
     std::vector<bool> replaying;  // per core: a phase in flight (a crash cancels it)
+    std::vector<uint64_t> writing;  // per core: write-through streams in flight (a crash cancels them)
     bool ended = false;
     void settle();
 

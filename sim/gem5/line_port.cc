@@ -31,13 +31,12 @@ AptaLinePort::cancelAll()
     for (auto &b : queue)
         b->cancelled = true;
     queue.clear();
+    // A packet the peer refused stays: the peer owes it a retry, and recvReqRetry must find it
+    // to resend. Its batch is cancelled, so its response is dropped like any other in flight.
     if (blocked) {
-        // never sent: forget it (it holds no slot at the peer)
-        auto *tag = dynamic_cast<Tag *>(blocked->popSenderState());
-        delete tag;
-        delete blocked;
-        blocked = nullptr;
-        --inFlight;
+        auto *tag = dynamic_cast<Tag *>(blocked->senderState);
+        panic_if(!tag, "%s: a refused packet without our sender state", name());
+        tag->batch->cancelled = true;
     }
 }
 
@@ -59,9 +58,12 @@ AptaLinePort::issue()
     if (b->issued == b->n)
         queue.pop_front();
     const bool write = b->isWrite && b->isWrite(k);
-    const MemCmd cmd = write ? b->writeCmd : MemCmd(MemCmd::ReadReq);
-    const unsigned size = cmd == MemCmd::WriteReq ? kStoreBytes : lineBytes;
-    auto req = std::make_shared<Request>(b->addrOf(k), size, 0, requestor);
+    const MemCmd cmd = write ? b->writeCmd : b->readCmd;
+    const unsigned size = cmd == MemCmd::WriteReq ? b->writeBytes : lineBytes;
+    Request::FlagsType flags = b->flags;
+    if (b->uncacheable && b->uncacheable(k))
+        flags |= Request::UNCACHEABLE;
+    auto req = std::make_shared<Request>(b->addrOf(k), size, flags, requestor);
     PacketPtr pkt = new Packet(req, cmd);
     pkt->allocate();
     pkt->pushSenderState(new Tag(b));

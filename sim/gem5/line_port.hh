@@ -34,6 +34,12 @@ class AptaLinePort : public RequestPort
         // ownership first, as a CPU does (a whole-line WriteReq would be promoted to a
         // WriteLineReq and skip the read); fills write whole lines (WriteLineReq).
         MemCmd writeCmd = MemCmd::WriteReq;
+        unsigned writeBytes = kStoreBytes;     // of a WriteReq (a line write through to memory: the line)
+        // what a non-write access is: a read, or a back-invalidation snoop (CleanInvalidReq to the
+        // point of coherence) sent into a host's crossbar
+        MemCmd readCmd = MemCmd::ReadReq;
+        Request::FlagsType flags = 0;           // of every access in the batch
+        std::function<bool(uint64_t)> uncacheable;  // null: none (CXL uncached: object lines)
         std::function<void(Tick, Tick)> done;  // (first response, last response); may be null
         uint64_t issued = 0, completed = 0;
         Tick first = 0;
@@ -45,7 +51,8 @@ class AptaLinePort : public RequestPort
 
     void setRequestorId(RequestorID id) { requestor = id; }
     void enqueue(std::shared_ptr<Batch> b);
-    // drop every queued batch; responses still in flight are ignored
+    // drop every queued batch; responses still in flight (and of a refused packet, resent on the
+    // peer's retry) are ignored
     void cancelAll();
     unsigned outstanding() const { return inFlight; }
     uint64_t accesses() const { return sent; }

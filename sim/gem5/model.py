@@ -57,10 +57,11 @@ def _ghz(x: float) -> str:
     return f"{x}GHz"
 
 
-def system_spec(path: str | Path = PARAMS, overrides: dict | None = None) -> dict:
+def system_spec(path: str | Path = PARAMS, overrides: dict | None = None, scenario: dict | None = None) -> dict:
     """The gem5 objects' values for Table II's system, from sim/params.json: clocks, caches
     (size, ways, latencies, MSHRs), the cores' CPI, one 16 GiB DDR4-2400 range per compute server
-    and one for the memory server."""
+    and one for the memory server, and each compute server's CXL link (`cxl_link_spec`) for the
+    scenario's configuration."""
     p = load_params(path, overrides)
     servers = int(_val(p, "compute", "servers"))
     if not 1 <= servers <= 64:
@@ -92,8 +93,43 @@ def system_spec(path: str | Path = PARAMS, overrides: dict | None = None) -> dic
         "dram": "DDR4_2400_8x8",
         # the controller's pipeline, split as gem5 splits it (front end, back end)
         "dram_ctrl_ns": float(_val(p, "dram", "controller_ns")),
+        "cxl": cxl_link_spec(p, scenario or {}),
     }
     return spec
+
+
+def cxl_link_spec(p: dict, scenario: dict) -> dict:
+    """One compute server's CXL link (sim/gem5/cxl_link.hh) from sim/params.json: 68-byte flits at
+    the DM link's bandwidth and one-way latency (jittered as the scenario asks), each channel's
+    credits for `links.cxl_credit_round_trips` round trips of flits, and the memory server's
+    lookup in front of its DRAM: the directory's (OTC, §IV-B) in CXL cached, none in CXL uncached."""
+    flit = int(_val(p, "links", "flit_bytes"))
+    gbps = float(_val(p, "links", "dm_bandwidth_gbps"))
+    lat = float(_val(p, "links", "dm_latency_ns"))
+    if gbps <= 0 or lat < 0 or flit <= 0:
+        raise Gem5Error(f"{PARAMS}: links: dm_bandwidth_gbps > 0, dm_latency_ns >= 0 and flit_bytes > 0, "
+                        f"got {gbps}, {lat}, {flit}")
+    flit_ns = flit * 8 / gbps
+    trips = float(_val(p, "links", "cxl_credit_round_trips"))
+    if trips <= 0:
+        raise Gem5Error(f"{PARAMS}: links.cxl_credit_round_trips: must be positive, got {trips}")
+    credits = math.ceil(trips * (2 * lat + flit_ns) / flit_ns)
+    config = scenario.get("config", "")
+    configs = p.get("configs", {})
+    if config and config not in configs:
+        raise Gem5Error(f"scenario {scenario.get('name')!r}: config: unknown configuration {config!r}")
+    directory = bool(config) and configs[config].get("gran") == "line" and configs[config].get("cache") == "sync"
+    lookup_ns = _val(p, "memory_server", "otc_lookup_cycles") / _val(p, "memory_server", "clock_ghz")
+    return {
+        "flit_bytes": flit,
+        "gbps": gbps,
+        "latency_ns": lat,
+        "flit_ns": round(flit_ns, 6),
+        "jitter_cv": float(_val(p, "links", "jitter_cv")) if scenario.get("jitter") else 0.0,
+        "seed": int(scenario.get("seed", 1)),
+        "credits": credits,
+        "device_ns": round(lookup_ns, 6) if directory else 0.0,
+    }
 
 
 def horizon_ticks(scenario: dict) -> int:
@@ -292,7 +328,7 @@ def main(argv=None) -> int:
     if args.cmd == "spec":
         scenario = json.loads(args.scenario) if args.scenario else {}
         try:
-            out = {"spec": system_spec(args.params or PARAMS, scenario.get("overrides")),
+            out = {"spec": system_spec(args.params or PARAMS, scenario.get("overrides"), scenario),
                    "horizon": horizon_ticks(scenario) if scenario else None}
         except Gem5Error as e:
             out = {"error": str(e)}

@@ -315,12 +315,15 @@ void System::fetch(int i, uint64_t gen, int s, int obj, uint32_t need, std::func
   uint64_t n = lines_of(obj);
   if (C.line_gran) {  // CXL: one cache-line request per line, MSHR-limited
     bool dir = C.cache == Caching::Sync;
-    line_stream(s, obj, n, false, dir, [this, s, obj, cb] {
+    auto fetched = [this, s, obj, cb] {
       uint32_t v = version_[size_t(obj)];
       if (C.cache == Caching::Sync) sync_sharers_[size_t(obj)] |= 1ull << s;
       install(s, obj, v, C.cache != Caching::None);
       cb(v);
-    }, op_z());
+    };
+    // with a packet-level link the function's own loads fetch the lines, as it reads them
+    if (B.cxl_packets()) at(now(), fetched);
+    else line_stream(s, obj, n, false, dir, fetched, op_z());
     return;
   }
   // object-granular: one request, the OSC serves every line in one bulk reply
@@ -384,6 +387,10 @@ struct System::Stream {
   double z;  // the operation's latency draw (Operation jitter mode), else NaN
 };
 void System::line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb, double z) {
+  if (B.cxl_packets() && write) {  // reads never come here: the function's loads are the backend's
+    B.cxl_write_lines(s, uint32_t(obj), 0, n, [this, s, cb] { if (sv_[size_t(s)].alive) cb(); });
+    return;
+  }
   auto st = std::make_shared<Stream>(Stream{s, obj, n, 0, 0, 0, write, dir, std::move(cb), z});
   if (n == 0) { st->cb(); return; }
   issue(st);
@@ -521,12 +528,23 @@ void System::sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<
                              double z) {
   // n line snoops to sharer x (hardware, one L2 lookup each, pipelined), n acks back; the
   // writer learns of completion with the last write completion (one more flit down)
-  msg(x, false, double(n) * P.flit_bytes, [this, w, x, obj, n, pending, join, z] {
-    if (!sv_[size_t(x)].alive) {
-      R.stall = "CXL cached: a put by c" + std::to_string(w + 1) + " waits for invalidation acks from dead server c" +
-                std::to_string(x + 1) + " (blocking MESI invalidation)";
-      return;  // never acked
-    }
+  auto dead = [this, w, x] {
+    R.stall = "CXL cached: a put by c" + std::to_string(w + 1) + " waits for invalidation acks from dead server c" +
+              std::to_string(x + 1) + " (blocking MESI invalidation)";
+  };
+  if (B.cxl_packets()) {  // the snoops are the backend's; a dead server's caches never answer
+    if (!sv_[size_t(x)].alive) { dead(); return; }
+    B.cxl_back_invalidate(x, uint32_t(obj), n, [this, w, x, obj, pending, join, z, dead] {
+      if (!sv_[size_t(x)].alive) { dead(); return; }
+      sv_[size_t(x)].held.erase(obj);
+      msg(w, false, P.flit_bytes, [pending, join] {
+        if (*pending > 0 && --*pending == 0) (*join)();
+      }, 0, 0, z);
+    });
+    return;
+  }
+  msg(x, false, double(n) * P.flit_bytes, [this, w, x, obj, n, pending, join, z, dead] {
+    if (!sv_[size_t(x)].alive) { dead(); return; }  // never acked
     at(now() + P.l2_lat / P.clock_ghz, [this, w, x, obj, n, pending, join, z] {
       sv_[size_t(x)].held.erase(obj);
       msg(x, true, double(n) * P.flit_bytes, [this, w, pending, join, z] {

@@ -119,6 +119,22 @@ class Backend {
   // Object obj in version ver (`lines` lines, no more than the LLC holds) has arrived at compute
   // server s: it lands in the LLC.
   virtual void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) = 0;
+  // The CXL configurations on a backend with a packet-level CXL link (gem5): a function's loads
+  // and stores to object lines cross the link themselves (a get moves no data), a logged put's
+  // line writes are the backend's, and a back-invalidation is the memory server's snoops of a
+  // sharer's caches. apta-sim (false) times all three as messages over its analytical links.
+  virtual bool cxl_packets() const { return false; }
+  // Compute server s writes lines [first_line, first_line + n) of object obj (or kRedoLog)
+  // through to the memory server over its link; done() when the last completion is back (never
+  // if s dies first).
+  virtual void cxl_write_lines(int s, uint32_t obj, uint64_t first_line, uint64_t n, std::function<void()> done) {
+    (void)s; (void)obj; (void)first_line; (void)n; (void)done;
+  }
+  // The memory server back-invalidates the n lines of object obj in compute server x's caches
+  // (a BISnp per line over x's link, dirty lines written back); done() when every BIRsp is back.
+  virtual void cxl_back_invalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done) {
+    (void)x; (void)obj; (void)n; (void)done;
+  }
   // Compute server s has died: whatever it was replaying stops.
   virtual void failed(int s) { (void)s; }
   // Every instance has finished (gem5 leaves its event loop here; apta-sim's queue just drains).

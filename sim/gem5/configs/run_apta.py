@@ -8,8 +8,14 @@
 #
 # Per compute server c<k>: AptaCore -> L1 (Cache) -> L2XBar -> L2 (Cache) -> SystemXBar ->
 # MemCtrl(DDR4-2400 8x8) for its local memory, and the core's fill port through a one-line-per-MSHR
-# write buffer (a Cache, as gem5's IOCache) into the L2XBar: fetched objects land in the LLC. The memory server: AptaMemServer -> MemCtrl(DDR4-2400 8x8). The
-# links, the protocol engine and the scheduler are sim/src/system.cpp inside AptaWorkflow.
+# write buffer (a Cache, as gem5's IOCache) into the L2XBar: fetched objects land in the LLC.
+# The SystemXBar routes the CXL window (the memory server's memory) to the server's AptaCxlLink,
+# whose device side enters the memory server through a Bridge (its lookup latency) into the
+# memory server's crossbar; the memory server's BISnp port for the server enters the link's
+# snoop side, which sends the snoops into the SystemXBar (the point of coherence, which snoops
+# the L2 and L1). The memory server: AptaMemServer and the links -> NoncoherentXBar ->
+# MemCtrl(DDR4-2400 8x8). The protocol engine, the scheduler and the messages of the object
+# protocols are sim/src/system.cpp inside AptaWorkflow.
 import argparse
 import json
 import sys
@@ -18,11 +24,14 @@ import m5
 from m5.objects import (
     AddrRange,
     AptaCore,
+    AptaCxlLink,
     AptaMemServer,
     AptaWorkflow,
+    Bridge,
     Cache,
     L2XBar,
     MemCtrl,
+    NoncoherentXBar,
     Root,
     SrcClockDomain,
     System,
@@ -117,11 +126,31 @@ for s in range(spec["servers"]):
 system.system_port = cores[0].membus.cpu_side_ports
 
 lo, hi = spec["ms_range"]
+ms_clock = SrcClockDomain(clock=spec["ms_clock"], voltage_domain=VoltageDomain())
 system.ms = AptaMemServer(max_outstanding=spec["ms_outstanding"], line_bytes=spec["line_bytes"],
-                          mem_range=AddrRange(start=lo, size=hi - lo),
-                          clk_domain=SrcClockDomain(clock=spec["ms_clock"], voltage_domain=VoltageDomain()))
+                          mem_range=AddrRange(start=lo, size=hi - lo), clk_domain=ms_clock)
 system.ms_mem = dram(lo, hi)
-system.ms.port = system.ms_mem.port
+# the memory server's fabric: a line per cycle, no latency of its own (the lookups are the bridges')
+system.ms_bus = NoncoherentXBar(width=spec["line_bytes"], frontend_latency=0, forward_latency=0,
+                                response_latency=0, clk_domain=ms_clock)
+system.ms.port = system.ms_bus.cpu_side_ports
+system.ms_bus.mem_side_ports = system.ms_mem.port
+
+cxl = spec["cxl"]
+for s, core in enumerate(cores):
+    n = cxl["credits"]
+    core.cxl = AptaCxlLink(ranges=[AddrRange(start=lo, size=hi - lo)], flit_bytes=cxl["flit_bytes"],
+                           line_bytes=spec["line_bytes"], gbps=cxl["gbps"], latency=f"{cxl['latency_ns']}ns",
+                           jitter_cv=cxl["jitter_cv"], seed=cxl["seed"] * 1000003 + s,
+                           req_credits=n, rwd_credits=n, birsp_credits=n, ndr_credits=n, drs_credits=n,
+                           bisnp_credits=n, queue_entries=n, response_entries=n)
+    core.membus.mem_side_ports = core.cxl.host_side
+    core.cxl_dev = Bridge(delay=f"{cxl['device_ns']}ns", ranges=[AddrRange(start=lo, size=hi - lo)],
+                          req_size=n, resp_size=n, clk_domain=ms_clock)
+    core.cxl.dev_side = core.cxl_dev.cpu_side_port
+    core.cxl_dev.mem_side_port = system.ms_bus.cpu_side_ports
+    system.ms.bisnp_ports = core.cxl.bisnp_dev_side
+    core.cxl.bisnp_host_side = core.membus.cpu_side_ports
 
 if not args.vectors:
     system.workflow = AptaWorkflow(plan=args.plan, scenario=json.dumps(scenario), params_file=args.params,
