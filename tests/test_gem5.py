@@ -114,6 +114,23 @@ system.c1.mem.dram.totMemAccLat                100000                       # ti
 system.c1.mem.dram.readBursts                      20                       # bursts
 system.c2.mem.dram.totMemAccLat                 60000                       # ticks
 system.c2.mem.dram.readBursts                      20                       # bursts
+system.c1.cxl.flits::m2s_req                      30                       # flits
+system.c1.cxl.flits::s2m_drs                      40                       # flits
+system.c1.cxl.flits::total                        70                       # flits
+system.c2.cxl.flits::m2s_req                       2                       # flits
+system.c2.cxl.flits::s2m_bisnp                     4                       # flits
+system.c1.cxl.creditStalls::m2s_req                3                       # stalls
+system.c1.cxl.creditStalls::total                  3                       # stalls
+system.c1.cxl.refusedRequests                      1                       # refused
+system.c1.cxl.latency::samples                    10                       # messages
+system.c1.cxl.latency::mean                      600                       # ns
+system.c1.cxl.latency::0-99                        0      0.00%      0.00% # a bucket
+system.c2.cxl.latency::samples                    30                       # messages
+system.c2.cxl.latency::mean                     1000                       # ns
+system.c1.cxl.snoopRoundTrip::samples              0                       # none
+system.c1.cxl.snoopRoundTrip::mean               nan                       # none
+system.c2.cxl.snoopRoundTrip::samples              4                       # BISnp
+system.c2.cxl.snoopRoundTrip::mean              1100                       # ns
 ---------- End Simulation Statistics   ----------
 
 ---------- Begin Simulation Statistics ----------
@@ -128,7 +145,12 @@ def test_stats_are_parsed_and_summed_over_servers():
     c = g5.cache_and_dram_stats(s)
     assert c == {"l1_hits": 1500, "l1_misses": 40, "l2_hits": 30, "l2_misses": 10, "ms_read_row_hits": 150,
                  "ms_reads": 200, "ms_write_row_hits": 0, "ms_writes": 0,
-                 "l1_miss_ns": 0.1, "local_dram_ns": 4.0, "ms_dram_ns": None}
+                 "l1_miss_ns": 0.1, "local_dram_ns": 4.0, "ms_dram_ns": None,
+                 "cxl_flits": {"m2s_req": 32, "m2s_rwd": 0, "m2s_birsp": 0, "s2m_ndr": 0, "s2m_drs": 40,
+                               "s2m_bisnp": 4},
+                 "cxl_credit_stalls": 3, "cxl_refused": 1,
+                 "cxl_message_ns": 900.0,             # weighted by samples: (10 x 600 + 30 x 1000) / 40
+                 "bisnp_round_trip_ns": 1100.0}
 
 
 def test_malformed_stats_name_the_line():

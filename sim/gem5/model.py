@@ -206,6 +206,35 @@ def cache_and_dram_stats(stats: dict) -> dict:
         "l1_miss_ns": _mean(stats, r"system\.c\d+\.l1\.demandMissLatency::total", r"system\.c\d+\.l1\.demandMisses::total"),
         "local_dram_ns": _mean(stats, r"system\.c\d+\.mem\.dram\.totMemAccLat", r"system\.c\d+\.mem\.dram\.readBursts"),
         "ms_dram_ns": _mean(stats, r"system\.ms_mem\.dram\.totMemAccLat", r"system\.ms_mem\.dram\.readBursts"),
+        **cxl_link_stats(stats),
+    }
+
+
+CXL_CHANNELS = ("m2s_req", "m2s_rwd", "m2s_birsp", "s2m_ndr", "s2m_drs", "s2m_bisnp")
+
+
+def cxl_link_stats(stats: dict) -> dict:
+    """The compute servers' CXL links (sim/gem5/cxl_link.hh), summed over the servers: flits per
+    channel, messages that waited for credits, requests refused, the mean time of a message in
+    the link and of a BISnp's round trip (ns; None without samples)."""
+    def total(name: str) -> int:
+        rx = re.compile(rf"system\.c\d+\.cxl\.{name}")
+        return int(sum(v for k, v in stats.items() if rx.fullmatch(k) and not math.isnan(v)))
+
+    def mean(hist: str) -> float | None:
+        n = w = 0.0
+        for k, v in stats.items():
+            m = re.fullmatch(rf"(system\.c\d+\.cxl)\.{hist}::samples", k)
+            if m and v > 0 and not math.isnan(stats.get(f"{m.group(1)}.{hist}::mean", math.nan)):
+                n += v
+                w += v * stats[f"{m.group(1)}.{hist}::mean"]
+        return round(w / n, 2) if n else None
+    return {
+        "cxl_flits": {ch: total(f"flits::{ch}") for ch in CXL_CHANNELS},
+        "cxl_credit_stalls": total("creditStalls::total"),
+        "cxl_refused": total("refusedRequests"),
+        "cxl_message_ns": mean("latency"),
+        "bisnp_round_trip_ns": mean("snoopRoundTrip"),
     }
 
 
