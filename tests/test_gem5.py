@@ -188,6 +188,46 @@ def test_crosscheck_ratios_tolerance_table_iv_and_ranking():
     assert c.ratio is None and not c.within
 
 
+def test_verdict_fails_errors_table_iv_and_unexplained_cells(tmp_path):
+    a = [res("phi", "apta", 100.0), res("phi", "cxl_cached", 100.0), res("phi", "rdma", 100.0),
+         res("phi", "cxl_cached", None, name="fail")]
+    g = [res("phi", "apta", 105.0), res("phi", "cxl_cached", 150.0), res("phi", "rdma", 100.0),
+         res("phi", "cxl_cached", 90.0, name="fail")]
+    cc = g5.crosscheck(a, g)
+    broken = dict(g[2], error="panic: something", stall="gem5 exited 134")
+    problems = g5.verdict(cc, g + [broken], "tiny", [])
+    assert any("phi base cxl_cached: gem5 / apta-sim 1.500, outside 10% and not explained" in p for p in problems)
+    assert any("phi fail cxl_cached: apta-sim stalled, gem5 completed" in p for p in problems)
+    assert any("gem5 run failed: gem5 exited 134 panic: something" in p for p in problems)
+    assert not any("phi base apta" in p for p in problems)                  # within the tolerance
+    why = {"app": "*", "config": "cxl_cached", "run": "base", "size": "tiny", "ratio": [1.4, 1.6], "why": "x"}
+    stall = {"app": "phi", "config": "cxl_cached", "run": "fail", "size": "*", "ratio": None, "why": "y"}
+    assert g5.verdict(cc, g, "tiny", [why, stall]) == []
+    # an explanation covers its band and its size only
+    assert len(g5.verdict(cc, g, "paper", [why, stall])) == 1
+    assert len(g5.verdict(cc, g, "tiny", [dict(why, ratio=[1.0, 1.4]), stall])) == 1
+    # Table IV differing is never explained away
+    g[0] = res("phi", "apta", 105.0, tiv={"gets": {"hit": 0, "miss": 3}, "puts": {"inv": 0, "no_inv": 3}})
+    assert any("Table IV differs" in p for p in g5.verdict(g5.crosscheck(a, g), g, "tiny", [why, stall]))
+
+
+def test_explanations_are_checked_and_the_committed_ones_load(tmp_path):
+    assert isinstance(g5.load_explained(), list)
+    p = tmp_path / "e.json"
+    for bad, msg in [({"cells": [{"app": "phi"}]}, r"cells\[0\]: needs exactly the keys"),
+                     ({"cells": [{"app": "phi", "config": "apta", "run": "base", "size": "*", "why": "",
+                                  "ratio": None}]}, r"cells\[0\]\.app|cells\[0\]\.why"),
+                     ({"cells": [{"app": "phi", "config": "apta", "run": "base", "size": "*", "why": "w",
+                                  "ratio": [2, 1]}]}, r"cells\[0\]\.ratio"),
+                     ([], "a list 'cells'")]:
+        p.write_text(json.dumps(bad))
+        with pytest.raises(g5.Gem5Error, match=msg):
+            g5.load_explained(p)
+    p.write_text("{not json")
+    with pytest.raises(g5.Gem5Error, match=str(p)):
+        g5.load_explained(p)
+
+
 def test_crosscheck_rejects_duplicate_or_incomplete_results():
     with pytest.raises(g5.Gem5Error, match="two results"):
         g5.crosscheck([res("phi", "apta", 1.0), res("phi", "apta", 2.0)], [])

@@ -330,6 +330,66 @@ def crosscheck(apta_sim: list[dict], gem5: list[dict]) -> CrossCheck:
     return cc
 
 
+# ---- the verdict of eval-gem5 ----------------------------------------------------------------------------
+# A cell outside the tolerance passes only with an explanation: which workflow, configuration, run
+# and trace size, the band of ratios the explanation covers (null: one simulator stalled, the other
+# did not) and why, from gem5's statistics. Anything else outside fails the run.
+EXPLAINED = Path(__file__).resolve().parent / "explained.json"
+_EXPLAINED_KEYS = {"app", "config", "run", "size", "ratio", "why"}
+
+
+def load_explained(path: str | Path = EXPLAINED) -> list[dict]:
+    """The committed explanations, checked: every entry names app, config, run, size (each a name
+    or "*"), ratio ([low, high] or null) and why; a malformed one raises Gem5Error naming it."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise Gem5Error(f"{path}: {e}") from None
+    entries = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise Gem5Error(f"{path}: an object with a list 'cells'")
+    for i, e in enumerate(entries):
+        where = f"{path}: cells[{i}]"
+        if not isinstance(e, dict) or set(e) != _EXPLAINED_KEYS:
+            raise Gem5Error(f"{where}: needs exactly the keys {sorted(_EXPLAINED_KEYS)}")
+        for k in ("app", "config", "run", "size", "why"):
+            if not isinstance(e[k], str) or not e[k]:
+                raise Gem5Error(f"{where}.{k}: a non-empty string")
+        r = e["ratio"]
+        if r is not None and not (isinstance(r, list) and len(r) == 2 and all(isinstance(x, (int, float)) for x in r)
+                                  and 0 < r[0] <= r[1]):
+            raise Gem5Error(f"{where}.ratio: [low, high] with 0 < low <= high, or null")
+    return entries
+
+
+def explanation(c: Cell, size: str, explained: list[dict]) -> dict | None:
+    """The entry that explains cell c at this trace size, if one does (its ratio inside the band)."""
+    for e in explained:
+        if all(e[k] in ("*", v) for k, v in (("app", c.app), ("config", c.config), ("run", c.run), ("size", size))):
+            if e["ratio"] is None and c.ratio is None:
+                return e
+            if e["ratio"] is not None and c.ratio is not None and e["ratio"][0] <= c.ratio <= e["ratio"][1]:
+                return e
+    return None
+
+
+def verdict(cc: CrossCheck, gem5_runs: list[dict], size: str, explained: list[dict]) -> list[str]:
+    """Why eval-gem5 fails (empty: it passes): a gem5 run that errored or timed out, Table IV
+    differing, or a cell outside the tolerance that no explanation covers."""
+    problems = [f"{r.get('app')} {r.get('name')} {r.get('config')}: gem5 run failed: "
+                f"{r.get('stall')} {str(r['error'])[-300:]}".rstrip() for r in gem5_runs if r.get("error")]
+    for c in cc.cells:
+        tag = f"{c.app} {c.run} {c.config}"
+        if not c.table_iv_equal:
+            problems.append(f"{tag}: Table IV differs between the simulators")
+        if not c.within and explanation(c, size, explained) is None:
+            what = f"gem5 / apta-sim {c.ratio:.3f}" if c.ratio is not None else (
+                f"apta-sim {'stalled' if c.apta_sim_ns is None else 'completed'}, "
+                f"gem5 {'stalled' if c.gem5_ns is None else 'completed'}")
+            problems.append(f"{tag}: {what}, outside {TOLERANCE:.0%} and not explained in {EXPLAINED.name}")
+    return problems
+
+
 def load_results(path: str | Path) -> list[dict]:
     """A results file of apta-sim (`{"app", "results": [...]}`) or a list of gem5 run results,
     as a list of runs each with "app"."""
