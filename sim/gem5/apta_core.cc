@@ -95,12 +95,15 @@ AptaCore::access()
     auto addrs = std::make_shared<std::vector<Addr>>();
     for (uint32_t k = 0; k < ev.nranges; ++k) {
         const ::apta::Range &rg = trace->ranges[ev.first_range + k];
+        // an object the function got lives in the window; one it puts is built in local
+        // memory and leaves by the put (a logged put in CXL: the log first, then in place)
         const bool local = rg.slot == 0xFF;
+        const bool inWindow = !local && home != ObjectHome::Local && trace->objects[rg.slot].kind == "get";
         for (uint32_t l = 0; l < rg.lines; ++l) {
             Addr a;
             if (local)
                 a = translate(::apta::local_line_key(inst, rg.first_line + l));
-            else if (home == ObjectHome::Local)
+            else if (!inWindow)
                 a = translate(::apta::object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line + l));
             else
                 a = window(slots.obj[rg.slot], rg.first_line + l) |

@@ -3,8 +3,8 @@
 // cycles, then every line the event touches goes to the L1 data cache, one per cycle, at most
 // `mshrs` in flight; the next event starts when all of them are answered. Lines are placed in
 // the server's local memory by a first-touch page table (4 KiB frames), except, in the CXL
-// configurations, the lines of objects: those live in the memory server, reached through the
-// CXL window (cacheable in CXL cached, uncacheable in CXL uncached). A second port fills fetched
+// configurations, the lines of the objects a function got: those live in the memory server,
+// reached through the CXL window (cacheable in CXL cached, uncacheable in CXL uncached). A second port fills fetched
 // objects into the LLC (whole-line writes), as the GET controller does (§III-D1).
 #ifndef APTA_GEM5_APTA_CORE_HH
 #define APTA_GEM5_APTA_CORE_HH
