@@ -13,7 +13,8 @@ SUB     := $(MAKE) --no-print-directory
 
 .PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
         rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants rtl-mutation bench test-rtl-netlist workloads \
-        test-history test-ms test-trace trace-validate verify-summary gem5 gem5-check test-gem5 eval-gem5 bench-gem5
+        test-history test-ms test-trace trace-validate verify-summary gem5 gem5-check test-gem5 eval-gem5 bench-gem5 \
+        calibrate-gem5
 
 help:
 	@echo "make verify       model-check the protocol (Rumur) and the system (TLC), with every mutant"
@@ -269,6 +270,10 @@ test-gem5: gem5-check vectors sim venv
 
 eval-gem5: gem5-check traces sim venv
 	nice -n 10 $(PY) -m apta.gem5.eval --gem5 "$(GEM5)" --size $(TRACE_SIZE) --results --jitter-runs 50
+
+# microbenchmarks through gem5's CXL model beside published CXL.mem measurements -> build/calibrate-gem5/
+calibrate-gem5: gem5-check venv
+	nice -n 10 $(PY) -m apta.gem5.calibrate --gem5 "$(GEM5)"
 
 bench-gem5: gem5-check traces sim venv
 	nice -n 10 $(PY) -m apta.gem5.eval --gem5 "$(GEM5)" --size $(TRACE_SIZE) --no-failures --out build/bench/gem5-runs --bench build/bench/gem5.json

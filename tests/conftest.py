@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -103,3 +104,19 @@ def qemu_clusters():
     """QEMU clusters a fixture keeps running (test_qemu_cxl's probe cluster): a test that boots
     its own guests stops these first, never two clusters at once on 2 cores."""
     return []
+
+
+# ---- the simulator ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def sim() -> Path:
+    """apta-sim (sim/), built when missing or older than its sources."""
+    root = Path(__file__).resolve().parent.parent
+    simdir, build = root / "sim", root / "build" / "simulator"
+    binary = build / "apta-sim"
+    srcs = [simdir / "CMakeLists.txt", *sorted((simdir / "src").iterdir())]
+    if not binary.exists() or binary.stat().st_mtime < max(s.stat().st_mtime for s in srcs):
+        subprocess.run(["nice", "-n", "10", "cmake", "-S", str(simdir), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["nice", "-n", "10", "cmake", "--build", str(build), "-j2"], check=True, stdout=subprocess.DEVNULL)
+    return binary

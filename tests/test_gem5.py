@@ -6,6 +6,7 @@ on recorded inputs, and the Makefile's refusal without gem5. With a gem5 binary 
 cross-check against apta-sim within tolerance."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -226,6 +227,43 @@ def test_explanations_are_checked_and_the_committed_ones_load(tmp_path):
     p.write_text("{not json")
     with pytest.raises(g5.Gem5Error, match=str(p)):
         g5.load_explained(p)
+
+
+def test_microbenchmarks_are_valid_plans_that_apta_sim_runs(tmp_path, sim):
+    from apta.gem5 import calibrate
+    benches = calibrate.microbenchmarks(tmp_path, lines=64, mshrs=16)
+    assert set(benches) == {"chase_cxl", "chase_local", "stream_read", "put_stream", "bisnp"}
+    for name, b in benches.items():
+        sc = tmp_path / f"{name}.sc.json"
+        sc.write_text(json.dumps({"scenarios": [{"name": name, "config": b["config"]}]}))
+        out = tmp_path / f"{name}.out.json"
+        r = subprocess.run([str(sim), "--plan", b["plan"], "--scenarios", str(sc), "--out", str(out), "--quiet"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, (name, r.stderr)
+        res = json.loads(out.read_text())["results"][0]
+        assert res["completed"] and res["trace_events"] > 0, name
+    # the chase visits every line of its object once, never two neighbours in a row
+    ev = gzip.decompress((tmp_path / "chase_cxl" / "bench.0" / "sigil.events.out-1.gz").read_bytes()).decode()
+    addrs = [int(l.split("*")[1].split()[0], 16) for l in ev.splitlines() if "*" in l]
+    assert sorted(addrs) == [calibrate.OBJECT_BASE + 64 * k for k in range(64)]
+    assert all(abs(a - b) != 64 for a, b in zip(addrs, addrs[1:]))
+
+
+def test_calibration_arithmetic_and_bands():
+    from apta.gem5 import calibrate
+    run = lambda **inst: {"completed": True, "instances": [inst]}
+    results = {"chase_cxl": run(compute_ns=4096 * 1100.0), "chase_local": run(compute_ns=4096 * 100.0),
+               "stream_read": run(compute_ns=4096 * 64 / 8.0), "put_stream": run(put_ns=(2 * 4096 + 3) * 64 / 4.0),
+               "bisnp": {"completed": True, "instances": [], "gem5_stats": {"bisnp_round_trip_ns": 1050.0}}}
+    m = calibrate.measures(results, 4096, 128)
+    assert m == {"load_latency_cxl_ns": 1100.0, "load_latency_local_ns": 100.0, "load_latency_ratio": 11.0,
+                 "read_gbps": 8.0, "put_write_gbps": 4.0, "bisnp_round_trip_ns": 1050.0}
+    rows = calibrate.compare(m)
+    assert rows[0]["verdict"] == "2.20x the upper bound" and rows[0]["source"]
+    assert calibrate.compare(dict(m, load_latency_ratio=3.0))[0]["verdict"] == "inside"
+    assert calibrate.compare(dict(m, load_latency_ratio=1.0))[0]["verdict"] == "0.50x the lower bound"
+    with pytest.raises(g5.Gem5Error, match="chase_local: no completed run"):
+        calibrate.measures(dict(results, chase_local={"completed": False}), 4096, 128)
 
 
 def test_crosscheck_rejects_duplicate_or_incomplete_results():

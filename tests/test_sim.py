@@ -30,16 +30,6 @@ def p(sec, key):
     return PARAMS[sec][key]["value"]
 
 
-@pytest.fixture(scope="session")
-def sim() -> Path:
-    srcs = [SIMDIR / "CMakeLists.txt", *sorted((SIMDIR / "src").iterdir())]
-    if not BIN.exists() or BIN.stat().st_mtime < max(s.stat().st_mtime for s in srcs):
-        subprocess.run(["nice", "-n", "10", "cmake", "-S", str(SIMDIR), "-B", str(BUILD), "-DCMAKE_BUILD_TYPE=Release"],
-                       check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(["nice", "-n", "10", "cmake", "--build", str(BUILD), "-j2"], check=True, stdout=subprocess.DEVNULL)
-    return BIN
-
-
 def run(sim, plan: dict, scenarios: list, tmp: Path, check=True):
     planlib.write_json_atomic(str(tmp / "plan.json"), plan)
     planlib.write_json_atomic(str(tmp / "sc.json"), {"scenarios": scenarios})
