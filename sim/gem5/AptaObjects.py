@@ -37,6 +37,8 @@ class AptaMemServer(ClockedObject):
     max_outstanding = Param.Unsigned("line accesses (and snoops per link) in flight at most")
     line_bytes = Param.Unsigned("line size")
     mem_range = Param.AddrRange("the memory server's DRAM")
+    mutant = Param.String("", "a deliberate bug, to show the stale-data check has teeth: drop_bisnp "
+                              "(back-invalidations answered without snooping)")
 
 
 class AptaCxlLink(ClockedObject):

@@ -1,6 +1,7 @@
 #include "apta_core.hh"
 
 #include <cmath>
+#include <cstring>
 
 #include "base/logging.hh"
 #include "sim/system.hh"
@@ -93,6 +94,7 @@ AptaCore::access()
     // (line addresses are aligned)
     constexpr Addr kWrite = 1, kUncacheable = 2;
     auto addrs = std::make_shared<std::vector<Addr>>();
+    auto expect = std::make_shared<std::vector<uint64_t>>();  // per access: the stamp it must not be older than (0: unchecked)
     for (uint32_t k = 0; k < ev.nranges; ++k) {
         const ::apta::Range &rg = trace->ranges[ev.first_range + k];
         // an object the function got lives in the window; one it puts is built in local
@@ -109,6 +111,7 @@ AptaCore::access()
                 a = window(slots.obj[rg.slot], rg.first_line + l) |
                     (home == ObjectHome::CxlUncached ? kUncacheable : 0);
             addrs->push_back(a | (rg.write ? kWrite : 0));
+            expect->push_back(inWindow && !rg.write ? stamp(slots.obj[rg.slot], slots.ver[rg.slot]) : 0);
         }
     }
     lines += addrs->size();
@@ -118,6 +121,12 @@ AptaCore::access()
     b->isWrite = [addrs](uint64_t k) { return ((*addrs)[k] & kWrite) != 0; };
     if (home == ObjectHome::CxlUncached)
         b->uncacheable = [addrs](uint64_t k) { return ((*addrs)[k] & kUncacheable) != 0; };
+    if (home != ObjectHome::Local)
+        b->checkData = [this, expect](uint64_t k, PacketPtr pkt) {
+            const uint64_t e = (*expect)[k];
+            if (e)
+                checkStamp(uint32_t(e >> 32), uint32_t(e), pkt);
+        };
     const uint64_t g = gen;
     b->done = [this, g](Tick, Tick) { if (g == gen) computeThenAccess(); };
     port.enqueue(b);
@@ -143,7 +152,23 @@ AptaCore::setObjectHome(ObjectHome h, std::function<Addr(uint32_t, uint64_t)> w)
 }
 
 void
-AptaCore::writeThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, std::function<void()> done)
+AptaCore::checkStamp(uint32_t obj, uint32_t ver, PacketPtr pkt)
+{
+    if (pkt->getSize() != lineBytes)
+        return;
+    uint64_t got;
+    std::memcpy(&got, pkt->getConstPtr<uint8_t>() + lineBytes - sizeof(got), sizeof(got));
+    const uint32_t gotObj = uint32_t(got >> 32), gotVer = got ? uint32_t(got) : 1;
+    ++checked;
+    if ((got && gotObj != obj) || gotVer < ver) {
+        ++stale;
+        warn_once("%s: a stale line of object %u: version %u where %u was got", name(), obj, gotVer, ver);
+    }
+}
+
+void
+AptaCore::writeThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, uint64_t line_stamp,
+                       std::function<void()> done)
 {
     auto b = std::make_shared<AptaLinePort::Batch>();
     b->n = n;
@@ -152,6 +177,10 @@ AptaCore::writeThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, std::f
     // an uncacheable whole-line write: the caches drop their copy and pass it down the link
     b->writeBytes = lineBytes;
     b->uncacheable = [](uint64_t) { return true; };
+    b->fillData = [this, line_stamp](uint64_t, PacketPtr pkt) {
+        if (pkt->getSize() == lineBytes)
+            std::memcpy(pkt->getPtr<uint8_t>() + lineBytes - sizeof(line_stamp), &line_stamp, sizeof(line_stamp));
+    };
     const uint64_t g = gen;
     b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };
     port.enqueue(b);

@@ -43,8 +43,17 @@ class AptaCore : public ClockedObject
     // Object `obj` (version `ver`, `lines` lines) arrived: write it into the LLC.
     void fill(uint32_t obj, uint32_t ver, uint64_t lines);
     // Write n lines through to the memory server (a store and a cache-line flush each, as a logged
-    // put persists them): addrOf(k) in the CXL window; done() when the last is acknowledged.
-    void writeThrough(std::function<Addr(uint64_t)> addrOf, uint64_t n, std::function<void()> done);
+    // put persists them): addrOf(k) in the CXL window, each line stamped with `stamp` (below);
+    // done() when the last is acknowledged.
+    void writeThrough(std::function<Addr(uint64_t)> addrOf, uint64_t n, uint64_t stamp, std::function<void()> done);
+
+    // Stale data is observable: a line a put writes through carries its object and version in
+    // its last 8 bytes; every read of a line of an object the function got from the window is
+    // compared with the version it got (a line never written is the input, version 1). A line
+    // older than that is stale: a back-invalidation that was lost or late.
+    static uint64_t stamp(uint32_t obj, uint32_t ver) { return (uint64_t(obj) << 32) | ver; }
+    uint64_t checkedLines() const { return checked; }
+    uint64_t staleLines() const { return stale; }
     // The server died: whatever it replays or fills stops, nothing it had in flight reports.
     void abort();
 
@@ -75,7 +84,8 @@ class AptaCore : public ClockedObject
     std::function<void()> phaseDone;
     EventFunctionWrapper stepEvent;
 
-    uint64_t events = 0, lines = 0;
+    uint64_t events = 0, lines = 0, checked = 0, stale = 0;
+    void checkStamp(uint32_t obj, uint32_t ver, PacketPtr pkt);
 
     Addr translate(uint64_t key);
     void computeThenAccess();

@@ -13,8 +13,10 @@ namespace gem5
 
 AptaMemServer::AptaMemServer(const Params &p)
     : ClockedObject(p), port(name() + ".port", *this, p.max_outstanding, p.line_bytes),
-      lineBytes(p.line_bytes), memBase(p.mem_range.start()), memSize(p.mem_range.size())
+      lineBytes(p.line_bytes), memBase(p.mem_range.start()), memSize(p.mem_range.size()),
+      dropBisnp(p.mutant == "drop_bisnp")
 {
+    fatal_if(!p.mutant.empty() && !dropBisnp, "%s: mutant: 'drop_bisnp' or none, got '%s'", name(), p.mutant);
     for (int i = 0; i < p.port_bisnp_ports_connection_count; ++i)
         bisnpPorts.push_back(std::make_unique<AptaLinePort>(name() + ".bisnp_ports" + std::to_string(i), *this,
                                                              p.max_outstanding, p.line_bytes));
@@ -71,6 +73,10 @@ void
 AptaMemServer::backInvalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done)
 {
     fatal_if(x < 0 || size_t(x) >= bisnpPorts.size(), "%s: no BISnp port for compute server %d", name(), x);
+    if (dropBisnp) {  // answered at once, the sharer's caches untouched
+        schedule(new EventFunctionWrapper(std::move(done), name() + ".dropped_bisnp", true), curTick());
+        return;
+    }
     auto batch = std::make_shared<AptaLinePort::Batch>();
     batch->n = n;
     batch->addrOf = [this, obj](uint64_t k) { return lineAddr(obj, k); };

@@ -50,6 +50,7 @@ class AptaMemServer : public ClockedObject
     std::vector<std::unique_ptr<AptaLinePort>> bisnpPorts;  // per compute server
     const unsigned lineBytes;
     const Addr memBase, memSize;
+    const bool dropBisnp;  // the drop_bisnp mutant
     std::vector<Addr> base;  // object id -> first byte; back() is the redo-log area
 };
 

@@ -134,12 +134,14 @@ AptaWorkflow::install(int s, uint32_t obj, uint32_t ver, uint64_t lines)
 }
 
 void
-AptaWorkflow::cxl_write_lines(int s, uint32_t obj, uint64_t first_line, uint64_t n, std::function<void()> done)
+AptaWorkflow::cxl_write_lines(int s, uint32_t obj, uint32_t ver, uint64_t first_line, uint64_t n,
+                              std::function<void()> done)
 {
     ++work;
     ++writing.at(size_t(s));
     cores[size_t(s)]->writeThrough(
         [this, obj, first_line](uint64_t k) { return memServer->lineAddr(obj, first_line + k); }, n,
+        obj == ::apta::kRedoLog ? 0 : AptaCore::stamp(obj, ver),
         [this, s, done = std::move(done)] {
             --writing[size_t(s)];
             --work;
@@ -184,11 +186,17 @@ AptaWorkflow::writeResult(const std::string &path)
     ::apta::RunResult &r = sys->finish();
     r.wall_s = wallNow() - wall0;
     r.events = r.line_accesses = 0;
+    long long checked = 0, stale = 0;
     for (auto *c : cores) {
         r.events += c->eventsReplayed();
         r.line_accesses += c->lineAccesses();
+        checked += (long long)c->checkedLines();
+        stale += (long long)c->staleLines();
     }
     ::json::Value o = r.to_json(plan);
+    // the CXL window's reads checked against the versions got, and how many were stale
+    o["gem5_checked_lines"] = checked;
+    o["gem5_stale_lines"] = stale;
     o["simulator"] = "gem5";
     o["app"] = plan.app;
     o["sim_ticks"] = (long long)curTick();

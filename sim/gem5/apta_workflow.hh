@@ -44,7 +44,8 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
                  std::function<void(double, double)> done) override;
     void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override;
     bool cxl_packets() const override { return true; }
-    void cxl_write_lines(int s, uint32_t obj, uint64_t firstLine, uint64_t n, std::function<void()> done) override;
+    void cxl_write_lines(int s, uint32_t obj, uint32_t ver, uint64_t firstLine, uint64_t n,
+                         std::function<void()> done) override;
     void cxl_back_invalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done) override;
     void failed(int s) override;
     void finished() override;

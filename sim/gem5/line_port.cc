@@ -1,5 +1,7 @@
 #include "line_port.hh"
 
+#include <cstring>
+
 #include "base/logging.hh"
 
 namespace gem5
@@ -66,7 +68,12 @@ AptaLinePort::issue()
     auto req = std::make_shared<Request>(b->addrOf(k), size, flags, requestor);
     PacketPtr pkt = new Packet(req, cmd);
     pkt->allocate();
-    pkt->pushSenderState(new Tag(b));
+    if (write) {
+        std::memset(pkt->getPtr<uint8_t>(), 0, size);
+        if (b->fillData)
+            b->fillData(k, pkt);
+    }
+    pkt->pushSenderState(new Tag(b, k));
     ++inFlight;
     ++sent;
     if (!sendTimingReq(pkt))
@@ -95,7 +102,10 @@ AptaLinePort::recvTimingResp(PacketPtr pkt)
     auto *tag = dynamic_cast<Tag *>(pkt->popSenderState());
     panic_if(!tag, "%s: response without our sender state", name());
     std::shared_ptr<Batch> b = std::move(tag->batch);
+    const uint64_t k = tag->k;
     delete tag;
+    if (!b->cancelled && b->checkData && pkt->isRead() && pkt->hasData())
+        b->checkData(k, pkt);
     delete pkt;
     --inFlight;
     if (!b->cancelled) {

@@ -40,6 +40,8 @@ class AptaLinePort : public RequestPort
         MemCmd readCmd = MemCmd::ReadReq;
         Request::FlagsType flags = 0;           // of every access in the batch
         std::function<bool(uint64_t)> uncacheable;  // null: none (CXL uncached: object lines)
+        // a write's data (it starts zeroed) and a read response's check, by access (may be null)
+        std::function<void(uint64_t, PacketPtr)> fillData, checkData;
         std::function<void(Tick, Tick)> done;  // (first response, last response); may be null
         uint64_t issued = 0, completed = 0;
         Tick first = 0;
@@ -66,7 +68,8 @@ class AptaLinePort : public RequestPort
     struct Tag : public Packet::SenderState
     {
         std::shared_ptr<Batch> batch;
-        explicit Tag(std::shared_ptr<Batch> b) : batch(std::move(b)) {}
+        uint64_t k;  // the access's index in its batch
+        Tag(std::shared_ptr<Batch> b, uint64_t k) : batch(std::move(b)), k(k) {}
     };
 
     ClockedObject &owner;

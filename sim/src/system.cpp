@@ -387,10 +387,6 @@ struct System::Stream {
   double z;  // the operation's latency draw (Operation jitter mode), else NaN
 };
 void System::line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb, double z) {
-  if (B.cxl_packets() && write) {  // reads never come here: the function's loads are the backend's
-    B.cxl_write_lines(s, uint32_t(obj), 0, n, [this, s, cb] { if (sv_[size_t(s)].alive) cb(); });
-    return;
-  }
   auto st = std::make_shared<Stream>(Stream{s, obj, n, 0, 0, 0, write, dir, std::move(cb), z});
   if (n == 0) { st->cb(); return; }
   issue(st);
@@ -415,6 +411,15 @@ void System::issue(const std::shared_ptr<Stream>& st) {
       }
     }, 0, 0, st->z);
   }
+}
+
+// a logged put's line writes (obj: the object in version ver, or kRedoLog)
+void System::put_lines(int s, int obj, uint32_t ver, uint64_t n, bool dir, std::function<void()> cb, double z) {
+  if (B.cxl_packets()) {
+    B.cxl_write_lines(s, uint32_t(obj), ver, 0, n, [this, s, cb] { if (sv_[size_t(s)].alive) cb(); });
+    return;
+  }
+  line_stream(s, obj, n, true, dir, std::move(cb), z);
 }
 
 // ---- put ----------------------------------------------------------------------------------
@@ -516,12 +521,12 @@ void System::logged_put(int i, uint64_t gen, int s, int obj, uint32_t ver, uint6
           R.stall.clear();
           (*join)();
         });
-      line_stream(s, obj, lines, true, true, [streams, join] { *streams = 0; (*join)(); }, z);
+      put_lines(s, obj, ver, lines, true, [streams, join] { *streams = 0; (*join)(); }, z);
       return;
     }
   }
   // the log, its flag and its clearing live in the memory server's redo-log area, apply writes the object
-  line_stream(s, k == "apply" ? obj : int(kRedoLog), lines, true, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); }, z);
+  put_lines(s, k == "apply" ? obj : int(kRedoLog), ver, lines, C.cache == Caching::Sync && k == "apply", [next, inv] { next(inv); }, z);
 }
 
 void System::sync_invalidate(int w, int x, int obj, uint64_t n, std::shared_ptr<int> pending, std::shared_ptr<std::function<void()>> join,

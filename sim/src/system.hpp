@@ -124,11 +124,12 @@ class Backend {
   // line writes are the backend's, and a back-invalidation is the memory server's snoops of a
   // sharer's caches. apta-sim (false) times all three as messages over its analytical links.
   virtual bool cxl_packets() const { return false; }
-  // Compute server s writes lines [first_line, first_line + n) of object obj (or kRedoLog)
-  // through to the memory server over its link; done() when the last completion is back (never
-  // if s dies first).
-  virtual void cxl_write_lines(int s, uint32_t obj, uint64_t first_line, uint64_t n, std::function<void()> done) {
-    (void)s; (void)obj; (void)first_line; (void)n; (void)done;
+  // Compute server s writes lines [first_line, first_line + n) of object obj (or kRedoLog) in
+  // version ver through to the memory server over its link; done() when the last completion is
+  // back (never if s dies first).
+  virtual void cxl_write_lines(int s, uint32_t obj, uint32_t ver, uint64_t first_line, uint64_t n,
+                               std::function<void()> done) {
+    (void)s; (void)obj; (void)ver; (void)first_line; (void)n; (void)done;
   }
   // The memory server back-invalidates the n lines of object obj in compute server x's caches
   // (a BISnp per line over x's link, dirty lines written back); done() when every BIRsp is back.
@@ -228,6 +229,7 @@ class System {
   void release(int obj);
   void drop_holds(int s);
   void line_stream(int s, int obj, uint64_t n, bool write, bool dir, std::function<void()> cb, double z);
+  void put_lines(int s, int obj, uint32_t ver, uint64_t n, bool dir, std::function<void()> cb, double z);
   void issue(const std::shared_ptr<Stream>& st);
   void do_put(int i, uint64_t gen, int s, int obj, uint32_t ver, std::function<void(bool)> cb);
   void commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bool> inv, std::function<void()> done, double z);

@@ -54,7 +54,8 @@ ap.add_argument("--plan", help="plan JSON (sim/plan.py)")
 ap.add_argument("--scenario", help="one scenario as JSON text (sim/README.md)")
 ap.add_argument("--params", default=None, help="sim/params.json (default: the checkout's)")
 ap.add_argument("--vectors", action="append", default=[], help="replay these model vectors through the engine")
-ap.add_argument("--mutant", default="", help="a mutant of the engine (vector replay only)")
+ap.add_argument("--mutant", default="", help="a mutant of the engine (vector replay), or of the extension "
+                                             "(a workflow run: drop_bisnp)")
 ap.add_argument("--out", required=True, help="result JSON")
 args = ap.parse_args()
 
@@ -66,6 +67,8 @@ def fail(msg: str) -> None:
 
 if not args.vectors and not (args.plan and args.scenario):
     fail("give --plan and --scenario, or --vectors")
+if args.mutant and not args.vectors and args.mutant != "drop_bisnp":
+    fail(f"--mutant {args.mutant!r}: a workflow run knows drop_bisnp only")
 scenario = {}
 if args.scenario:
     try:
@@ -92,8 +95,8 @@ def cache(c: dict) -> Cache:
                  response_latency=c["latency"], mshrs=c["mshrs"], tgts_per_mshr=16, write_buffers=c["mshrs"])
 
 
-def dram(lo: int, hi: int) -> MemCtrl:
-    d = getattr(m5.objects, spec["dram"])(range=AddrRange(start=lo, size=hi - lo), null=True)
+def dram(lo: int, hi: int, keep_data: bool = False) -> MemCtrl:
+    d = getattr(m5.objects, spec["dram"])(range=AddrRange(start=lo, size=hi - lo), null=not keep_data)
     half = f"{spec['dram_ctrl_ns'] / 2}ns"
     return MemCtrl(dram=d, static_frontend_latency=half, static_backend_latency=half)
 
@@ -128,8 +131,11 @@ system.system_port = cores[0].membus.cpu_side_ports
 lo, hi = spec["ms_range"]
 ms_clock = SrcClockDomain(clock=spec["ms_clock"], voltage_domain=VoltageDomain())
 system.ms = AptaMemServer(max_outstanding=spec["ms_outstanding"], line_bytes=spec["line_bytes"],
-                          mem_range=AddrRange(start=lo, size=hi - lo), clk_domain=ms_clock)
-system.ms_mem = dram(lo, hi)
+                          mem_range=AddrRange(start=lo, size=hi - lo), clk_domain=ms_clock,
+                          mutant="" if args.vectors else args.mutant)
+# the memory server's DRAM keeps data: reads of the CXL window return what was written (the
+# stale-data check, apta_core.hh)
+system.ms_mem = dram(lo, hi, keep_data=True)
 # the memory server's fabric: a line per cycle, no latency of its own (the lookups are the bridges')
 system.ms_bus = NoncoherentXBar(width=spec["line_bytes"], frontend_latency=0, forward_latency=0,
                                 response_latency=0, clk_domain=ms_clock)
