@@ -13,8 +13,9 @@ sim/gem5/configs/run_apta.py in one configuration:
                  bandwidth over the link
   put_stream     a logged put of the object (CXL uncached: the log, then the lines in place, each
                  line written through): write bandwidth over the link
-  bisnp          CXL cached: c1 reads an object, c2 then puts it; the memory server snoops c1's
-                 caches line by line: the BISnp round trip (gem5's statistics)
+  bisnp          CXL cached: c1 reads an object, c2 then puts it (the memory server snoops c1's
+                 caches line by line: the BISnp round trip, from gem5's statistics), c1 reads it
+                 again (every line must be the new version: the stale-data check)
 
 The report puts each beside the published figures of `REFERENCES` with its source.
 """
@@ -93,9 +94,11 @@ def microbenchmarks(root: Path, lines: int, mshrs: int) -> dict[str, dict]:
         "stream_read": ("cxl_uncached", [("bench", "c1", [obj("get", "heap")], {"COMPUTE": bursts})]),
         "put_stream": ("cxl_uncached", [("bench", "c1", [obj("put", "heap")],
                                          {"PUT": [_event(0, writes=seq[k:k + mshrs]) for k in range(0, lines, mshrs)]})]),
+        # the re-read after the put hits c1's caches unless the put's BISnp invalidated them
         "bisnp": ("cxl_cached", [("reader", "c1", [obj("get", "heap")], {"COMPUTE": bursts}),
                                  ("writer", "c2", [obj("put", "heap")],
-                                  {"PUT": [_event(0, writes=seq[k:k + mshrs]) for k in range(0, lines, mshrs)]})]),
+                                  {"PUT": [_event(0, writes=seq[k:k + mshrs]) for k in range(0, lines, mshrs)]}),
+                                 ("rereader", "c1", [obj("get", "heap")], {"COMPUTE": bursts})]),
     }
     out = {}
     for name, (config, fns) in specs.items():
