@@ -333,10 +333,13 @@ def test_a_tiny_workflow_completes_in_gem5_in_every_configuration(tmp_path, tiny
     assert out["gem5_stale_lines"] == 0
     link = g5.cxl_link_stats(g5.parse_stats((tmp_path / "stats.txt").read_text()))
     if config.startswith("cxl_"):    # loads, stores and the logged puts cross the packet-level link
-        assert out["gem5_checked_lines"] > 0 and link["cxl_flits"]["m2s_req"] > 0 and link["cxl_flits"]["m2s_rwd"] > 0
-        assert link["cxl_flits"]["s2m_drs"] >= link["cxl_flits"]["m2s_req"] and link["cxl_message_ns"] >= 500
-    else:                            # Apta and RDMA: their messages stay analytical (sim/gem5/README.md)
+        assert out["gem5_checked_lines"] > 0
+        assert link["cxl_flits"]["s2m_drs"] >= link["cxl_flits"]["m2s_req"]
+    if config in ("rdma", "rdma_faas"):  # the RDMA network stays analytical (sim/gem5/README.md)
         assert sum(link["cxl_flits"].values()) == 0
+    else:                            # every get and put of the DM-link configurations crosses it
+        assert link["cxl_flits"]["m2s_req"] > 0 and link["cxl_flits"]["m2s_rwd"] > 0 and link["cxl_flits"]["s2m_drs"] > 0
+        assert link["cxl_message_ns"] >= pv("links", "dm_latency_ns")
 
 
 @needs_gem5

@@ -83,3 +83,4 @@ class AptaWorkflow(SimObject):
     params_file = Param.String("sim/params.json")
     cores = VectorParam.AptaCore("the compute servers' cores, c1 first")
     mem_server = Param.AptaMemServer("the memory server")
+    links = VectorParam.AptaCxlLink("the compute servers' links to the memory server (c1 first)")

@@ -187,6 +187,27 @@ AptaCore::writeThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, uint64
 }
 
 void
+AptaCore::flushCopy(uint32_t obj, uint32_t ver, uint64_t n, std::function<void()> done)
+{
+    // only lines on pages the core has placed can be cached
+    auto addrs = std::make_shared<std::vector<Addr>>();
+    for (uint64_t l = 0; l < n; ++l) {
+        const uint64_t key = ::apta::object_line_key(obj, ver, l);
+        auto it = pageTable.find(key / kPageLines);
+        if (it != pageTable.end())
+            addrs->push_back(memBase + (it->second * kPageLines + key % kPageLines) * lineBytes);
+    }
+    auto b = std::make_shared<AptaLinePort::Batch>();
+    b->n = addrs->size();
+    b->addrOf = [addrs](uint64_t k) { return (*addrs)[k]; };
+    b->readCmd = MemCmd::CleanInvalidReq;
+    b->flags = Request::CLEAN | Request::INVALIDATE | Request::DST_POC;
+    const uint64_t g = gen;
+    b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };
+    port.enqueue(b);
+}
+
+void
 AptaCore::abort()
 {
     ++gen;

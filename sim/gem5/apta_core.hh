@@ -47,6 +47,11 @@ class AptaCore : public ClockedObject
     // done() when the last is acknowledged.
     void writeThrough(std::function<Addr(uint64_t)> addrOf, uint64_t n, uint64_t stamp, std::function<void()> done);
 
+    // The copy of object obj in version ver (its first n lines) leaves the caches: a clean and
+    // invalidate (CleanInvalidReq to the point of coherence) of each of its lines the core ever
+    // touched, as Āpta's invalidation handler flushes a copy; done() when all are through.
+    void flushCopy(uint32_t obj, uint32_t ver, uint64_t n, std::function<void()> done);
+
     // Stale data is observable: a line a put writes through carries its object and version in
     // its last 8 bytes; every read of a line of an object the function got from the window is
     // compared with the version it got (a line never written is the input, version 1). A line

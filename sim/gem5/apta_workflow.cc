@@ -27,7 +27,7 @@ wallNow()
 // Bad input (a malformed plan, scenario or parameter file) stops the run with the file and
 // field named, before anything is simulated.
 AptaWorkflow::AptaWorkflow(const Params &p)
-    : SimObject(p), cores(p.cores), memServer(p.mem_server), replaying(p.cores.size(), false),
+    : SimObject(p), cores(p.cores), links(p.links), memServer(p.mem_server), replaying(p.cores.size(), false),
       writing(p.cores.size(), 0)
 {
     try {
@@ -39,9 +39,9 @@ AptaWorkflow::AptaWorkflow(const Params &p)
         if (config.line_gran)
             objectHome = config.cache == ::apta::Caching::None ? AptaCore::ObjectHome::CxlUncached
                                                                : AptaCore::ObjectHome::CxlCached;
-        fatal_if(int(cores.size()) != params.servers,
-                 "%s: %d cores for %d compute servers (compute.servers in %s)", name(),
-                 int(cores.size()), params.servers, p.params_file);
+        fatal_if(int(cores.size()) != params.servers || links.size() != cores.size(),
+                 "%s: %d cores and %d links for %d compute servers (compute.servers in %s)", name(),
+                 int(cores.size()), int(links.size()), params.servers, p.params_file);
         sys = std::make_unique<::apta::System>(plan, params, config, scenario, *this);
     } catch (const std::exception &e) {
         fatal("%s: %s", name(), e.what());
@@ -131,6 +131,47 @@ AptaWorkflow::install(int s, uint32_t obj, uint32_t ver, uint64_t lines)
     // in the CXL configurations an object is never copied: its lines are read where they live
     if (objectHome == AptaCore::ObjectHome::Local)
         cores.at(size_t(s))->fill(obj, ver, lines);
+}
+
+bool
+AptaWorkflow::link_message(int s, bool up, ::apta::MsgKind k, uint64_t flits, double not_before, double min_end,
+                           std::function<void()> fn)
+{
+    using C = AptaCxlLink::Channel;
+    C c;
+    switch (k) {
+      case ::apta::MsgKind::Request: c = up ? C::M2SReq : C::S2MNDR; break;
+      case ::apta::MsgKind::Data: c = up ? C::M2SRwD : C::S2MDRS; break;
+      case ::apta::MsgKind::Ack: c = up ? C::M2SReq : C::S2MNDR; break;
+      case ::apta::MsgKind::Snoop: c = C::S2MBISnp; break;
+      case ::apta::MsgKind::SnoopAck: c = C::M2SBIRsp; break;
+      default: panic("%s: unknown message kind", name());
+    }
+    panic_if((k == ::apta::MsgKind::Snoop && up) || (k == ::apta::MsgKind::SnoopAck && !up),
+             "%s: a snoop goes down, its answer up", name());
+    ++work;
+    links.at(size_t(s))->message(c, flits, toTick(not_before), toTick(min_end), [this, fn = std::move(fn)] {
+        --work;
+        fn();
+        settle();
+    });
+    return true;
+}
+
+bool
+AptaWorkflow::flush_copy(int s, uint32_t obj, uint32_t ver, uint64_t lines, std::function<void()> done)
+{
+    if (objectHome != AptaCore::ObjectHome::Local)
+        return false;  // CXL: the copy is the window's lines, snooped by the memory server
+    ++work;
+    ++writing.at(size_t(s));
+    cores.at(size_t(s))->flushCopy(obj, ver, lines, [this, s, done = std::move(done)] {
+        --writing[size_t(s)];
+        --work;
+        done();
+        settle();
+    });
+    return true;
 }
 
 void

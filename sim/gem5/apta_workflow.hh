@@ -15,6 +15,7 @@
 
 #include "apta_core.hh"
 #include "apta_mem_server.hh"
+#include "cxl_link.hh"
 #include "model.hpp"
 #include "params/AptaWorkflow.hh"
 #include "sim/sim_object.hh"
@@ -43,6 +44,9 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     void ms_dram(double t, uint32_t obj, uint64_t firstLine, uint64_t lines, bool write,
                  std::function<void(double, double)> done) override;
     void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override;
+    bool link_message(int s, bool up, ::apta::MsgKind k, uint64_t flits, double notBefore, double minEnd,
+                      std::function<void()> fn) override;
+    bool flush_copy(int s, uint32_t obj, uint32_t ver, uint64_t lines, std::function<void()> done) override;
     bool cxl_packets() const override { return true; }
     void cxl_write_lines(int s, uint32_t obj, uint32_t ver, uint64_t firstLine, uint64_t n,
                          std::function<void()> done) override;
@@ -52,6 +56,7 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
 
   private:
     std::vector<AptaCore *> cores;
+    std::vector<AptaCxlLink *> links;
     AptaMemServer *memServer;
     ::apta::Plan plan;
     ::apta::Scenario scenario;

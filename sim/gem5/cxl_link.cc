@@ -147,6 +147,24 @@ AptaCxlLink::enqueue(Channel c, PacketPtr pkt)
     trySend(directionOf(c));
 }
 
+void
+AptaCxlLink::message(Channel c, uint64_t flits, Tick not_before, Tick min_end, std::function<void()> arrived)
+{
+    const Tick ready = std::max(curTick(), not_before);
+    flits = std::max<uint64_t>(flits, 1);
+    for (uint64_t sent = 0; sent < flits;) {
+        const unsigned n = unsigned(std::min<uint64_t>(kMessagePiece, flits - sent));
+        sent += n;
+        Msg m{nullptr, std::min(n, chans[c].maxCredits), ready};
+        if (sent == flits) {
+            m.minEnd = min_end;
+            m.arrived = std::move(arrived);
+        }
+        chans[c].tx.push_back(std::move(m));
+    }
+    trySend(directionOf(c));
+}
+
 // ---- the wire -----------------------------------------------------------------------------
 
 Tick
@@ -192,7 +210,7 @@ AptaCxlLink::trySend(Direction d)
         }
         ch.credits -= m.flits;
         w.rr = (w.rr + k + 1) % kChannelsPerDirection;
-        const Tick busy = m.flits * flitTicks;
+        const Tick busy = std::max<Tick>(m.flits * flitTicks, m.minEnd > now ? m.minEnd - now : 0);
         w.freeAt = now + busy;
         m.arrival = std::max(w.freeAt + drawLatency(), ch.lastArrival);  // no overtaking on a channel
         ch.lastArrival = m.arrival;
@@ -200,7 +218,7 @@ AptaCxlLink::trySend(Direction d)
         stats.messages[c]++;
         stats.flits[c] += m.flits;
         stats.bytes[c] += m.flits * flitBytes;
-        ch.rx.push_back(m);
+        ch.rx.push_back(std::move(m));
         ch.tx.pop_front();
         if (!ch.deliverEvent->scheduled())
             schedule(*ch.deliverEvent, ch.rx.front().arrival);
@@ -233,12 +251,14 @@ AptaCxlLink::deliver(Channel c)
 {
     Chan &ch = chans[c];
     while (!ch.rx.empty() && ch.rx.front().arrival <= curTick()) {
-        Msg m = ch.rx.front();
-        if (!passOn(c, m.pkt))
+        if (ch.rx.front().pkt && !passOn(c, ch.rx.front().pkt))
             return;  // the receiver refused: its retry calls deliver() again
+        Msg m = std::move(ch.rx.front());
         ch.rx.pop_front();
         stats.latency.sample(ns(curTick() - m.enqueued));
         returnCredits(c, m.flits);
+        if (m.arrived)
+            m.arrived();
     }
     if (!ch.rx.empty() && !ch.deliverEvent->scheduled())
         schedule(*ch.deliverEvent, ch.rx.front().arrival);
@@ -349,7 +369,7 @@ AptaCxlLink::ResponseSide::recvFunctional(PacketPtr pkt)
     for (const Chan &ch : link.chans)
         for (const auto *q : {&ch.tx, &ch.rx})
             for (const Msg &m : *q)
-                if (pkt->trySatisfyFunctional(m.pkt)) {
+                if (m.pkt && pkt->trySatisfyFunctional(m.pkt)) {
                     pkt->makeResponse();
                     return;
                 }

@@ -49,6 +49,15 @@ class AptaCxlLink : public ClockedObject
     static const char *channelName(Channel c);
     static Direction directionOf(Channel c) { return c < S2MNDR ? M2S : S2M; }
 
+    // A message of the object protocols (an Āpta get and its data, a put's lines and its commit,
+    // an object BISnp and its answer): `flits` flits on channel c, on the wire no earlier than
+    // notBefore and holding it at least until minEnd (a reply streaming out of DRAM as it is
+    // sent). It is sent in pieces of at most `kMessagePiece` flits, each with its credits;
+    // arrived() runs when the last piece reaches the other side, whose protocol engine always
+    // takes it (its queues are the engine's).
+    static constexpr unsigned kMessagePiece = 16;
+    void message(Channel c, uint64_t flits, Tick notBefore, Tick minEnd, std::function<void()> arrived);
+
   private:
     // the side a message leaves the link by
     class ResponseSide : public ResponsePort
@@ -91,11 +100,13 @@ class AptaCxlLink : public ClockedObject
 
     struct Msg
     {
-        PacketPtr pkt;
+        PacketPtr pkt;  // null: a protocol message (message())
         unsigned flits;
         Tick enqueued;
         Tick arrival = 0;
         bool creditStalled = false;
+        Tick minEnd = 0;                 // the wire is held at least until then
+        std::function<void()> arrived;   // a protocol message's last piece: run on arrival
     };
 
     struct Chan

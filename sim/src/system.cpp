@@ -130,8 +130,14 @@ uint64_t System::lines_of(int obj) const {
 // a message on server s's link: up (to the memory server) or down; fn runs on arrival. It is
 // sent at not_before (which may lie in the past when a backend reports DRAM completions late:
 // the reply then streams from its first line, as it would have) or now.
-void System::msg(int s, bool up, double bytes, std::function<void()> fn, double not_before, double min_end, double z) {
+void System::msg(int s, bool up, double bytes, std::function<void()> fn, double not_before, double min_end, double z,
+                 const MsgKind* kind) {
   ++R.messages;
+  if (!C.rdma_link) {  // the DM link: the backend's own model, if it has one
+    const uint64_t flits = uint64_t(std::ceil(bytes / P.flit_bytes));
+    const MsgKind k = kind ? *kind : flits > 1 ? MsgKind::Data : up ? MsgKind::Request : MsgKind::Ack;
+    if (B.link_message(s, up, k, flits, not_before > 0 ? not_before : now(), min_end, fn)) return;
+  }
   Link& l = up ? sv_[size_t(s)].up : sv_[size_t(s)].down;
   at(l.send(not_before > 0 ? not_before : now(), bytes, min_end, z), std::move(fn));
 }
@@ -468,18 +474,27 @@ void System::commit(int s, int obj, uint32_t ver, uint64_t n, std::shared_ptr<bo
 void System::send_inval(const Snp& sn) {
   int x = sn.server;
   double z = op_z();  // the invalidation and its ack: one operation
+  static const MsgKind snoop = MsgKind::Snoop, answer = MsgKind::SnoopAck;
   msg(x, false, P.flit_bytes, [this, sn, x, z] {
     if (!sv_[size_t(x)].alive || sv_[size_t(x)].epoch != sn.epoch) return;  // dead: no ack ever
     double handler = P.inv_handler_ns + (C.sw ? P.sw_call_ns : 0);  // reverse map (+ RDMA_f call)
     at(now() + handler, [this, sn, x, z] {
       if (!sv_[size_t(x)].alive) return;
-      sv_[size_t(x)].held.erase(int(sn.obj));
-      msg(x, true, P.flit_bytes, [this, sn, x] {
-        dir_->ack(x, sn.epoch, sn.obj);
-        schedule();
-      }, 0, 0, z);
+      auto ack = [this, sn, x, z] {
+        if (!sv_[size_t(x)].alive) return;
+        sv_[size_t(x)].held.erase(int(sn.obj));
+        msg(x, true, P.flit_bytes, [this, sn, x] {
+          dir_->ack(x, sn.epoch, sn.obj);
+          schedule();
+        }, 0, 0, z, &answer);
+      };
+      // the handler flushes the copy's lines from the caches (a backend with caches of its own)
+      auto h = sv_[size_t(x)].held.find(int(sn.obj));
+      if (h == sv_[size_t(x)].held.end() ||
+          !B.flush_copy(x, sn.obj, h->second, lines_of(int(sn.obj)), ack))
+        ack();
     });
-  }, 0, 0, z);
+  }, 0, 0, z, &snoop);
 }
 
 // CXL: redo-logged put, stage by stage, each a burst of line writes ended by a persist barrier

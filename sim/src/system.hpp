@@ -99,6 +99,11 @@ inline uint64_t object_line_key(uint32_t obj, uint32_t ver, uint64_t line) {
   return (1ull << 63) | (uint64_t(obj) << 44) | (uint64_t(ver & 0xFFFF) << 28) | (line & 0xFFFFFFF);
 }
 
+// What a message between a compute server and the memory server is, for a backend that puts it
+// on a link of CXL's channels (Backend::link_message): Request (M2S Req), Data (M2S RwD or S2M
+// DRS), Ack (S2M NDR), Snoop (S2M BISnp), SnoopAck (M2S BIRsp).
+enum class MsgKind { Request, Data, Ack, Snoop, SnoopAck };
+
 // Backend::ms_dram's object for the lines of the CXL configurations' redo log (not an object's).
 constexpr uint32_t kRedoLog = 0xFFFFFFFFu;
 
@@ -119,6 +124,22 @@ class Backend {
   // Object obj in version ver (`lines` lines, no more than the LLC holds) has arrived at compute
   // server s: it lands in the LLC.
   virtual void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) = 0;
+  // A message of `flits` flits (kind k) over compute server s's DM link (up: to the memory
+  // server), sent no earlier than not_before and not finished before min_end; fn runs on its
+  // arrival. false: the backend has no link model of its own (apta-sim), System times it on its
+  // analytical links.
+  virtual bool link_message(int s, bool up, MsgKind k, uint64_t flits, double not_before, double min_end,
+                            std::function<void()> fn) {
+    (void)s; (void)up; (void)k; (void)flits; (void)not_before; (void)min_end; (void)fn;
+    return false;
+  }
+  // Compute server s's copy of object obj (version ver, `lines` lines) leaves its caches, as the
+  // invalidation handler's flushes do; done() when they are through. false: no caches to flush
+  // (apta-sim: the object cache's entry is all there is).
+  virtual bool flush_copy(int s, uint32_t obj, uint32_t ver, uint64_t lines, std::function<void()> done) {
+    (void)s; (void)obj; (void)ver; (void)lines; (void)done;
+    return false;
+  }
   // The CXL configurations on a backend with a packet-level CXL link (gem5): a function's loads
   // and stores to object lines cross the link themselves (a get moves no data), a logged put's
   // line writes are the backend's, and a back-invalidation is the memory server's snoops of a
@@ -211,7 +232,7 @@ class System {
   double ms_ns(double cycles) const { return cycles / P.ms_clock_ghz; }
   uint64_t lines_of(int obj) const;
   void msg(int s, bool up, double bytes, std::function<void()> fn, double not_before = 0, double min_end = 0,
-           double z = std::numeric_limits<double>::quiet_NaN());
+           double z = std::numeric_limits<double>::quiet_NaN(), const MsgKind* kind = nullptr);
   double op_z();  // the latency draw of a new store operation (Operation jitter mode), else NaN
   std::function<void()> sw_done(double t0, std::function<void()> cb);
   bool live(int i, uint64_t gen) const;

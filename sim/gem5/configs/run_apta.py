@@ -160,7 +160,7 @@ for s, core in enumerate(cores):
 
 if not args.vectors:
     system.workflow = AptaWorkflow(plan=args.plan, scenario=json.dumps(scenario), params_file=args.params,
-                                   cores=cores, mem_server=system.ms)
+                                   cores=cores, mem_server=system.ms, links=[c.cxl for c in cores])
 
 root = Root(full_system=False, system=system)
 m5.instantiate()
