@@ -77,3 +77,30 @@ def test_record_keeps_command_machine_date():
         doc = json.loads(p.read_text())
         assert {"command", "machine", "date", "data"} <= set(doc), p
         assert doc["machine"]["cores"] >= 1, p
+
+
+def test_gem5_record_and_blocks_from_a_run(tmp_path):
+    """eval-gem5's and calibrate-gem5's results become the record, and the README blocks are made
+    from it; a run that failed its verdict is not recorded."""
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "schema").mkdir()
+    cell = lambda cfg, ratio, within: {"app": "phi", "run": "base", "config": cfg, "ratio": ratio, "within": within}
+    ev = {"size": "tiny", "apps": [{}, {}], "verdict": {"passed": True, "problems": []}, "r": None,
+          "crosscheck": {"cells": [cell("apta", 1.02, True), cell("apta", 0.97, True), cell("cxl_cached", 1.4, False)]}}
+    cal = {"overrides": {}, "link": {"flit_bytes": 68, "gbps": 80.0, "latency_ns": 500.0, "credits": 149},
+           "measures": {"load_latency_cxl_ns": 1100.0, "load_latency_local_ns": 90.0, "load_latency_ratio": 12.2,
+                        "read_gbps": 8.1, "put_write_gbps": 4.0, "bisnp_round_trip_ns": 1020.0},
+           "references": [{"what": "ratio", "low": 2, "high": 5, "model": 12.2, "verdict": "2.44x the upper bound",
+                           "source": "somewhere"}]}
+    for d, f, data in (("eval-gem5", "results.json", ev), ("calibrate-gem5", "calibration.json", cal)):
+        (tmp_path / "build" / d).mkdir(parents=True)
+        (tmp_path / "build" / d / f).write_text(json.dumps(data))
+    docs.record(tmp_path, ["gem5"])
+    cc = docs.render_gem5_crosscheck(tmp_path)
+    assert "| apta | 2 | 2 | 0 | 1.02 (0.97–1.02) |" in cc and "| cxl_cached | 1 | 0 | 1 | 1.40 (1.40–1.40) |" in cc
+    cb = docs.render_gem5_calibration(tmp_path)
+    assert "| ratio | 12.2x |" in cb and "| 2.44x the upper bound | somewhere |" in cb and "149 credits" in cb
+    ev["verdict"] = {"passed": False, "problems": ["x"]}
+    (tmp_path / "build" / "eval-gem5" / "results.json").write_text(json.dumps(ev))
+    with pytest.raises(SystemExit, match="did not pass its verdict"):
+        docs.record(tmp_path, ["gem5"])

@@ -89,11 +89,32 @@ def _test_profile(root: Path) -> dict:
             "pytest_modules": [{k: r[k] for k in ("name", "parent", "wall_s", "cpu_s")} for r in p["pytest"]]}
 
 
+def _gem5(root: Path) -> dict:
+    """eval-gem5's verdict and cross-check per configuration, R1-R8 from both simulators, and
+    calibrate-gem5's microbenchmarks beside their references."""
+    r = json.loads((root / "build/eval-gem5/results.json").read_text())
+    if not r.get("verdict", {}).get("passed"):
+        raise SystemExit("apta-docs: build/eval-gem5/results.json did not pass its verdict; record a passing eval-gem5")
+    configs: dict[str, dict] = {}
+    for c in r["crosscheck"]["cells"]:
+        e = configs.setdefault(c["config"], {"runs": 0, "within": 0, "ratios": []})
+        e["runs"] += 1
+        e["within"] += bool(c["within"])
+        if c["ratio"]:
+            e["ratios"].append(round(c["ratio"], 3))
+    for e in configs.values():
+        e["ratios"].sort()
+    cal = json.loads((root / "build/calibrate-gem5/calibration.json").read_text())
+    return {"size": r["size"], "workflows": len(r["apps"]), "configs": configs, "r": r.get("r"),
+            "calibration": {k: cal[k] for k in ("measures", "references", "link", "overrides")}}
+
+
 # name -> (the command that measures it, what it reads from build/)
 SOURCES = {
     "verify": ("make verify", _verify),
     "vectors": ("make vectors", _vectors),
     "test-profile": ("make test (from a fresh clone)", _test_profile),
+    "gem5": ("make eval-gem5 calibrate-gem5", _gem5),
 }
 
 
@@ -195,10 +216,52 @@ def render_test_time(root: Path) -> str:
             "`docs/results/test-profile.json` is the run of record.\n")
 
 
+def render_gem5_crosscheck(root: Path) -> str:
+    doc = load(root, "gem5")
+    d = doc["data"]
+    lines = ["| configuration | runs | within 10% of apta-sim | explained | gem5 / apta-sim: median (range) |",
+             "|---|---|---|---|---|"]
+    for cfg, e in d["configs"].items():
+        rs = e["ratios"]
+        med = f"{rs[len(rs) // 2]:.2f} ({rs[0]:.2f}–{rs[-1]:.2f})" if rs else "–"
+        lines.append(f"| {cfg} | {e['runs']} | {e['within']} | {e['runs'] - e['within']} | {med} |")
+    lines.append("")
+    lines.append(f"`make eval-gem5` on the {d['workflows']} workflows' {d['size']} traces, base and failure runs; every "
+                 f"cell outside 10% is explained in `sim/gem5/explained.json` (`docs/results/gem5.json`: the run of record).")
+    if d.get("r"):
+        R = d["r"]
+        lines += ["", "| result | paper | apta-sim | gem5 |", "|---|---|---|---|"]
+        lines += [f"| {k} | {R['paper'][k]:+.0%} | {R['apta_sim'][k]:+.0%} | {R['gem5'][k]:+.0%} |" for k in R["paper"]]
+    return "\n".join(lines) + "\n"
+
+
+def render_gem5_calibration(root: Path) -> str:
+    c = load(root, "gem5")["data"]["calibration"]
+    m, link = c["measures"], c["link"]
+    lines = ["| microbenchmark | gem5 model |", "|---|---|",
+             f"| load-to-use, CXL window (dependent loads) | {m['load_latency_cxl_ns']} ns |",
+             f"| load-to-use, local DDR4 | {m['load_latency_local_ns']} ns |",
+             f"| ratio | {m['load_latency_ratio']}x |",
+             f"| read bandwidth over the link | {m['read_gbps']} GB/s |",
+             f"| logged-put write bandwidth (each line twice) | {m['put_write_gbps']} GB/s |",
+             f"| BISnp round trip | {m['bisnp_round_trip_ns']} ns |", "",
+             "| published | band | gem5 model | where it is | source |", "|---|---|---|---|---|"]
+    lines += [f"| {r['what']} | {r['low']}–{r['high']} | {r['model']} | {r['verdict']} | {r['source']} |"
+              for r in c["references"]]
+    lines.append("")
+    lines.append(f"The link: {link['flit_bytes']}-byte flits at {link['gbps']:g} Gbit/s, {link['latency_ns']:g} ns one "
+                 f"way, {link['credits']} credits per channel"
+                 + (f"; overrides {c['overrides']}" if c["overrides"] else " (Table II)")
+                 + " (`make calibrate-gem5`; `docs/results/gem5.json`).")
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS = {
     "verify": render_verify,
     "vectors": render_vectors,
     "test-time": render_test_time,
+    "gem5-crosscheck": render_gem5_crosscheck,
+    "gem5-calibration": render_gem5_calibration,
 }
 
 
