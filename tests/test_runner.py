@@ -112,8 +112,8 @@ def test_garbage_is_answered_and_others_unaffected(world, tmp_path):
 def test_live_put_does_not_wait_for_a_dead_sharer(world, tmp_path, request):
     """cs1 gets and writes `tagged`, then its runner is SIGKILLed (it holds copies); at once cs2
     rewrites `tagged`: cs1 owes an invalidation ack it will never send. Apta commits without it
-    (section III: acks are awaited by the scheduler, not by the writer): the put returns in
-    milliseconds while cs1 is still unfenced and owing the ack. The mutant daemon holds a
+    (section III: acks are awaited by the scheduler, not by the writer): the put returns while
+    cs1 is still unfenced and owing the ack. The mutant daemon holds a
     PutCommit while another server owes an ack (the CXL-cached baseline): the same put then waits
     for cs1's fence at the lease, so the bound below fails on it."""
     w = world
@@ -136,8 +136,10 @@ def test_live_put_does_not_wait_for_a_dead_sharer(world, tmp_path, request):
         assert put["put_us"] > lease_us / 3 and owed["fenced"], (put, owed)
         return
     assert time.time() - t_kill < LEASE_MS / 1000, "too slow to test before the fence"
+    # the proof is the state: the put had returned while cs1 was unfenced and still owed the ack;
+    # the bound only mirrors the mutant's (a loaded host slows the put, never past the fence)
     assert not owed["fenced"] and owed["pendingFor"].get(str(tagged[0])) == 1, owed
-    assert put["put_us"] < lease_us / 10, put
+    assert put["put_us"] < lease_us / 3, put
 
 
 def test_killed_runner_is_replaced_in_the_next_epoch(world, tmp_path):
