@@ -254,9 +254,11 @@ gem5: venv
 	@test -n "$(GEM5_SRC)" || { echo "make gem5: name a gem5 v24.0.0.1 source checkout: make gem5 GEM5_SRC=<dir> (sim/gem5/README.md says how to get one)"; exit 2; }
 	$(PY) -m apta.gem5.model check-source "$(GEM5_SRC)"
 	@$(APT) $(GEM5_DEPS)
-	# scons must see Debian's python3 and its python3-config (not a venv's or pyenv's)
+	# scons must see Debian's python3 and its python3-config (not a venv's or pyenv's); the extension
+	# uses gem5's classic caches, so Ruby (and its protocol's generated controllers) is not built
 	cd "$(GEM5_SRC)" && export PATH=/usr/sbin:/usr/bin:/sbin:/bin && \
-	  { test -d "$(GEM5_BUILD)/gem5.build" || scons defconfig "$(GEM5_BUILD)" build_opts/NULL; } && \
+	  { test -d "$(GEM5_BUILD)/gem5.build" || { scons defconfig "$(GEM5_BUILD)" build_opts/NULL && \
+	    scons setconfig "$(GEM5_BUILD)" RUBY=n; }; } && \
 	  nice -n 10 scons "$(GEM5_BUILD)/gem5.opt" -j$$(nproc) --ignore-style EXTRAS=$(CURDIR)/sim/gem5
 	@echo "make gem5: $(GEM5) built with the apta extension"
 
