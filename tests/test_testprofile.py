@@ -14,8 +14,9 @@ SCRIPT = Path(testprofile.__file__)
 
 
 def _env(log: Path) -> dict:
-    # the apta package is importable from any directory: the venv's editable install
-    return dict(os.environ, APTA_PROFILE_LOG=str(log), APTA_PROFILE_T0="0")
+    # the apta package is importable from any directory: the venv's editable install; the profiled
+    # pytest runs as if started inside an xdist worker (make test's batch lane), whose variable it inherits
+    return dict(os.environ, APTA_PROFILE_LOG=str(log), APTA_PROFILE_T0="0", PYTEST_XDIST_WORKER="gw0")
 
 
 def test_phases_measured_and_failure_kept(tmp_path):

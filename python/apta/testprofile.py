@@ -87,8 +87,8 @@ def pytest_configure(config):
 
         def __init__(self):
             self.mods: dict[str, list] = {}   # module -> [wall, cpu, tests, failed, first start]
-            # asked of this session, not of the environment: a pytest started from inside an
-            # xdist worker inherits PYTEST_XDIST_WORKER without being one
+            # an xdist worker's config carries workerinput; PYTEST_XDIST_WORKER is also inherited
+            # by any pytest a worker starts, which is not a worker
             self.xdist_worker = hasattr(config, "workerinput")
 
         @pytest.hookimpl(hookwrapper=True)

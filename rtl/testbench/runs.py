@@ -41,8 +41,7 @@ def match_variant(params: dict, vs: dict) -> str | None:
 
 
 def _load_vectors(vdir: Path, what: str, ms: bool) -> list[dict]:
-    """Every scenario of vdir/*.jsonl, each with `_where` (file:line) for the failure messages;
-    a core scenario keeps a `_where` it already carries (an image names its original)."""
+    """Every scenario of vdir/*.jsonl, each with `_where` (file:line) for the failure messages."""
     from apta import vectors_io
     files = sorted(vdir.glob("*.jsonl"))
     assert files, f"no {what} in {vdir}: run `make vectors` first"
@@ -51,11 +50,7 @@ def _load_vectors(vdir: Path, what: str, ms: bool) -> list[dict]:
         lines = [n for n, l in enumerate(f.read_text().splitlines(), 1) if l.strip()]
         for i, sc in enumerate(vectors_io.load_vectors(f, ms=ms)):
             sc = dict(sc)
-            where = f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}"
-            if ms:
-                sc["_where"] = where
-            else:
-                sc.setdefault("_where", where)
+            sc["_where"] = f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}:{lines[i]}"
             out.append(sc)
     return out
 
