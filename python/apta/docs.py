@@ -156,6 +156,25 @@ def render_verify(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_tla_models(root: Path) -> str:
+    """The default suite's models: each run's configuration as check.py describes it, its distinct
+    states as pinned (spec/tla/pins.json, written by `check.py --update-pins` from TLC's run)."""
+    from apta.tla.check import SUITES
+    p = root / "spec" / "tla" / "pins.json"
+    try:
+        pins = json.loads(p.read_text())["runs"]
+    except (OSError, ValueError, KeyError) as e:
+        raise SystemExit(f"{p}: no pins ({e}): spec/tla/check.py --update-pins")
+    lines = ["| name | configuration | distinct states |", "|---|---|---:|"]
+    for run in SUITES["default"]:
+        if run.kind != "model":
+            continue
+        if run.name not in pins or "distinct_states" not in pins[run.name]:
+            raise SystemExit(f"{p}: no pinned states for {run.name!r}: spec/tla/check.py --only {run.name} --update-pins")
+        lines.append(f"| {run.name} | {run.note} | {pins[run.name]['distinct_states']:,} |")
+    return "\n".join(lines) + "\n"
+
+
 def render_vectors(root: Path) -> str:
     doc = load(root, "vectors")
     d = doc["data"]
@@ -198,6 +217,7 @@ def render_test_time(root: Path) -> str:
 RENDERERS = {
     "verify": render_verify,
     "vectors": render_vectors,
+    "tla-models": render_tla_models,
     "test-time": render_test_time,
 }
 
