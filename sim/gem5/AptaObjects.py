@@ -84,3 +84,6 @@ class AptaWorkflow(SimObject):
     cores = VectorParam.AptaCore("the compute servers' cores, c1 first")
     mem_server = Param.AptaMemServer("the memory server")
     links = VectorParam.AptaCxlLink("the compute servers' links to the memory server (c1 first)")
+    packet_link = Param.Bool(True, "the CXL configurations' traffic as packets through the links (False: "
+                                   "apta-sim's analytical link and bulk object copies, to measure what the "
+                                   "packets cost)")

@@ -27,7 +27,7 @@ wallNow()
 // Bad input (a malformed plan, scenario or parameter file) stops the run with the file and
 // field named, before anything is simulated.
 AptaWorkflow::AptaWorkflow(const Params &p)
-    : SimObject(p), cores(p.cores), links(p.links), memServer(p.mem_server), replaying(p.cores.size(), false),
+    : SimObject(p), cores(p.cores), links(p.links), memServer(p.mem_server), packetLink(p.packet_link), replaying(p.cores.size(), false),
       writing(p.cores.size(), 0)
 {
     try {
@@ -36,7 +36,7 @@ AptaWorkflow::AptaWorkflow(const Params &p)
         ::apta::Params params = ::apta::Params::load(p.params_file, scenario.overrides);
         ::apta::Config config = ::apta::Config::from(params, scenario.config);
         plan = ::apta::Plan::load(p.plan, params.line);
-        if (config.line_gran)
+        if (config.line_gran && packetLink)
             objectHome = config.cache == ::apta::Caching::None ? AptaCore::ObjectHome::CxlUncached
                                                                : AptaCore::ObjectHome::CxlCached;
         fatal_if(int(cores.size()) != params.servers || links.size() != cores.size(),
@@ -137,6 +137,8 @@ bool
 AptaWorkflow::link_message(int s, bool up, ::apta::MsgKind k, uint64_t flits, double not_before, double min_end,
                            std::function<void()> fn)
 {
+    if (!packetLink)
+        return false;
     using C = AptaCxlLink::Channel;
     C c;
     switch (k) {

@@ -47,7 +47,7 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     bool link_message(int s, bool up, ::apta::MsgKind k, uint64_t flits, double notBefore, double minEnd,
                       std::function<void()> fn) override;
     bool flush_copy(int s, uint32_t obj, uint32_t ver, uint64_t lines, std::function<void()> done) override;
-    bool cxl_packets() const override { return true; }
+    bool cxl_packets() const override { return packetLink; }
     void cxl_write_lines(int s, uint32_t obj, uint32_t ver, uint64_t firstLine, uint64_t n,
                          std::function<void()> done) override;
     void cxl_back_invalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done) override;
@@ -58,6 +58,7 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     std::vector<AptaCore *> cores;
     std::vector<AptaCxlLink *> links;
     AptaMemServer *memServer;
+    const bool packetLink;  // false: the analytical link (bench-gem5's reference run)
     ::apta::Plan plan;
     ::apta::Scenario scenario;
     AptaCore::ObjectHome objectHome = AptaCore::ObjectHome::Local;  // by the configuration

@@ -42,13 +42,15 @@ def gem5_env() -> dict:
     return dict(os.environ, APTA_PYTHON=sys.executable, APTA_ROOT=str(ROOT))
 
 
-def run_gem5(gem5: str, plan_path: Path, scenario: dict, outdir: Path, params: str, timeout: float) -> dict:
-    """One scenario in gem5: its result document plus gem5's statistics, or a failed run."""
+def run_gem5(gem5: str, plan_path: Path, scenario: dict, outdir: Path, params: str, timeout: float,
+             link: str = "packet") -> dict:
+    """One scenario in gem5: its result document plus gem5's statistics, or a failed run. LINK
+    analytical: apta-sim's link model inside gem5 (what the packet-level link costs, make bench-gem5)."""
     outdir.mkdir(parents=True, exist_ok=True)
     res = outdir / "result.json"
     res.unlink(missing_ok=True)
     cmd = [gem5, "-r", "-e", "-d", str(outdir), str(CONFIG_SCRIPT), "--plan", str(plan_path),
-           "--scenario", json.dumps(scenario), "--params", params, "--out", str(res)]
+           "--scenario", json.dumps(scenario), "--params", params, "--link", link, "--out", str(res)]
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, env=gem5_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
@@ -67,18 +69,19 @@ def run_gem5(gem5: str, plan_path: Path, scenario: dict, outdir: Path, params: s
     return r
 
 
-def run_all(args, app: str, plan_path: Path, scenarios: list[dict]) -> list[dict]:
+def run_all(args, app: str, plan_path: Path, scenarios: list[dict], link: str = "packet") -> list[dict]:
     """Scenarios in gem5, one process each, args.jobs at a time."""
     runs = []
     raw = Path(args.out) / "raw"
     with cf.ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        futs = {ex.submit(run_gem5, args.gem5, plan_path, sc, raw / app / f"{sc['name']}-{sc['config']}",
-                          args.params, args.timeout): sc for sc in scenarios}
+        futs = {ex.submit(run_gem5, args.gem5, plan_path, sc,
+                          raw / app / f"{sc['name']}-{sc['config']}{'' if link == 'packet' else '-' + link}",
+                          args.params, args.timeout, link): sc for sc in scenarios}
         for f in cf.as_completed(futs):
             sc, r = futs[f], f.result()
             runs.append(r)
             ms = f"{r['makespan_ns'] / 1000:.1f} us" if r.get("completed") else f"STALLED ({r.get('stall')})"
-            log(f"{app} {sc['name']:5s} {sc['config']:13s} gem5 {ms}")
+            log(f"{app} {sc['name']:5s} {sc['config']:13s} gem5 {ms}{'' if link == 'packet' else ' (' + link + ' link)'}")
     return runs
 
 
@@ -303,13 +306,22 @@ def main(argv=None) -> int:
     if args.bench:
         speed = []
         for a in results["apps"]:
+            # the same base runs with the analytical link, side by side: what the packets cost
+            base = [{"name": "base", "config": r["config"]} for r in a["gem5"] if r.get("name") == "base"]
+            analytical = {r["config"]: r for r in run_all(args, a["app"], Path(args.out) / "raw" / f"{a['app']}.plan.json",
+                                                          base, link="analytical")}
             for r in a["gem5"]:
                 s = next((x for x in a["apta_sim"] if x["config"] == r["config"] and x.get("name") == r.get("name")), None)
                 if r.get("completed") and s:
-                    speed.append({"app": a["app"], "config": r["config"], "trace_events": a["trace_events"],
+                    an = analytical.get(r["config"]) if r.get("name") == "base" else None
+                    speed.append({"app": a["app"], "config": r["config"], "name": r.get("name"),
+                                  "trace_events": a["trace_events"],
                                   "gem5_wall_s": r["process_wall_s"], "apta_sim_wall_s": s["wall_s"],
                                   "gem5_events_per_s": r["trace_events"] / r["process_wall_s"],
-                                  "ratio": r["process_wall_s"] / s["wall_s"] if s["wall_s"] else None})
+                                  "ratio": r["process_wall_s"] / s["wall_s"] if s["wall_s"] else None,
+                                  "analytical_link_wall_s": an["process_wall_s"] if an and an.get("completed") else None,
+                                  "packet_over_analytical": r["process_wall_s"] / an["process_wall_s"]
+                                  if an and an.get("completed") else None})
         planlib.write_json_atomic(args.bench, {"gem5": results["gem5"], "runs": speed})
     n = len(cc.cells)
     within = n - len(cc.outside())

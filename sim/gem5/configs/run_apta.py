@@ -56,6 +56,9 @@ ap.add_argument("--params", default=None, help="sim/params.json (default: the ch
 ap.add_argument("--vectors", action="append", default=[], help="replay these model vectors through the engine")
 ap.add_argument("--mutant", default="", help="a mutant of the engine (vector replay), or of the extension "
                                              "(a workflow run: drop_bisnp)")
+ap.add_argument("--link", choices=("packet", "analytical"), default="packet",
+                help="the CXL configurations' traffic as packets through the links (the model), or apta-sim's "
+                     "analytical link with bulk object copies (what the packets cost: make bench-gem5)")
 ap.add_argument("--out", required=True, help="result JSON")
 args = ap.parse_args()
 
@@ -160,7 +163,8 @@ for s, core in enumerate(cores):
 
 if not args.vectors:
     system.workflow = AptaWorkflow(plan=args.plan, scenario=json.dumps(scenario), params_file=args.params,
-                                   cores=cores, mem_server=system.ms, links=[c.cxl for c in cores])
+                                   cores=cores, mem_server=system.ms, links=[c.cxl for c in cores],
+                                   packet_link=args.link == "packet")
 
 root = Root(full_system=False, system=system)
 m5.instantiate()
