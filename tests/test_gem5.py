@@ -257,9 +257,11 @@ def test_calibration_arithmetic_and_bands():
                "bisnp": {"completed": True, "instances": [], "gem5_stats": {"bisnp_round_trip_ns": 1050.0}}}
     m = calibrate.measures(results, 4096, 128)
     assert m == {"load_latency_cxl_ns": 1100.0, "load_latency_local_ns": 100.0, "load_latency_ratio": 11.0,
-                 "read_gbps": 8.0, "put_write_gbps": 4.0, "bisnp_round_trip_ns": 1050.0}
+                 "load_latency_added_ns": 1000.0, "read_gbps": 8.0, "put_write_gbps": 4.0,
+                 "bisnp_round_trip_ns": 1050.0}
     rows = calibrate.compare(m)
-    assert rows[0]["verdict"] == "2.20x the upper bound" and rows[0]["source"]
+    assert rows[0]["verdict"] == "2.20x the upper bound" and all(r["source"] for r in rows)
+    assert rows[1]["measure"] == "load_latency_added_ns" and rows[1]["verdict"] == "11.11x the upper bound"
     assert calibrate.compare(dict(m, load_latency_ratio=3.0))[0]["verdict"] == "inside"
     assert calibrate.compare(dict(m, load_latency_ratio=1.0))[0]["verdict"] == "0.50x the lower bound"
     with pytest.raises(g5.Gem5Error, match="chase_local: no completed run"):

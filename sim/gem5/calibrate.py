@@ -40,6 +40,11 @@ REFERENCES = [
      "what": "CXL memory load latency over local DRAM, three CXL memory-expansion cards",
      "source": "Liu et al., 'Exploring and Evaluating Real-world CXL: Use Cases and System Adoption', "
                "arXiv 2405.14209 (2024): '2-5x higher latency than local DRAM'"},
+    {"measure": "load_latency_added_ns", "low": 70.0, "high": 90.0,
+     "what": "load latency CXL memory adds over NUMA-local DRAM, a pool directly attached to 8-16 sockets "
+             "(no switch)",
+     "source": "Li et al., 'Pond: CXL-Based Memory Pooling Systems for Cloud Platforms', ASPLOS 2023: "
+               "70-90 ns over NUMA-local DRAM"},
 ]
 
 
@@ -133,6 +138,7 @@ def measures(results: dict[str, dict], lines: int, mshrs: int) -> dict[str, floa
         "load_latency_cxl_ns": round(cxl, 1),
         "load_latency_local_ns": round(local, 1),
         "load_latency_ratio": round(cxl / local, 2) if local > 0 else None,
+        "load_latency_added_ns": round(cxl - local, 1),
         "read_gbps": round(lines * LINE / rd, 2) if rd > 0 else None,            # bytes per ns = GB/s
         # a logged put writes every line twice (the log, then in place) plus the log's flag and clear
         "put_write_gbps": round((2 * lines + 3) * LINE / put, 2) if put > 0 else None,
