@@ -297,7 +297,11 @@ def test_vectors_pass_through_the_engine_inside_gem5(tmp_path):
     r = gem5_run(tmp_path, *sum((["--vectors", str(f)] for f in files), []), "--out", str(tmp_path / "v.json"))
     assert r.returncode == 0, r.stderr[-3000:]
     rep = json.loads((tmp_path / "v.json").read_text())["reports"]
-    assert len(rep) == len(files) and all(x["failed"] == 0 and x["steps"] > 0 for x in rep)
+    assert len(rep) == len(files) and all(x["failed"] == 0 for x in rep)
+    # a configuration whose vectors target memory-server cells only (versioned*) has no core scenario
+    for f, x in zip(files, rep):
+        assert x["steps"] > 0 or (VECTORS / "ms" / f.name).read_text().strip(), f"{f.name}: no scenarios at all"
+    assert sum(x["scenarios"] for x in rep) >= 50
 
 
 @needs_gem5

@@ -52,7 +52,9 @@ PYTHON = os.environ.get("APTA_PYTHON", os.path.join(".venv", "bin", "python"))
 ap = argparse.ArgumentParser(description="one apta workflow run (or a vector replay) in gem5")
 ap.add_argument("--plan", help="plan JSON (sim/plan.py)")
 ap.add_argument("--scenario", help="one scenario as JSON text (sim/README.md)")
-ap.add_argument("--params", default=None, help="sim/params.json (default: the checkout's)")
+# the checkout's sim/params.json: this file is <repo>/sim/gem5/configs/run_apta.py
+PARAMS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "params.json"))
+ap.add_argument("--params", default=PARAMS, help="sim/params.json (default: the checkout's)")
 ap.add_argument("--vectors", action="append", default=[], help="replay these model vectors through the engine")
 ap.add_argument("--mutant", default="", help="a mutant of the engine (vector replay), or of the extension "
                                              "(a workflow run: drop_bisnp)")
@@ -82,7 +84,7 @@ if args.scenario:
         fail("--scenario: a JSON object")
 got = None
 try:
-    got = subprocess.run([PYTHON, "-m", "apta.gem5.model", "spec", *(["--params", args.params] if args.params else []),
+    got = subprocess.run([PYTHON, "-m", "apta.gem5.model", "spec", "--params", args.params,
                           "--scenario", json.dumps(scenario) if scenario else ""],
                          capture_output=True, text=True, check=False)
     res = json.loads(got.stdout)
