@@ -90,9 +90,8 @@ AptaCore::access()
 {
     const ::apta::Event &ev = trace->events[next++];
     ++events;
-    // the event's lines in trace order, bit 0 marking a write and bit 1 an uncacheable access
-    // (line addresses are aligned)
-    constexpr Addr kWrite = 1, kUncacheable = 2;
+    // the event's lines in trace order, bit 0 marking a write (line addresses are aligned)
+    constexpr Addr kWrite = 1;
     auto addrs = std::make_shared<std::vector<Addr>>();
     auto expect = std::make_shared<std::vector<uint64_t>>();  // per access: the stamp it must not be older than (0: unchecked)
     for (uint32_t k = 0; k < ev.nranges; ++k) {
@@ -108,8 +107,7 @@ AptaCore::access()
             else if (!inWindow)
                 a = translate(::apta::object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line + l));
             else
-                a = window(slots.obj[rg.slot], rg.first_line + l) |
-                    (home == ObjectHome::CxlUncached ? kUncacheable : 0);
+                a = window(slots.obj[rg.slot], rg.first_line + l);
             addrs->push_back(a | (rg.write ? kWrite : 0));
             expect->push_back(inWindow && !rg.write ? stamp(slots.obj[rg.slot], slots.ver[rg.slot]) : 0);
         }
@@ -117,10 +115,8 @@ AptaCore::access()
     lines += addrs->size();
     auto b = std::make_shared<AptaLinePort::Batch>();
     b->n = addrs->size();
-    b->addrOf = [addrs](uint64_t k) { return (*addrs)[k] & ~(kWrite | kUncacheable); };
+    b->addrOf = [addrs](uint64_t k) { return (*addrs)[k] & ~kWrite; };
     b->isWrite = [addrs](uint64_t k) { return ((*addrs)[k] & kWrite) != 0; };
-    if (home == ObjectHome::CxlUncached)
-        b->uncacheable = [addrs](uint64_t k) { return ((*addrs)[k] & kUncacheable) != 0; };
     if (home != ObjectHome::Local)
         b->checkData = [this, expect](uint64_t k, PacketPtr pkt) {
             const uint64_t e = (*expect)[k];
@@ -180,6 +176,23 @@ AptaCore::writeThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, uint64
     b->fillData = [this, line_stamp](uint64_t, PacketPtr pkt) {
         if (pkt->getSize() == lineBytes)
             std::memcpy(pkt->getPtr<uint8_t>() + lineBytes - sizeof(line_stamp), &line_stamp, sizeof(line_stamp));
+    };
+    const uint64_t g = gen;
+    b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };
+    port.enqueue(b);
+}
+
+void
+AptaCore::readThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, uint64_t line_stamp,
+                      std::function<void()> done)
+{
+    auto b = std::make_shared<AptaLinePort::Batch>();
+    b->n = n;
+    b->addrOf = std::move(addr_of);
+    b->isWrite = [](uint64_t) { return false; };
+    b->uncacheable = [](uint64_t) { return true; };
+    b->checkData = [this, line_stamp](uint64_t, PacketPtr pkt) {
+        checkStamp(uint32_t(line_stamp >> 32), uint32_t(line_stamp), pkt);
     };
     const uint64_t g = gen;
     b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };

@@ -2,10 +2,10 @@
 // one phase of a function instance's trace at a time. Per trace event, its ops take ops x CPI
 // cycles, then every line the event touches goes to the L1 data cache, one per cycle, at most
 // `mshrs` in flight; the next event starts when all of them are answered. Lines are placed in
-// the server's local memory by a first-touch page table (4 KiB frames), except, in the CXL
-// configurations, the lines of the objects a function got: those live in the memory server,
-// reached through the CXL window (cacheable in CXL cached, uncacheable in CXL uncached). A second port fills fetched
-// objects into the LLC (whole-line writes), as the GET controller does (§III-D1).
+// the server's local memory by a first-touch page table (4 KiB frames), except, in CXL cached,
+// the lines of the objects a function got: those live in the memory server, reached (and
+// cached) through the CXL window. A second port fills fetched objects into the LLC (whole-line
+// writes), as the GET controller does (§III-D1).
 #ifndef APTA_GEM5_APTA_CORE_HH
 #define APTA_GEM5_APTA_CORE_HH
 
@@ -35,9 +35,10 @@ class AptaCore : public ClockedObject
     // Replay phase `ph` of instance `inst`'s trace; done() when its last event has finished.
     void replay(const ::apta::TraceInstance &tr, int inst, ::apta::Phase ph,
                 const ::apta::Slots &slots, std::function<void()> done);
-    // Where the lines of objects are: local frames (objects are fetched into the LLC), or the CXL
-    // window, where window(obj, line) is the address of line `line` of object obj.
-    enum class ObjectHome { Local, CxlCached, CxlUncached };
+    // Where the lines of objects a function got are: local frames (objects are fetched into the
+    // LLC), or the CXL window (CXL cached), where window(obj, line) is the address of line `line`
+    // of object obj.
+    enum class ObjectHome { Local, CxlWindow };
     void setObjectHome(ObjectHome h, std::function<Addr(uint32_t, uint64_t)> window);
     ObjectHome objectHome() const { return home; }
     // Object `obj` (version `ver`, `lines` lines) arrived: write it into the LLC.
@@ -46,6 +47,9 @@ class AptaCore : public ClockedObject
     // put persists them): addrOf(k) in the CXL window, each line stamped with `stamp` (below);
     // done() when the last is acknowledged.
     void writeThrough(std::function<Addr(uint64_t)> addrOf, uint64_t n, uint64_t stamp, std::function<void()> done);
+    // Read n lines from the memory server uncached (a CXL uncached get): addrOf(k) in the CXL
+    // window, each checked against `stamp` (below); done() when the last has arrived.
+    void readThrough(std::function<Addr(uint64_t)> addrOf, uint64_t n, uint64_t stamp, std::function<void()> done);
 
     // The copy of object obj in version ver (its first n lines) leaves the caches: a clean and
     // invalidate (CleanInvalidReq to the point of coherence) of each of its lines the core ever

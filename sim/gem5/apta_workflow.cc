@@ -28,7 +28,7 @@ wallNow()
 // field named, before anything is simulated.
 AptaWorkflow::AptaWorkflow(const Params &p)
     : SimObject(p), cores(p.cores), links(p.links), memServer(p.mem_server), packetLink(p.packet_link), replaying(p.cores.size(), false),
-      writing(p.cores.size(), 0)
+      streams(p.cores.size(), 0)
 {
     try {
         ::json::Value sc = ::json::parse(p.scenario, "scenario");
@@ -36,9 +36,10 @@ AptaWorkflow::AptaWorkflow(const Params &p)
         ::apta::Params params = ::apta::Params::load(p.params_file, scenario.overrides);
         ::apta::Config config = ::apta::Config::from(params, scenario.config);
         plan = ::apta::Plan::load(p.plan, params.line);
-        if (config.line_gran && packetLink)
-            objectHome = config.cache == ::apta::Caching::None ? AptaCore::ObjectHome::CxlUncached
-                                                               : AptaCore::ObjectHome::CxlCached;
+        // CXL cached: the functions' loads reach the objects in the window; CXL uncached reads an
+        // object into a local copy at its get (cxl_read_lines)
+        if (config.line_gran && config.cache != ::apta::Caching::None && packetLink)
+            objectHome = AptaCore::ObjectHome::CxlWindow;
         fatal_if(int(cores.size()) != params.servers || links.size() != cores.size(),
                  "%s: %d cores and %d links for %d compute servers (compute.servers in %s)", name(),
                  int(cores.size()), int(links.size()), params.servers, p.params_file);
@@ -166,9 +167,9 @@ AptaWorkflow::flush_copy(int s, uint32_t obj, uint32_t ver, uint64_t lines, std:
     if (objectHome != AptaCore::ObjectHome::Local)
         return false;  // CXL: the copy is the window's lines, snooped by the memory server
     ++work;
-    ++writing.at(size_t(s));
+    ++streams.at(size_t(s));
     cores.at(size_t(s))->flushCopy(obj, ver, lines, [this, s, done = std::move(done)] {
-        --writing[size_t(s)];
+        --streams[size_t(s)];
         --work;
         done();
         settle();
@@ -181,16 +182,30 @@ AptaWorkflow::cxl_write_lines(int s, uint32_t obj, uint32_t ver, uint64_t first_
                               std::function<void()> done)
 {
     ++work;
-    ++writing.at(size_t(s));
+    ++streams.at(size_t(s));
     cores[size_t(s)]->writeThrough(
         [this, obj, first_line](uint64_t k) { return memServer->lineAddr(obj, first_line + k); }, n,
         obj == ::apta::kRedoLog ? 0 : AptaCore::stamp(obj, ver),
         [this, s, done = std::move(done)] {
-            --writing[size_t(s)];
+            --streams[size_t(s)];
             --work;
             done();
             settle();
         });
+}
+
+void
+AptaWorkflow::cxl_read_lines(int s, uint32_t obj, uint32_t ver, uint64_t n, std::function<void()> done)
+{
+    ++work;
+    ++streams.at(size_t(s));
+    cores[size_t(s)]->readThrough([this, obj](uint64_t k) { return memServer->lineAddr(obj, k); }, n,
+                                  AptaCore::stamp(obj, ver), [this, s, done = std::move(done)] {
+                                      --streams[size_t(s)];
+                                      --work;
+                                      done();
+                                      settle();
+                                  });
 }
 
 void
@@ -212,8 +227,8 @@ AptaWorkflow::failed(int s)
         replaying[size_t(s)] = false;
         --work;
     }
-    work -= writing.at(size_t(s));  // nor its streams' completions
-    writing[size_t(s)] = 0;
+    work -= streams.at(size_t(s));  // nor its streams' completions
+    streams[size_t(s)] = 0;
 }
 
 void

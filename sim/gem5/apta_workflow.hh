@@ -50,6 +50,7 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     bool cxl_packets() const override { return packetLink; }
     void cxl_write_lines(int s, uint32_t obj, uint32_t ver, uint64_t firstLine, uint64_t n,
                          std::function<void()> done) override;
+    void cxl_read_lines(int s, uint32_t obj, uint32_t ver, uint64_t n, std::function<void()> done) override;
     void cxl_back_invalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done) override;
     void failed(int s) override;
     void finished() override;
@@ -72,7 +73,7 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     // the run ends there rather than at the horizon.
     uint64_t work = 0;
     std::vector<bool> replaying;  // per core: a phase in flight (a crash cancels it)
-    std::vector<uint64_t> writing;  // per core: write-through streams in flight (a crash cancels them)
+    std::vector<uint64_t> streams;  // per core: line streams in flight over its link (a crash cancels them)
     bool ended = false;
     void settle();
 

@@ -150,7 +150,9 @@ AptaCxlLink::enqueue(Channel c, PacketPtr pkt)
 void
 AptaCxlLink::message(Channel c, uint64_t flits, Tick not_before, Tick min_end, std::function<void()> arrived)
 {
-    const Tick ready = std::max(curTick(), not_before);
+    // not_before may lie in the past: a reply whose DRAM reads the backend reports when the last
+    // is through streamed out from its first line (the wire, if it was idle then, is back-dated)
+    const Tick ready = not_before;
     flits = std::max<uint64_t>(flits, 1);
     for (uint64_t sent = 0; sent < flits;) {
         const unsigned n = unsigned(std::min<uint64_t>(kMessagePiece, flits - sent));
@@ -210,8 +212,10 @@ AptaCxlLink::trySend(Direction d)
         }
         ch.credits -= m.flits;
         w.rr = (w.rr + k + 1) % kChannelsPerDirection;
-        const Tick busy = std::max<Tick>(m.flits * flitTicks, m.minEnd > now ? m.minEnd - now : 0);
-        w.freeAt = now + busy;
+        // a packet goes now; a protocol message ready earlier on a wire idle since then went then
+        const Tick start = m.pkt ? now : std::max(w.freeAt, std::min(m.enqueued, now));
+        const Tick busy = std::max<Tick>(m.flits * flitTicks, m.minEnd > start ? m.minEnd - start : 0);
+        w.freeAt = start + busy;
         m.arrival = std::max(w.freeAt + drawLatency(), ch.lastArrival);  // no overtaking on a channel
         ch.lastArrival = m.arrival;
         stats.wireBusyTicks[d] += busy;
@@ -220,9 +224,10 @@ AptaCxlLink::trySend(Direction d)
         stats.bytes[c] += m.flits * flitBytes;
         ch.rx.push_back(std::move(m));
         ch.tx.pop_front();
+        // the head may have arrived already and wait for its receiver's retry
         if (!ch.deliverEvent->scheduled())
-            schedule(*ch.deliverEvent, ch.rx.front().arrival);
-        schedule(*w.sendEvent, w.freeAt);
+            schedule(*ch.deliverEvent, std::max(now, ch.rx.front().arrival));
+        schedule(*w.sendEvent, std::max(now, w.freeAt));
         // a message left a queue: a refused sender may try again
         if (c == M2SReq || c == M2SRwD)
             hostSide.retryIfRefused();

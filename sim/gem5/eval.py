@@ -59,7 +59,7 @@ def run_gem5(gem5: str, plan_path: Path, scenario: dict, outdir: Path, params: s
                 "stall": f"gem5 run exceeded {timeout:.0f} s (wall)", "error": "timeout", "table_iv": None}
     wall = time.monotonic() - t0
     if p.returncode != 0 or not res.exists():
-        err = (outdir / "simerr").read_text()[-2000:] if (outdir / "simerr").exists() else ""
+        err = (outdir / "simerr.txt").read_text()[-2000:] if (outdir / "simerr.txt").exists() else ""
         return {"config": scenario["config"], "name": scenario["name"], "completed": False,
                 "stall": f"gem5 exited {p.returncode}", "error": err, "table_iv": None}
     r = json.loads(res.read_text())

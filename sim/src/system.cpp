@@ -327,9 +327,11 @@ void System::fetch(int i, uint64_t gen, int s, int obj, uint32_t need, std::func
       install(s, obj, v, C.cache != Caching::None);
       cb(v);
     };
-    // with a packet-level link the function's own loads fetch the lines, as it reads them
-    if (B.cxl_packets()) at(now(), fetched);
-    else line_stream(s, obj, n, false, dir, fetched, op_z());
+    // with a packet-level link: CXL cached, the function's own loads fetch the lines as it reads
+    // them; CXL uncached, the backend reads them into the local copy
+    if (!B.cxl_packets()) line_stream(s, obj, n, false, dir, fetched, op_z());
+    else if (C.cache == Caching::None) B.cxl_read_lines(s, uint32_t(obj), version_[size_t(obj)], n, [this, s, fetched] { if (sv_[size_t(s)].alive) fetched(); });
+    else at(now(), fetched);
     return;
   }
   // object-granular: one request, the OSC serves every line in one bulk reply

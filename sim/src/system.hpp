@@ -140,10 +140,11 @@ class Backend {
     (void)s; (void)obj; (void)ver; (void)lines; (void)done;
     return false;
   }
-  // The CXL configurations on a backend with a packet-level CXL link (gem5): a function's loads
-  // and stores to object lines cross the link themselves (a get moves no data), a logged put's
-  // line writes are the backend's, and a back-invalidation is the memory server's snoops of a
-  // sharer's caches. apta-sim (false) times all three as messages over its analytical links.
+  // The CXL configurations on a backend with a packet-level CXL link (gem5): in CXL cached a
+  // function's loads and stores to object lines cross the link themselves (a get moves no data);
+  // in CXL uncached a get is the backend's line reads (cxl_read_lines) into a local copy; a logged
+  // put's line writes are the backend's, and a back-invalidation is the memory server's snoops of
+  // a sharer's caches. apta-sim (false) times all of them as messages over its analytical links.
   virtual bool cxl_packets() const { return false; }
   // Compute server s writes lines [first_line, first_line + n) of object obj (or kRedoLog) in
   // version ver through to the memory server over its link; done() when the last completion is
@@ -151,6 +152,12 @@ class Backend {
   virtual void cxl_write_lines(int s, uint32_t obj, uint32_t ver, uint64_t first_line, uint64_t n,
                                std::function<void()> done) {
     (void)s; (void)obj; (void)ver; (void)first_line; (void)n; (void)done;
+  }
+  // Compute server s reads the n lines of object obj (version ver) from the memory server over
+  // its link, uncached, at most an MSHR-full in flight; done() when the last has arrived (never
+  // if s dies first). The lines then land in the LLC by install().
+  virtual void cxl_read_lines(int s, uint32_t obj, uint32_t ver, uint64_t n, std::function<void()> done) {
+    (void)s; (void)obj; (void)ver; (void)n; (void)done;
   }
   // The memory server back-invalidates the n lines of object obj in compute server x's caches
   // (a BISnp per line over x's link, dirty lines written back); done() when every BIRsp is back.
