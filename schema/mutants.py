@@ -246,8 +246,22 @@ def read_fuzz(root: Path) -> dict:
             "lists": lists}
 
 
+def read_gem5(root: Path) -> dict:
+    cc = _read(root, "sim/gem5/apta_mem_server.cc")
+    names = re.findall(r'p\.mutant == "(\w+)"', cc)
+    lists = {"run_apta.py's --mutant check": re.findall(r'args\.mutant != "(\w+)"',
+                                                        _read(root, "sim/gem5/configs/run_apta.py"))}
+    tested = {}
+    for deco, fn in _parametrized(_read(root, "tests/test_gem5.py"), '"mutant"'):
+        for n in re.findall(r'"(\w+)"', deco):
+            if n in names:
+                tested.setdefault(n, set()).add(f"tests/test_gem5.py::{fn}[{n}]")
+    return {"where": "sim/gem5/apta_mem_server.cc's mutant parameter",
+            "switches": {n: {"caught_by": tested.get(n, set())} for n in names}, "lists": lists}
+
+
 READERS = {"murphi": read_murphi, "tla": read_tla, "rtl": read_rtl, "sim": read_sim,
-           "daemon": read_daemon, "fuzz": read_fuzz, "scheduler": read_scheduler}
+           "daemon": read_daemon, "fuzz": read_fuzz, "scheduler": read_scheduler, "gem5": read_gem5}
 
 
 def read_layers(root: Path = ROOT) -> dict[str, dict]:

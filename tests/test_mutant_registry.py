@@ -155,7 +155,7 @@ def _copy(tmp_path: Path, reg: dict) -> Path:
              "spec/tla/check.py", "rtl/Mutants.scala", "tests/rtl/test_ms_vectors.py",
              "sim/src/directory.cpp", "sim/src/directory.hpp", "sim/src/main.cpp", "sim/src/model.cpp", "tests/test_sim.py",
              "qemu-cxl/daemon/memd.cpp", "tests/test_runner.py", "qemu-cxl/daemon/Makefile",
-             "scheduler-plugin/test/e2e/daemon_test.go"}
+             "scheduler-plugin/test/e2e/daemon_test.go", "sim/gem5/apta_mem_server.cc", "sim/gem5/configs/run_apta.py"}
     files |= set(mutants.readmes(reg).values())
     files |= {ref.split("::")[0] for b in reg["bugs"].values() for e in b.values()
               if isinstance(e, dict) for ref in e.get("caught_by", [])}
@@ -185,12 +185,15 @@ def test_doctored_sources_fail_the_check(tmp_path, reg):
         "  val all: Seq[Mutant]", '  val ackTwice = Mutant(13, "ack_twice", "an ack decrements twice")\n  val all: Seq[Mutant]', 1))
     mk = root / "qemu-cxl/daemon/Makefile"
     mk.write_text(mk.read_text().replace("FUZZ_MUTANTS := ", "FUZZ_MUTANTS := cl-atoi ", 1))
+    g5 = root / "tests/test_gem5.py"     # the stale-data test no longer runs the gem5 mutant
+    g5.write_text(g5.read_text().replace('["", "drop_bisnp"]', '[""]', 1))
     p = _check(root)
     assert p.returncode == 1
     assert "fuzz: cl-atoi" in p.stderr, p.stderr                         # a fuzz mutant the registry lacks
     assert "run sa_get_to_s: the property it must violate is 'P1_stale_copies_are_pending'" in p.stderr, p.stderr
     assert "sim: drop_acks" in p.stderr and "rtl: ack_twice" in p.stderr, p.stderr
     assert "directory.cpp's 'known:' message" in p.stderr, p.stderr       # the layer's own list lags too
+    assert "gem5: drop_bisnp: the layer's tests that must catch it are none" in p.stderr, p.stderr
 
 
 def test_stale_readme_table_fails_and_write_fixes_it(tmp_path, reg):
