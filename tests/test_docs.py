@@ -87,11 +87,17 @@ def test_gem5_record_and_blocks_from_a_run(tmp_path):
     cell = lambda cfg, ratio, within: {"app": "phi", "run": "base", "config": cfg, "ratio": ratio, "within": within}
     ev = {"size": "tiny", "apps": [{}, {}], "verdict": {"passed": True, "problems": []}, "r": None,
           "crosscheck": {"cells": [cell("apta", 1.02, True), cell("apta", 0.97, True), cell("cxl_cached", 1.4, False)]}}
-    cal = {"overrides": {}, "link": {"flit_bytes": 68, "gbps": 80.0, "latency_ns": 500.0, "credits": 149},
-           "measures": {"load_latency_cxl_ns": 1100.0, "load_latency_local_ns": 90.0, "load_latency_ratio": 12.2,
-                        "read_gbps": 8.1, "put_write_gbps": 4.0, "bisnp_round_trip_ns": 1020.0},
-           "references": [{"what": "ratio", "low": 2, "high": 5, "model": 12.2, "verdict": "2.44x the upper bound",
-                           "source": "somewhere"}]}
+    link = lambda ns: {"flit_bytes": 68, "gbps": 80.0, "latency_ns": ns, "credits": 149}
+    measures = lambda cxl: {"load_latency_cxl_ns": cxl, "load_latency_local_ns": 90.0, "load_latency_ratio": round(cxl / 90, 1),
+                            "load_latency_added_ns": cxl - 90, "read_gbps": 8.1, "put_write_gbps": 4.0,
+                            "bisnp_round_trip_ns": 1020.0}
+    ref = lambda model, verdict: [{"what": "ratio", "low": 2, "high": 5, "model": model, "verdict": verdict,
+                                   "source": "somewhere"}]
+    cal = {"lines": 4096, "runs": [
+        {"name": "table-ii", "overrides": {}, "link": link(500.0), "measures": measures(1100.0),
+         "references": ref(12.2, "2.44x the upper bound")},
+        {"name": "device", "overrides": {"links.dm_latency_ns": 35}, "link": link(35.0), "measures": measures(200.0),
+         "references": ref(2.2, "inside")}]}
     for d, f, data in (("eval-gem5", "results.json", ev), ("calibrate-gem5", "calibration.json", cal)):
         (tmp_path / "build" / d).mkdir(parents=True)
         (tmp_path / "build" / d / f).write_text(json.dumps(data))
@@ -99,7 +105,8 @@ def test_gem5_record_and_blocks_from_a_run(tmp_path):
     cc = docs.render_gem5_crosscheck(tmp_path)
     assert "| apta | 2 | 2 | 0 | 1.02 (0.97–1.02) |" in cc and "| cxl_cached | 1 | 0 | 1 | 1.40 (1.40–1.40) |" in cc
     cb = docs.render_gem5_calibration(tmp_path)
-    assert "| ratio | 12.2x |" in cb and "| 2.44x the upper bound | somewhere |" in cb and "149 credits" in cb
+    assert "| microbenchmark | 500 ns link (Table II) | 35 ns link |" in cb and "| ratio | 12.2x | 2.2x |" in cb
+    assert "| ratio | 2–5 | 12.2: 2.44x the upper bound | 2.2: inside | somewhere |" in cb and "149 credits" in cb
     ev["verdict"] = {"passed": False, "problems": ["x"]}
     (tmp_path / "build" / "eval-gem5" / "results.json").write_text(json.dumps(ev))
     with pytest.raises(SystemExit, match="did not pass its verdict"):

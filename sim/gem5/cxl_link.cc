@@ -118,6 +118,8 @@ AptaCxlLink::acceptRequest(ResponseSide &side, PacketPtr pkt, bool snoops)
     if (full || (pkt->needsResponse() && waiting >= responseEntries)) {
         side.refused = true;
         ++stats.refusedRequests;
+        if (full)
+            ++stats.refusedForQueue;
         return false;
     }
     if (pkt->needsResponse())
@@ -256,8 +258,10 @@ AptaCxlLink::deliver(Channel c)
 {
     Chan &ch = chans[c];
     while (!ch.rx.empty() && ch.rx.front().arrival <= curTick()) {
-        if (ch.rx.front().pkt && !passOn(c, ch.rx.front().pkt))
+        if (ch.rx.front().pkt && !passOn(c, ch.rx.front().pkt)) {
+            ++stats.receiverRefusals[c];
             return;  // the receiver refused: its retry calls deliver() again
+        }
         Msg m = std::move(ch.rx.front());
         ch.rx.pop_front();
         stats.latency.sample(ns(curTick() - m.enqueued));
@@ -419,6 +423,10 @@ AptaCxlLink::Stats::Stats(AptaCxlLink &l)
       ADD_STAT(wireBusyTicks, statistics::units::Tick::get(), "ticks the wire was sending, per direction"),
       ADD_STAT(refusedRequests, statistics::units::Count::get(),
                "requests refused (queue or response room full) and retried"),
+      ADD_STAT(refusedForQueue, statistics::units::Count::get(),
+               "requests refused because their channels' queue was full (the rest: no room for the response)"),
+      ADD_STAT(receiverRefusals, statistics::units::Count::get(),
+               "messages the receiving port refused on arrival (it was busy), per channel"),
       ADD_STAT(latency, statistics::units::Count::get(),
                "per message: ns from entering the link to leaving it (queueing, credits, wire, latency)"),
       ADD_STAT(snoopRoundTrip, statistics::units::Count::get(),
@@ -430,7 +438,7 @@ void
 AptaCxlLink::Stats::regStats()
 {
     statistics::Group::regStats();
-    for (auto *v : {&messages, &flits, &bytes, &creditStalls}) {
+    for (auto *v : {&messages, &flits, &bytes, &creditStalls, &receiverRefusals}) {
         v->init(NumChannels);
         for (unsigned c = 0; c < NumChannels; ++c)
             v->subname(c, channelName(Channel(c)));

@@ -145,6 +145,8 @@ class AptaCxlLink : public ClockedObject
         statistics::Vector messages, flits, bytes, creditStalls;
         statistics::Vector wireBusyTicks;  // per direction
         statistics::Scalar refusedRequests;
+        statistics::Scalar refusedForQueue;      // of those: the channel pair's queue was full
+        statistics::Vector receiverRefusals;     // per channel: the receiving port refused a message
         statistics::Histogram latency;         // per message: queued at the link to passed on
         statistics::Histogram snoopRoundTrip;  // BISnp taken from the device to its BIRsp given back
     } stats;

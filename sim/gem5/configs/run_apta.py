@@ -154,7 +154,10 @@ for s, core in enumerate(cores):
                            line_bytes=spec["line_bytes"], gbps=cxl["gbps"], latency=f"{cxl['latency_ns']}ns",
                            jitter_cv=cxl["jitter_cv"], seed=cxl["seed"] * 1000003 + s,
                            req_credits=n, rwd_credits=n, birsp_credits=n, ndr_credits=n, drs_credits=n,
-                           bisnp_credits=n, queue_entries=n, response_entries=n)
+                           bisnp_credits=n, queue_entries=n,
+                           # the requests a server can have waiting for a response: its L2's MSHRs
+                           # (the credits bound what is on the wire, not what is outstanding)
+                           response_entries=spec["mshrs"])
     core.membus.mem_side_ports = core.cxl.host_side
     core.cxl_dev = Bridge(delay=f"{cxl['device_ns']}ns", ranges=[AddrRange(start=lo, size=hi - lo)],
                           req_size=n, resp_size=n, clk_domain=ms_clock)
