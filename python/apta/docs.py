@@ -274,9 +274,10 @@ def render_gem5_calibration(root: Path) -> str:
                      + f" | {ref['source']} |")
     link = runs[0]["link"]
     lines.append("")
-    lines.append(f"The link: {link['flit_bytes']}-byte flits at {link['gbps']:g} Gbit/s, {link['credits']} credits per "
-                 f"channel; only the one-way latency differs between the runs (`make calibrate-gem5`; "
-                 f"`docs/results/gem5.json`).")
+    lines.append(f"The link: {link['flit_bytes']}-byte flits at {link['gbps']:g} Gbit/s; the runs differ in the one-way "
+                 f"latency and so in the credits per channel, one round trip of flits ("
+                 + " and ".join(str(r["link"]["credits"]) for r in runs)
+                 + ") (`make calibrate-gem5`; `docs/results/gem5.json`).")
     return "\n".join(lines) + "\n"
 
 
