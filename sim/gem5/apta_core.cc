@@ -129,11 +129,11 @@ AptaCore::access()
 }
 
 void
-AptaCore::fill(uint32_t obj, uint32_t ver, uint64_t n)
+AptaCore::fill(uint32_t obj, uint32_t ver, uint64_t first, uint64_t n)
 {
     auto b = std::make_shared<AptaLinePort::Batch>();
     b->n = n;
-    b->addrOf = [this, obj, ver](uint64_t k) { return translate(::apta::object_line_key(obj, ver, k)); };
+    b->addrOf = [this, obj, ver, first](uint64_t k) { return translate(::apta::object_line_key(obj, ver, first + k)); };
     b->isWrite = [](uint64_t) { return true; };
     b->writeCmd = MemCmd::WriteLineReq;
     fillPort.enqueue(b);

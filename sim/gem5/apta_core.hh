@@ -41,8 +41,8 @@ class AptaCore : public ClockedObject
     enum class ObjectHome { Local, CxlWindow };
     void setObjectHome(ObjectHome h, std::function<Addr(uint32_t, uint64_t)> window);
     ObjectHome objectHome() const { return home; }
-    // Object `obj` (version `ver`, `lines` lines) arrived: write it into the LLC.
-    void fill(uint32_t obj, uint32_t ver, uint64_t lines);
+    // Lines [first, first + n) of object `obj` (version `ver`) arrived: write them into the LLC.
+    void fill(uint32_t obj, uint32_t ver, uint64_t first, uint64_t n);
     // Write n lines through to the memory server (a store and a cache-line flush each, as a logged
     // put persists them): addrOf(k) in the CXL window, each line stamped with `stamp` (below);
     // done() when the last is acknowledged.

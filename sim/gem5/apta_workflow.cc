@@ -28,7 +28,8 @@ wallNow()
 // field named, before anything is simulated.
 AptaWorkflow::AptaWorkflow(const Params &p)
     : SimObject(p), cores(p.cores), links(p.links), memServer(p.mem_server), packetLink(p.packet_link), replaying(p.cores.size(), false),
-      streams(p.cores.size(), 0)
+      streams(p.cores.size(), 0), arriving(p.cores.size()), streamed(p.cores.size()),
+      crashes(p.cores.size(), 0)
 {
     try {
         ::json::Value sc = ::json::parse(p.scenario, "scenario");
@@ -129,9 +130,19 @@ AptaWorkflow::ms_dram(double t, uint32_t obj, uint64_t first_line, uint64_t line
 void
 AptaWorkflow::install(int s, uint32_t obj, uint32_t ver, uint64_t lines)
 {
-    // in the CXL configurations an object is never copied: its lines are read where they live
-    if (objectHome == AptaCore::ObjectHome::Local)
-        cores.at(size_t(s))->fill(obj, ver, lines);
+    // in CXL cached an object is never copied: its lines are read where they live
+    Arrival &a = streamed.at(size_t(s));
+    const bool done = a.set && a.obj == obj && a.ver == ver;
+    a = arriving.at(size_t(s)) = Arrival{};
+    if (objectHome == AptaCore::ObjectHome::Local && !done)
+        cores.at(size_t(s))->fill(obj, ver, 0, lines);
+}
+
+void
+AptaWorkflow::data_arriving(int s, uint32_t obj, uint32_t ver, uint64_t lines)
+{
+    if (packetLink && objectHome == AptaCore::ObjectHome::Local)
+        arriving.at(size_t(s)) = Arrival{obj, ver, lines, true};
 }
 
 bool
@@ -152,12 +163,24 @@ AptaWorkflow::link_message(int s, bool up, ::apta::MsgKind k, uint64_t flits, do
     }
     panic_if((k == ::apta::MsgKind::Snoop && up) || (k == ::apta::MsgKind::SnoopAck && !up),
              "%s: a snoop goes down, its answer up", name());
+    // an object's data: its lines go into the LLC as they stream in, as the GET controller
+    // writes them (§III-D1), not after the last one
+    std::function<void(uint64_t, uint64_t)> piece;
+    Arrival &a = arriving.at(size_t(s));
+    if (a.set && k == ::apta::MsgKind::Data && !up) {
+        piece = [this, s, a, life = crashes[size_t(s)]](uint64_t first, uint64_t n) {
+            if (life == crashes[size_t(s)] && first < a.lines)
+                cores[size_t(s)]->fill(a.obj, a.ver, first, std::min(n, a.lines - first));
+        };
+        streamed[size_t(s)] = a;
+        a = Arrival{};
+    }
     ++work;
     links.at(size_t(s))->message(c, flits, toTick(not_before), toTick(min_end), [this, fn = std::move(fn)] {
         --work;
         fn();
         settle();
-    });
+    }, std::move(piece));
     return true;
 }
 
@@ -223,6 +246,7 @@ void
 AptaWorkflow::failed(int s)
 {
     cores.at(size_t(s))->abort();
+    ++crashes.at(size_t(s));
     if (replaying.at(size_t(s))) {  // its phase's completion will never come
         replaying[size_t(s)] = false;
         --work;

@@ -44,6 +44,7 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     void ms_dram(double t, uint32_t obj, uint64_t firstLine, uint64_t lines, bool write,
                  std::function<void(double, double)> done) override;
     void install(int s, uint32_t obj, uint32_t ver, uint64_t lines) override;
+    void data_arriving(int s, uint32_t obj, uint32_t ver, uint64_t lines) override;
     bool link_message(int s, bool up, ::apta::MsgKind k, uint64_t flits, double notBefore, double minEnd,
                       std::function<void()> fn) override;
     bool flush_copy(int s, uint32_t obj, uint32_t ver, uint64_t lines, std::function<void()> done) override;
@@ -75,6 +76,11 @@ class AptaWorkflow : public SimObject, public ::apta::Backend
     std::vector<bool> replaying;  // per core: a phase in flight (a crash cancels it)
     std::vector<uint64_t> streams;  // per core: line streams in flight over its link (a crash cancels them)
     bool ended = false;
+    // per core: the object the next Data message down carries, and one whose lines were written
+    // into the LLC as they arrived (install() has nothing left to fill)
+    struct Arrival { uint32_t obj = 0, ver = 0; uint64_t lines = 0; bool set = false; };
+    std::vector<Arrival> arriving, streamed;
+    std::vector<uint64_t> crashes;  // per core: a piece arriving after its server died fills nothing
     void settle();
 
     Tick toTick(double ns) const;

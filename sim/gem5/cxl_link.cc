@@ -150,7 +150,8 @@ AptaCxlLink::enqueue(Channel c, PacketPtr pkt)
 }
 
 void
-AptaCxlLink::message(Channel c, uint64_t flits, Tick not_before, Tick min_end, std::function<void()> arrived)
+AptaCxlLink::message(Channel c, uint64_t flits, Tick not_before, Tick min_end, std::function<void()> arrived,
+                     std::function<void(uint64_t, uint64_t)> piece)
 {
     // not_before may lie in the past: a reply whose DRAM reads the backend reports when the last
     // is through streamed out from its first line (the wire, if it was idle then, is back-dated)
@@ -160,9 +161,15 @@ AptaCxlLink::message(Channel c, uint64_t flits, Tick not_before, Tick min_end, s
         const unsigned n = unsigned(std::min<uint64_t>(kMessagePiece, flits - sent));
         sent += n;
         Msg m{nullptr, std::min(n, chans[c].maxCredits), ready};
+        if (piece)
+            m.arrived = [piece, first = sent - n, n] { piece(first, n); };
         if (sent == flits) {
             m.minEnd = min_end;
-            m.arrived = std::move(arrived);
+            m.arrived = [p = std::move(m.arrived), a = std::move(arrived)] {
+                if (p)
+                    p();
+                a();
+            };
         }
         chans[c].tx.push_back(std::move(m));
     }

@@ -53,10 +53,12 @@ class AptaCxlLink : public ClockedObject
     // an object BISnp and its answer): `flits` flits on channel c, on the wire no earlier than
     // notBefore and holding it at least until minEnd (a reply streaming out of DRAM as it is
     // sent). It is sent in pieces of at most `kMessagePiece` flits, each with its credits;
-    // arrived() runs when the last piece reaches the other side, whose protocol engine always
-    // takes it (its queues are the engine's).
+    // piece(first, n) runs as flits [first, first + n) arrive (a receiver that consumes data as it
+    // streams in), arrived() when the last piece reaches the other side, whose protocol engine
+    // always takes it (its queues are the engine's).
     static constexpr unsigned kMessagePiece = 16;
-    void message(Channel c, uint64_t flits, Tick notBefore, Tick minEnd, std::function<void()> arrived);
+    void message(Channel c, uint64_t flits, Tick notBefore, Tick minEnd, std::function<void()> arrived,
+                 std::function<void(uint64_t, uint64_t)> piece = {});
 
   private:
     // the side a message leaves the link by

@@ -376,6 +376,7 @@ void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std
   // the reply streams as lines come out of DRAM: it starts with the first line and its
   // channel is busy at least until the last line is out
   B.ms_dram(now(), uint32_t(obj), 0, n, false, [this, s, obj, v, n, done, z](double first, double last) {
+    if (!C.rdma_link && n * P.line <= P.l2_bytes) B.data_arriving(s, uint32_t(obj), v, n);
     msg(s, false, double(n) * P.flit_bytes, [this, s, obj, v, done] {
       if (!sv_[size_t(s)].alive) return;
       install(s, obj, v, C.cache != Caching::None);

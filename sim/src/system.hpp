@@ -133,6 +133,12 @@ class Backend {
     (void)s; (void)up; (void)k; (void)flits; (void)not_before; (void)min_end; (void)fn;
     return false;
   }
+  // The next Data message down to compute server s carries object obj in version ver (`lines`
+  // lines, no more than the LLC holds), which install() then reports: a backend whose link
+  // delivers data as it streams in may write the lines into the LLC as they arrive.
+  virtual void data_arriving(int s, uint32_t obj, uint32_t ver, uint64_t lines) {
+    (void)s; (void)obj; (void)ver; (void)lines;
+  }
   // Compute server s's copy of object obj (version ver, `lines` lines) leaves its caches, as the
   // invalidation handler's flushes do; done() when they are through. false: no caches to flush
   // (apta-sim: the object cache's entry is all there is).
