@@ -162,23 +162,31 @@ AptaCore::checkStamp(uint32_t obj, uint32_t ver, PacketPtr pkt)
     }
 }
 
-void
-AptaCore::writeThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, uint64_t line_stamp,
-                       std::function<void()> done)
+// An uncached stream of n lines over the link (a logged put's writes, a CXL uncached get's reads):
+// the caches pass each request down; done() when the last is answered, unless the server died.
+std::shared_ptr<AptaLinePort::Batch>
+AptaCore::uncachedBatch(std::function<Addr(uint64_t)> addr_of, uint64_t n, bool write, std::function<void()> done)
 {
     auto b = std::make_shared<AptaLinePort::Batch>();
     b->n = n;
     b->addrOf = std::move(addr_of);
-    b->isWrite = [](uint64_t) { return true; };
-    // an uncacheable whole-line write: the caches drop their copy and pass it down the link
-    b->writeBytes = lineBytes;
+    b->isWrite = [write](uint64_t) { return write; };
     b->uncacheable = [](uint64_t) { return true; };
+    const uint64_t g = gen;
+    b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };
+    return b;
+}
+
+void
+AptaCore::writeThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, uint64_t line_stamp,
+                       std::function<void()> done)
+{
+    auto b = uncachedBatch(std::move(addr_of), n, true, std::move(done));
+    b->writeBytes = lineBytes;  // a whole-line write: the caches drop their copy
     b->fillData = [this, line_stamp](uint64_t, PacketPtr pkt) {
         if (pkt->getSize() == lineBytes)
             std::memcpy(pkt->getPtr<uint8_t>() + lineBytes - sizeof(line_stamp), &line_stamp, sizeof(line_stamp));
     };
-    const uint64_t g = gen;
-    b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };
     port.enqueue(b);
 }
 
@@ -186,16 +194,10 @@ void
 AptaCore::readThrough(std::function<Addr(uint64_t)> addr_of, uint64_t n, uint64_t line_stamp,
                       std::function<void()> done)
 {
-    auto b = std::make_shared<AptaLinePort::Batch>();
-    b->n = n;
-    b->addrOf = std::move(addr_of);
-    b->isWrite = [](uint64_t) { return false; };
-    b->uncacheable = [](uint64_t) { return true; };
+    auto b = uncachedBatch(std::move(addr_of), n, false, std::move(done));
     b->checkData = [this, line_stamp](uint64_t, PacketPtr pkt) {
         checkStamp(uint32_t(line_stamp >> 32), uint32_t(line_stamp), pkt);
     };
-    const uint64_t g = gen;
-    b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };
     port.enqueue(b);
 }
 

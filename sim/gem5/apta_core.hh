@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -95,6 +96,8 @@ class AptaCore : public ClockedObject
 
     uint64_t events = 0, lines = 0, checked = 0, stale = 0;
     void checkStamp(uint32_t obj, uint32_t ver, PacketPtr pkt);
+    std::shared_ptr<AptaLinePort::Batch> uncachedBatch(std::function<Addr(uint64_t)> addrOf, uint64_t n, bool write,
+                                                       std::function<void()> done);
 
     Addr translate(uint64_t key);
     void computeThenAccess();
