@@ -85,6 +85,11 @@ def run_all(args, app: str, plan_path: Path, scenarios: list[dict], link: str = 
     return runs
 
 
+def plan_file(out: str, app: str) -> Path:
+    """Where eval_app writes an app's plan (the bench's analytical-link runs read it there)."""
+    return Path(out) / "raw" / f"{app}.plan.json"
+
+
 def eval_app(app: str, args) -> tuple[dict, dict]:
     """The app's runs in both simulators, and its inputs (workflow and plan) for R1-R8."""
     wf_path = os.path.join(workflow.WORKFLOW_DIR, f"{app}.json")
@@ -92,7 +97,7 @@ def eval_app(app: str, args) -> tuple[dict, dict]:
     plan = planlib.build_plan(wf_path, os.path.join(args.traces, app), wf=wf)
     raw = Path(args.out) / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    plan_path = raw / f"{app}.plan.json"
+    plan_path = plan_file(args.out, app)
     planlib.write_json_atomic(str(plan_path), plan)
     base = [{"name": "base", "config": c} for c in args.configs]
     if args.results:  # the scenarios behind R1-R8: sweeps and jitter runs (sim/eval.py's), in both
@@ -308,7 +313,7 @@ def main(argv=None) -> int:
         for a in results["apps"]:
             # the same base runs with the analytical link, side by side: what the packets cost
             base = [{"name": "base", "config": r["config"]} for r in a["gem5"] if r.get("name") == "base"]
-            analytical = {r["config"]: r for r in run_all(args, a["app"], Path(args.out) / "raw" / f"{a['app']}.plan.json",
+            analytical = {r["config"]: r for r in run_all(args, a["app"], plan_file(args.out, a["app"]),
                                                           base, link="analytical")}
             for r in a["gem5"]:
                 s = next((x for x in a["apta_sim"] if x["config"] == r["config"] and x.get("name") == r.get("name")), None)

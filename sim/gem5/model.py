@@ -418,7 +418,8 @@ def main(argv=None) -> int:
         scenario = json.loads(args.scenario) if args.scenario else {}
         try:
             out = {"spec": system_spec(args.params or PARAMS, scenario.get("overrides"), scenario),
-                   "horizon": horizon_ticks(scenario) if scenario else None}
+                   "horizon": horizon_ticks(scenario) if scenario else None,
+                   "params": str(Path(args.params or PARAMS).resolve())}
         except Gem5Error as e:
             out = {"error": str(e)}
         print(json.dumps(out))

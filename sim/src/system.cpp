@@ -164,7 +164,7 @@ bool System::live(int i, uint64_t gen) const { return runs_[size_t(i)].gen == ge
 // §III-A a2); `cache`: it is also an object-cache copy (versioned)
 void System::install(int s, int obj, uint32_t ver, bool cache) {
   const uint64_t n = lines_of(obj);
-  if (n * P.line <= P.l2_bytes) B.install(s, uint32_t(obj), ver, n);
+  if (fits_llc(n)) B.install(s, uint32_t(obj), ver, n);
   if (cache) sv_[size_t(s)].held[obj] = ver;
 }
 
@@ -330,7 +330,8 @@ void System::fetch(int i, uint64_t gen, int s, int obj, uint32_t need, std::func
     // with a packet-level link: CXL cached, the function's own loads fetch the lines as it reads
     // them; CXL uncached, the backend reads them into the local copy
     if (!B.cxl_packets()) line_stream(s, obj, n, false, dir, fetched, op_z());
-    else if (C.cache == Caching::None) B.cxl_read_lines(s, uint32_t(obj), version_[size_t(obj)], n, [this, s, fetched] { if (sv_[size_t(s)].alive) fetched(); });
+    else if (C.cache == Caching::None)
+      B.cxl_read_lines(s, uint32_t(obj), version_[size_t(obj)], n, [this, s, fetched] { if (sv_[size_t(s)].alive) fetched(); });
     else at(now(), fetched);
     return;
   }
@@ -376,7 +377,7 @@ void System::serve(int s, int obj, uint64_t n, std::shared_ptr<uint32_t> vp, std
   // the reply streams as lines come out of DRAM: it starts with the first line and its
   // channel is busy at least until the last line is out
   B.ms_dram(now(), uint32_t(obj), 0, n, false, [this, s, obj, v, n, done, z](double first, double last) {
-    if (!C.rdma_link && n * P.line <= P.l2_bytes) B.data_arriving(s, uint32_t(obj), v, n);
+    if (!C.rdma_link && fits_llc(n)) B.data_arriving(s, uint32_t(obj), v, n);
     msg(s, false, double(n) * P.flit_bytes, [this, s, obj, v, done] {
       if (!sv_[size_t(s)].alive) return;
       install(s, obj, v, C.cache != Caching::None);

@@ -244,6 +244,7 @@ class System {
   void at(double t, std::function<void()> f) { B.at(t, std::move(f)); }
   double ms_ns(double cycles) const { return cycles / P.ms_clock_ghz; }
   uint64_t lines_of(int obj) const;
+  bool fits_llc(uint64_t lines) const { return lines * P.line <= P.l2_bytes; }  // a copy the LLC can hold
   void msg(int s, bool up, double bytes, std::function<void()> fn, double not_before = 0, double min_end = 0,
            double z = std::numeric_limits<double>::quiet_NaN(), const MsgKind* kind = nullptr);
   double op_z();  // the latency draw of a new store operation (Operation jitter mode), else NaN

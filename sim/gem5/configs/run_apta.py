@@ -52,9 +52,7 @@ PYTHON = os.environ.get("APTA_PYTHON", os.path.join(".venv", "bin", "python"))
 ap = argparse.ArgumentParser(description="one apta workflow run (or a vector replay) in gem5")
 ap.add_argument("--plan", help="plan JSON (sim/plan.py)")
 ap.add_argument("--scenario", help="one scenario as JSON text (sim/README.md)")
-# the checkout's sim/params.json: this file is <repo>/sim/gem5/configs/run_apta.py
-PARAMS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "params.json"))
-ap.add_argument("--params", default=PARAMS, help="sim/params.json (default: the checkout's)")
+ap.add_argument("--params", default=None, help="sim/params.json (default: the checkout's)")
 ap.add_argument("--vectors", action="append", default=[], help="replay these model vectors through the engine")
 ap.add_argument("--mutant", default="", help="a mutant of the engine (vector replay), or of the extension "
                                              "(a workflow run: drop_bisnp)")
@@ -84,7 +82,7 @@ if args.scenario:
         fail("--scenario: a JSON object")
 got = None
 try:
-    got = subprocess.run([PYTHON, "-m", "apta.gem5.model", "spec", "--params", args.params,
+    got = subprocess.run([PYTHON, "-m", "apta.gem5.model", "spec", *(["--params", args.params] if args.params else []),
                           "--scenario", json.dumps(scenario) if scenario else ""],
                          capture_output=True, text=True, check=False)
     res = json.loads(got.stdout)
@@ -92,7 +90,7 @@ except (OSError, json.JSONDecodeError) as e:
     fail(f"{PYTHON} -m apta.gem5.model: {e} {got.stderr[-500:] if got else ''}")
 if "error" in res:
     fail(res["error"])
-spec, horizon = res["spec"], res["horizon"]
+spec, horizon, params_file = res["spec"], res["horizon"], res["params"]  # the file the spec was read from
 
 
 def cache(c: dict) -> Cache:
@@ -167,7 +165,7 @@ for s, core in enumerate(cores):
     core.cxl.bisnp_host_side = core.membus.cpu_side_ports
 
 if not args.vectors:
-    system.workflow = AptaWorkflow(plan=args.plan, scenario=json.dumps(scenario), params_file=args.params,
+    system.workflow = AptaWorkflow(plan=args.plan, scenario=json.dumps(scenario), params_file=params_file,
                                    cores=cores, mem_server=system.ms, links=[c.cxl for c in cores],
                                    packet_link=args.link == "packet")
 
