@@ -111,3 +111,18 @@ def test_gem5_record_and_blocks_from_a_run(tmp_path):
     (tmp_path / "build" / "eval-gem5" / "results.json").write_text(json.dumps(ev))
     with pytest.raises(SystemExit, match="did not pass its verdict"):
         docs.record(tmp_path, ["gem5"])
+
+
+def test_tla_model_table_follows_the_pins(tmp_path):
+    """The TLA+ model table is the pins' states: a changed pin changes the table, a missing pin is
+    named with the command that writes it."""
+    (tmp_path / "spec" / "tla").mkdir(parents=True)
+    pins = json.loads((ROOT / "spec" / "tla" / "pins.json").read_text())
+    table = docs.render_tla_models(ROOT)
+    pins["runs"]["pipeline"]["distinct_states"] += 1
+    (tmp_path / "spec" / "tla" / "pins.json").write_text(json.dumps(pins))
+    assert docs.render_tla_models(tmp_path) != table
+    del pins["runs"]["pipeline"]
+    (tmp_path / "spec" / "tla" / "pins.json").write_text(json.dumps(pins))
+    with pytest.raises(SystemExit, match=r"no pinned states for 'pipeline'.*--only pipeline --update-pins"):
+        docs.render_tla_models(tmp_path)

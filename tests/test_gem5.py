@@ -268,6 +268,13 @@ def test_calibration_arithmetic_and_bands():
         calibrate.measures(dict(results, chase_local={"completed": False}), 4096, 128)
 
 
+def test_calibration_refuses_a_negative_device_link(capsys):
+    from apta.gem5 import calibrate
+    with pytest.raises(SystemExit) as e:      # refused before any gem5 run
+        calibrate.main(["--gem5", "/nonexistent/gem5.opt", "--device-link-ns", "-1"])
+    assert e.value.code == 2 and "--device-link-ns -1.0: a latency is not negative" in capsys.readouterr().err
+
+
 def test_crosscheck_rejects_duplicate_or_incomplete_results():
     with pytest.raises(g5.Gem5Error, match="two results"):
         g5.crosscheck([res("phi", "apta", 1.0), res("phi", "apta", 2.0)], [])
