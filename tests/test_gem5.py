@@ -32,6 +32,7 @@ def test_system_spec_is_table_ii_from_params_json():
                        "latency": pv("compute", "l1_latency_cycles"), "mshrs": pv("compute", "mshrs")}
     assert s["l2"]["size"] == f"{pv('compute', 'l2_kb')}KiB" and s["l2"]["latency"] == pv("compute", "l2_latency_cycles")
     assert s["llc_bytes"] == pv("compute", "l2_kb") * 1024
+    assert s["l2_bus_bytes"] == pv("compute", "l2_bytes_per_cycle")  # the L1-L2 path apta-sim bounds too
     # one memory range per compute server and one for the memory server, disjoint
     rs = s["local_ranges"] + [s["ms_range"]]
     assert len(rs) == s["servers"] + 1 and all(a[1] <= b[0] for a, b in zip(rs, rs[1:]))

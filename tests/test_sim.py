@@ -108,11 +108,35 @@ def test_cache_hits_and_misses_on_a_known_trace(sim, tmp_path):
     r = run(sim, plan, [{"name": "x", "config": "apta"}], tmp_path)["x/apta"]
     ghz, cpi = p("compute", "clock_ghz"), p("compute", "cpi_int_fp")
     # one wave (32 <= 128 MSHRs): the first line after the L2 and DRAM (controller + device)
-    # latencies, the other 31 one DDR4 burst apart
+    # latencies, the other 31 one line period apart: the bus burst, or tCCD_L when longer (the
+    # stream's columns are in one bank group)
     miss_cyc = p("compute", "l2_latency_cycles") + (p("dram", "controller_ns") + p("dram", "latency_ns")) * ghz
-    burst_cyc = 64 * 8 / p("dram", "bandwidth_gbps") * ghz
+    burst_cyc = max(64 * 8 / p("dram", "bandwidth_gbps"), p("dram", "tccd_l_ns")) * ghz
+    assert p("dram", "tccd_l_ns") > 64 * 8 / p("dram", "bandwidth_gbps")  # DDR4-2400: the bank group bounds a stream
     want = (100 * cpi + miss_cyc + 31 * burst_cyc + 32 * p("compute", "l1_latency_cycles")) / ghz
     assert r["compute_ns"] == pytest.approx(want, rel=1e-9)
+
+
+def test_l2_hits_stream_at_the_l1_l2_path_bandwidth(sim, tmp_path):
+    """An event of n L2 hits: its lines return one per line / l2_bytes_per_cycle after the L2
+    latency, not one L2 latency per MSHR wave (a bandwidth-free L2 made an LLC-resident object's read
+    nearly free)."""
+    n = 8192                                     # 512 KB: twice L1, so the second pass misses L1 and hits L2
+    first, again = [f"@ 0,0,1,0 * {0x100000 * 64:#x} {(0x100000 + n) * 64 - 1:#x}"] * 2
+    def plan(name, *events):
+        return {"app": "t", "objects": [], "instances": [inst("f", 0, trace(tmp_path / name, ["& COMPUTE", *events, "& END"]))]}
+    one = run(sim, plan("f.0", first), [{"name": "x", "config": "apta"}], tmp_path)["x/apta"]
+    two = run(sim, plan("g.0", first, again), [{"name": "x", "config": "apta"}], tmp_path)["x/apta"]
+    assert two["l1_misses"] == 2 * n and two["l2_misses"] == n
+    ghz = p("compute", "clock_ghz")
+    want = (p("compute", "l2_latency_cycles") + (n - 1) * 64 / p("compute", "l2_bytes_per_cycle")) / ghz
+    assert two["compute_ns"] - one["compute_ns"] == pytest.approx(want, rel=1e-9)
+    # the bound is the parameter: half the width, twice the time
+    narrow = run(sim, plan("g.0", first, again),
+                 [{"name": "x", "config": "apta", "overrides": {"compute.l2_bytes_per_cycle": p("compute", "l2_bytes_per_cycle") / 2}}],
+                 tmp_path)["x/apta"]
+    assert narrow["compute_ns"] - one["compute_ns"] == pytest.approx(
+        want + (n - 1) * 64 / p("compute", "l2_bytes_per_cycle") / ghz, rel=1e-9)
 
 
 def test_weaker_core_only_slows_compute(sim, tmp_path):
@@ -143,13 +167,18 @@ def test_object_get_latency_is_link_arithmetic(sim, tmp_path, config, link):
 
 
 def test_bandwidth_and_latency_overrides(sim, tmp_path):
-    sc = [{"name": "a", "config": "apta"},
-          {"name": "b", "config": "apta", "overrides": {"links.dm_bandwidth_gbps": 160}},
-          {"name": "c", "config": "apta", "overrides": {"links.dm_latency_ns": 600}}]
+    bus = {"dram.tccd_l_ns": 0}  # the DRAM streams at its bus rate, faster than either link
+    sc = [{"name": "a", "config": "apta", "overrides": bus},
+          {"name": "b", "config": "apta", "overrides": {**bus, "links.dm_bandwidth_gbps": 160}},
+          {"name": "c", "config": "apta", "overrides": {**bus, "links.dm_latency_ns": 600}},
+          {"name": "d", "config": "apta", "overrides": {"links.dm_bandwidth_gbps": 160}}]
     r = run(sim, get_plan(tmp_path, 64000), sc, tmp_path)
     flit, bw = p("links", "flit_bytes"), p("links", "dm_bandwidth_gbps")
     assert r["a/apta"]["get_ns"] - r["b/apta"]["get_ns"] == pytest.approx(1001 * flit * 8 / bw / 2, rel=1e-9)
     assert r["c/apta"]["get_ns"] - r["a/apta"]["get_ns"] == pytest.approx(2 * (600 - p("links", "dm_latency_ns")), rel=1e-9)
+    # at 160 Gbit/s a flit (3.4 ns) is shorter than tCCD_L: the reply ends with the DRAM's last line
+    tccd = p("dram", "tccd_l_ns")
+    assert r["d/apta"]["get_ns"] - r["b/apta"]["get_ns"] == pytest.approx(1000 * (tccd - flit * 8 / 160), rel=1e-9)
 
 
 def test_jitter_changes_latency_but_keeps_order(sim, tmp_path):

@@ -81,6 +81,7 @@ def system_spec(path: str | Path = PARAMS, overrides: dict | None = None, scenar
                "latency": int(_val(p, "compute", "l1_latency_cycles")), "mshrs": mshrs},
         "l2": {"size": f"{l2_kb}KiB", "assoc": int(_val(p, "compute", "l2_ways")),
                "latency": int(_val(p, "compute", "l2_latency_cycles")), "mshrs": mshrs},
+        "l2_bus_bytes": int(_val(p, "compute", "l2_bytes_per_cycle")),
         # gem5's classic caches take a line write from a non-cache only through a cache (its
         # IOCache pattern): fetched objects enter through a write buffer of one line per MSHR that
         # invalidates the core's copies and hands its lines to the L2 as writebacks (DDIO-like).
@@ -93,6 +94,7 @@ def system_spec(path: str | Path = PARAMS, overrides: dict | None = None, scenar
         "dram": "DDR4_2400_8x8",
         # the controller's pipeline, split as gem5 splits it (front end, back end)
         "dram_ctrl_ns": float(_val(p, "dram", "controller_ns")),
+        "dram_tccd_l_ns": float(_val(p, "dram", "tccd_l_ns")),
         "cxl": cxl_link_spec(p, scenario or {}),
     }
     return spec

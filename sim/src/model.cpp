@@ -62,10 +62,12 @@ Params Params::load(const std::string& path, const json::Value& overrides) {
     p.l2_bytes = uint64_t(pval(root, "compute", "l2_kb")) * 1024;
     p.l2_ways = unsigned(pval(root, "compute", "l2_ways"));
     p.l2_lat = unsigned(pval(root, "compute", "l2_latency_cycles"));
+    p.l2_bytes_per_cycle = pval(root, "compute", "l2_bytes_per_cycle");
     p.mshrs = unsigned(pval(root, "compute", "mshrs"));
     p.dram_lat_ns = pval(root, "dram", "latency_ns");
     p.dram_gbps = pval(root, "dram", "bandwidth_gbps");
     p.dram_ctrl_ns = pval(root, "dram", "controller_ns");
+    p.dram_tccd_l_ns = pval(root, "dram", "tccd_l_ns");
     p.ms_clock_ghz = pval(root, "memory_server", "clock_ghz");
     p.otc_cycles = pval(root, "memory_server", "otc_lookup_cycles");
     p.osc_cycles = pval(root, "memory_server", "osc_translate_cycles");

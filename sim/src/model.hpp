@@ -4,6 +4,7 @@
 // gem5 extension (gem5/) load and write these through this one file, so their inputs and results
 // are the same documents.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,8 +21,11 @@ struct Params {
   unsigned line;
   uint64_t l1_bytes, l2_bytes;
   unsigned l1_ways, l2_ways, l1_lat, l2_lat, mshrs;
+  double l2_bytes_per_cycle;  // the L1-L2 data path: an event's L1 misses return at most this fast
   // DDR4
-  double dram_lat_ns, dram_gbps, dram_ctrl_ns;
+  double dram_lat_ns, dram_gbps, dram_ctrl_ns, dram_tccd_l_ns;
+  // a line stream's period on one channel: its lines are columns of one bank group
+  double dram_line_ns() const { return std::max(line * 8.0 / dram_gbps, dram_tccd_l_ns); }
   // memory server
   double ms_clock_ghz, otc_cycles, osc_cycles, stall_retry_ns;
   int dir_sets, dir_ways, max_pend;

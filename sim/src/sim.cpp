@@ -1,6 +1,7 @@
 // apta-sim: the System of system.hpp on an analytical backend, one event queue in ns. Compute
 // servers replay trace phases through LRU caches of line keys at fixed latencies (an event's
-// misses overlap up to the MSHR count, its DRAM lines one burst apart); the memory server's DRAM is
+// misses overlap up to the MSHR count, its lines return at the L1-L2 path's bandwidth and its DRAM
+// lines one burst apart); the memory server's DRAM is
 // a bandwidth server with a fixed latency (controller + closed page) (sim/README.md "What it models").
 #include "sim.hpp"
 
@@ -27,7 +28,8 @@ struct EvLater {
   bool operator()(const Ev& a, const Ev& b) const { return a.t > b.t || (a.t == b.t && a.seq > b.seq); }
 };
 
-// DDR4 channel: bandwidth server + fixed latency (controller + closed-page tRCD + CL; banks not modelled).
+// DDR4 channel: a line stream one line per Params::dram_line_ns() + fixed latency (controller +
+// closed-page tRCD + CL; banks not modelled).
 struct Dram {
   double line_ns = 1, lat = 0, free_at = 0;
   // returns when the last of `lines` lines has been read/written
@@ -51,7 +53,7 @@ class Analytic final : public Backend {
       cache_pool()[size_t(k)].l1.init(P.l1_bytes, P.l1_ways, P.line);
       cache_pool()[size_t(k)].l2.init(P.l2_bytes, P.l2_ways, P.line);
     }
-    msdram_.line_ns = P.line * 8.0 / P.dram_gbps;
+    msdram_.line_ns = P.dram_line_ns();
     msdram_.lat = P.dram_ctrl_ns + P.dram_lat_ns;
   }
 
@@ -119,7 +121,8 @@ class Analytic final : public Backend {
     const auto& tr = plan_.traces[size_t(i)];
     CachePair& x = cache_pool()[size_t(s)];
     const double dram_cyc = (P.dram_ctrl_ns + P.dram_lat_ns) * P.clock_ghz;
-    const double dram_line_cyc = P.line * 8.0 / P.dram_gbps * P.clock_ghz;
+    const double dram_line_cyc = P.dram_line_ns() * P.clock_ghz;
+    const double l2_line_cyc = double(P.line) / P.l2_bytes_per_cycle;
     double cyc = 0;
     uint64_t lines = 0;
     const uint32_t end = tr.phase_begin[ph + 1];
@@ -169,9 +172,11 @@ class Analytic final : public Backend {
         R_->dram_lines += dram_lines;
         const double maxlat = dram_lines == 0 ? double(P.l2_lat) : P.l2_lat + dram_cyc;
         // an event's misses overlap, at most `mshrs` outstanding; its DRAM lines leave one channel
-        // one burst apart, the first after a whole miss latency (as the memory server's Dram)
-        if (miss) cyc += std::max(std::ceil(double(miss) / P.mshrs) * maxlat,
-                                  dram_lines ? maxlat + double(dram_lines - 1) * dram_line_cyc : 0.0);
+        // one burst apart, the first after a whole miss latency (as the memory server's Dram), and
+        // all of its lines return over the L1-L2 data path, one line per l2_line_cyc
+        if (miss) cyc += std::max({std::ceil(double(miss) / P.mshrs) * maxlat,
+                                   dram_lines ? maxlat + double(dram_lines - 1) * dram_line_cyc : 0.0,
+                                   maxlat + double(miss - 1) * l2_line_cyc});
       }
       e0 = e1;
     }

@@ -101,6 +101,7 @@ def cache(c: dict) -> Cache:
 def dram(lo: int, hi: int, keep_data: bool = False) -> MemCtrl:
     d = getattr(m5.objects, spec["dram"])(range=AddrRange(start=lo, size=hi - lo), null=not keep_data)
     half = f"{spec['dram_ctrl_ns'] / 2}ns"
+    d.tCCD_L = f"{spec['dram_tccd_l_ns']}ns"  # one definition with apta-sim's line stream
     return MemCtrl(dram=d, static_frontend_latency=half, static_backend_latency=half)
 
 
@@ -115,7 +116,7 @@ for s in range(spec["servers"]):
     lo, hi = spec["local_ranges"][s]
     core = AptaCore(cpi=spec["cpi"], mshrs=spec["mshrs"], line_bytes=spec["line_bytes"], mem_range=AddrRange(start=lo, size=hi - lo))
     core.l1 = cache(spec["l1"])
-    core.l2bus = L2XBar()
+    core.l2bus = L2XBar(width=spec["l2_bus_bytes"])
     core.l2 = cache(spec["l2"])
     core.membus = SystemXBar()
     core.mem = dram(lo, hi)
