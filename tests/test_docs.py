@@ -113,6 +113,28 @@ def test_gem5_record_and_blocks_from_a_run(tmp_path):
         docs.record(tmp_path, ["gem5"])
 
 
+def test_gem5_bench_record_is_medians_per_configuration(tmp_path):
+    """bench-gem5's runs become medians per configuration; a bench with no runs is not recorded."""
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "schema").mkdir()
+    run = lambda app, cfg, eps, ratio, pa: {"app": app, "config": cfg, "name": "base", "trace_events": 1000,
+                                            "gem5_wall_s": 2.0, "apta_sim_wall_s": 0.002, "gem5_events_per_s": eps,
+                                            "ratio": ratio, "analytical_link_wall_s": 1.5, "packet_over_analytical": pa}
+    bench = {"gem5": {"version": "v24.0.0.1", "commit": "c"},
+             "runs": [run("phi", "apta", 100.0, 900.0, 1.1), run("gemm", "apta", 300.0, 700.0, 0.9),
+                      run("video", "apta", 200.0, 800.0, 1.3), run("phi", "rdma", 50.0, 1000.0, 1.0)]}
+    (tmp_path / "build" / "bench").mkdir(parents=True)
+    (tmp_path / "build" / "bench" / "gem5.json").write_text(json.dumps(bench))
+    docs.record(tmp_path, ["gem5-bench"])
+    t = docs.render_gem5_bench(tmp_path)
+    assert "| apta | 3 | 200 | 800x | 1.10 |" in t and "| rdma | 1 | 50 | 1,000x | 1.00 |" in t
+    assert "3 workflows (4,000 trace events), 8 s of gem5 with the packet link and 6 s" in t
+    bench["runs"] = []
+    (tmp_path / "build" / "bench" / "gem5.json").write_text(json.dumps(bench))
+    with pytest.raises(SystemExit, match="no runs"):
+        docs.record(tmp_path, ["gem5-bench"])
+
+
 def test_tla_model_table_follows_the_pins(tmp_path):
     """The TLA+ model table is the pins' states: a changed pin changes the table, a missing pin is
     named with the command that writes it."""

@@ -122,7 +122,7 @@ system.c1.cxl.flits::total                        70                       # fli
 system.c2.cxl.flits::m2s_req                       2                       # flits
 system.c2.cxl.flits::s2m_bisnp                     4                       # flits
 system.c1.cxl.creditStalls::m2s_req                3                       # stalls
-system.c1.cxl.creditStalls::total                  3                       # stalls
+system.c2.cxl.creditStalls::s2m_drs                5                       # stalls (gem5 prints no ::total for it)
 system.c1.cxl.refusedRequests                      1                       # refused
 system.c1.cxl.latency::samples                    10                       # messages
 system.c1.cxl.latency::mean                      600                       # ns
@@ -150,7 +150,7 @@ def test_stats_are_parsed_and_summed_over_servers():
                  "l1_miss_ns": 0.1, "local_dram_ns": 4.0, "ms_dram_ns": None,
                  "cxl_flits": {"m2s_req": 32, "m2s_rwd": 0, "m2s_birsp": 0, "s2m_ndr": 0, "s2m_drs": 40,
                                "s2m_bisnp": 4},
-                 "cxl_credit_stalls": 3, "cxl_refused": 1,
+                 "cxl_credit_stalls": 8, "cxl_refused": 1,
                  "cxl_message_ns": 900.0,             # weighted by samples: (10 x 600 + 30 x 1000) / 40
                  "bisnp_round_trip_ns": 1100.0}
 
@@ -376,6 +376,32 @@ def test_back_invalidation_keeps_cxl_cached_reads_fresh(tmp_path, mutant):
         assert out["gem5_stale_lines"] == 0
         assert link["cxl_flits"]["s2m_bisnp"] == lines and link["cxl_flits"]["m2s_birsp"] == lines
         assert link["bisnp_round_trip_ns"] >= 2 * pv("links", "dm_latency_ns")
+
+
+@needs_gem5
+def test_the_links_credits_bound_what_is_in_flight(tmp_path):
+    """A stream of CXL reads (bursts of 128 lines): with credits for a round trip of flits no
+    message waits for one; with a tenth of that the DRS channel runs out, messages wait for credits
+    and the stream slows to about credits x line per round trip, the back-pressure CXL prescribes."""
+    from apta.gem5 import calibrate
+    lines = 1024
+    b = calibrate.microbenchmarks(tmp_path / "t", lines=lines, mshrs=128)["stream_read"]
+    got = {}
+    for trips in (1.0, 0.1):
+        d = tmp_path / f"x{trips}"
+        d.mkdir()
+        sc = {"name": "s", "config": "cxl_cached", "overrides": {"links.cxl_credit_round_trips": trips}}
+        r = gem5_run(d, "--plan", b["plan"], "--scenario", json.dumps(sc), "--out", str(d / "r.json"))
+        assert r.returncode == 0, r.stderr[-3000:]
+        out = json.loads((d / "r.json").read_text())
+        assert out["completed"] and out["gem5_stale_lines"] == 0
+        got[trips] = (out["makespan_ns"], g5.cxl_link_stats(g5.parse_stats((d / "stats.txt").read_text())),
+                      g5.system_spec(overrides=sc["overrides"])["cxl"]["credits"])
+    (fast, full, _), (slow, starved, credits) = got[1.0], got[0.1]
+    assert full["cxl_credit_stalls"] == 0 and starved["cxl_credit_stalls"] > 0
+    assert full["cxl_flits"] == starved["cxl_flits"]          # the same messages, only later
+    rtt = 2 * pv("links", "dm_latency_ns")
+    assert slow >= 0.9 * lines / credits * rtt > 2 * fast   # at most `credits` lines per round trip
 
 
 TINY = ROOT / "build" / "traces" / "tiny"   # the tracer's tiny traces of the six workflows (make traces)

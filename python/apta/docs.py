@@ -106,8 +106,31 @@ def _gem5(root: Path) -> dict:
         e["ratios"].sort()
     cal = json.loads((root / "build/calibrate-gem5/calibration.json").read_text())
     return {"size": r["size"], "workflows": len(r["apps"]), "configs": configs, "r": r.get("r"),
+            "jitter_runs": r.get("jitter_runs", 0),
             "calibration": [{k: run[k] for k in ("name", "measures", "references", "link", "overrides")}
                             for run in cal["runs"]]}
+
+
+def _gem5_bench(root: Path) -> dict:
+    """bench-gem5's speed per configuration: gem5's trace events per second, its wall time over
+    apta-sim's, and the packet link's wall time over the analytical link's in the same gem5."""
+    b = json.loads((root / "build/bench/gem5.json").read_text())
+    runs = b.get("runs") or []
+    if not runs:
+        raise SystemExit("apta-docs: build/bench/gem5.json has no runs; run make bench-gem5")
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    configs: dict[str, dict] = {}
+    for r in runs:
+        e = configs.setdefault(r["config"], {"events_per_s": [], "over_apta_sim": [], "packet_over_analytical": []})
+        e["events_per_s"].append(r["gem5_events_per_s"])
+        e["over_apta_sim"].append(r["ratio"])
+        e["packet_over_analytical"].append(r["packet_over_analytical"])
+    return {"gem5": b["gem5"], "runs": len(runs), "apps": sorted({r["app"] for r in runs}),
+            "trace_events": sum(r["trace_events"] for r in runs),
+            "gem5_wall_s": round(sum(r["gem5_wall_s"] for r in runs), 1),
+            "analytical_wall_s": round(sum(r["analytical_link_wall_s"] for r in runs), 1),
+            "configs": {c: {k: round(med(v), 3) for k, v in e.items()} | {"runs": len(e["events_per_s"])}
+                        for c, e in sorted(configs.items())}}
 
 
 # name -> (the command that measures it, what it reads from build/)
@@ -116,6 +139,7 @@ SOURCES = {
     "vectors": ("make vectors", _vectors),
     "test-profile": ("make test (from a fresh clone)", _test_profile),
     "gem5": ("make eval-gem5 calibrate-gem5", _gem5),
+    "gem5-bench": ("make bench-gem5", _gem5_bench),
 }
 
 
@@ -252,6 +276,8 @@ def render_gem5_crosscheck(root: Path) -> str:
         R = d["r"]
         lines += ["", "| result | paper | apta-sim | gem5 |", "|---|---|---|---|"]
         lines += [f"| {k} | {R['paper'][k]:+.0%} | {R['apta_sim'][k]:+.0%} | {R['gem5'][k]:+.0%} |" for k in R["paper"]]
+        lines += ["", f"R1–R8 as `make eval` computes them, from both simulators' runs of the same scenarios "
+                      f"(R4: {d.get('jitter_runs', 0)} jitter runs per configuration in each)."]
     return "\n".join(lines) + "\n"
 
 
@@ -281,6 +307,18 @@ def render_gem5_calibration(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_gem5_bench(root: Path) -> str:
+    d = load(root, "gem5-bench")["data"]
+    lines = ["| configuration | runs | gem5 trace events / s (median) | gem5 wall / apta-sim wall | packet link / analytical link (wall) |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {c} | {e['runs']} | {e['events_per_s']:,.0f} | {e['over_apta_sim']:,.0f}x | {e['packet_over_analytical']:.2f} |"
+              for c, e in d["configs"].items()]
+    lines += ["", f"`make bench-gem5`: the base runs of {len(d['apps'])} workflows ({d['trace_events']:,} trace events), "
+              f"{d['gem5_wall_s']:g} s of gem5 with the packet link and {d['analytical_wall_s']:g} s with the analytical "
+              f"one, medians per configuration; gem5 {d['gem5']['version']} (`docs/results/gem5-bench.json`: the run of record)."]
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS = {
     "verify": render_verify,
     "vectors": render_vectors,
@@ -288,6 +326,7 @@ RENDERERS = {
     "test-time": render_test_time,
     "gem5-crosscheck": render_gem5_crosscheck,
     "gem5-calibration": render_gem5_calibration,
+    "gem5-bench": render_gem5_bench,
 }
 
 

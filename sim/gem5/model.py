@@ -233,7 +233,7 @@ def cxl_link_stats(stats: dict) -> dict:
         return round(w / n, 2) if n else None
     return {
         "cxl_flits": {ch: total(f"flits::{ch}") for ch in CXL_CHANNELS},
-        "cxl_credit_stalls": total("creditStalls::total"),
+        "cxl_credit_stalls": sum(total(f"creditStalls::{ch}") for ch in CXL_CHANNELS),
         "cxl_refused": total("refusedRequests"),
         "cxl_message_ns": mean("latency"),
         "bisnp_round_trip_ns": mean("snoopRoundTrip"),
