@@ -89,7 +89,8 @@ def test_gem5_record_and_blocks_from_a_run(tmp_path):
                                  "put_ns": 0, "simulator": sim}
     apps = [{"apta_sim": [run("apta-sim", "apta", 100.0)], "gem5": [run("gem5", "apta", 150.0)]},
             {"apta_sim": [run("apta-sim", "apta", 100.0)], "gem5": [run("gem5", "apta", 90.0)]}]
-    ev = {"size": "tiny", "apps": apps, "verdict": {"passed": True, "problems": []}, "r": None,
+    r = {"paper": {"R1": 0.42, "R5": 0.90}, "apta_sim": {"R1": 1.01, "R5": 0.91}, "gem5": {"R1": 0.99, "R5": 0.88}}
+    ev = {"size": "tiny", "apps": apps, "verdict": {"passed": True, "problems": []}, "r": r, "jitter_runs": 10,
           "crosscheck": {"cells": [cell("apta", 1.02, True), cell("apta", 0.97, True), cell("cxl_cached", 1.4, False)]}}
     link = lambda ns: {"flit_bytes": 68, "gbps": 80.0, "latency_ns": ns, "credits": 149}
     measures = lambda cxl: {"load_latency_cxl_ns": cxl, "load_latency_local_ns": 90.0, "load_latency_ratio": round(cxl / 90, 1),
@@ -110,6 +111,8 @@ def test_gem5_record_and_blocks_from_a_run(tmp_path):
     # the phases: get 1.5 and 0.9 (median of two: the upper), compute equal, no put time (none)
     assert "| apta | 2 | 2 | 0 | 1.02 (0.97–1.02) | 1.50 (0.90–1.50) | 1.00 (1.00–1.00) | – |" in cc
     assert "| cxl_cached | 1 | 0 | 1 | 1.40 (1.40–1.40) | – | – | – |" in cc
+    # R1-R8 from both simulators, reductions negative as make eval prints them
+    assert "| R1 | +42% | +101% | +99% |" in cc and "| R5 | -90% | -91% | -88% |" in cc and "(R4: 10 jitter runs" in cc
     cb = docs.render_gem5_calibration(tmp_path)
     assert "| microbenchmark | 500 ns link (Table II) | 35 ns link |" in cb and "| ratio | 12.2x | 2.2x |" in cb
     assert "| ratio | 2–5 | 12.2: 2.44x the upper bound | 2.2: inside | somewhere |" in cb and "(149 and 149)" in cb

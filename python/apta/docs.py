@@ -287,7 +287,8 @@ def render_gem5_crosscheck(root: Path) -> str:
     if d.get("r"):
         R = d["r"]
         lines += ["", "| result | paper | apta-sim | gem5 |", "|---|---|---|---|"]
-        lines += [f"| {k} | {R['paper'][k]:+.0%} | {R['apta_sim'][k]:+.0%} | {R['gem5'][k]:+.0%} |" for k in R["paper"]]
+        from apta.sim.eval_common import pct   # reductions negative, as make eval prints them
+        lines += [f"| {k} | {pct(R['paper'][k], k)} | {pct(R['apta_sim'][k], k)} | {pct(R['gem5'][k], k)} |" for k in R["paper"]]
         lines += ["", f"R1–R8 as `make eval` computes them, from both simulators' runs of the same scenarios "
                       f"(R4: {d.get('jitter_runs', 0)} jitter runs per configuration in each)."]
     return "\n".join(lines) + "\n"

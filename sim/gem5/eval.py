@@ -192,7 +192,8 @@ def report(results: dict, cc: g5.CrossCheck) -> str:
               f"{results['jitter_runs']} jitter runs per configuration for R4).", "",
               "| result | what | paper | apta-sim | gem5 |", "|---|---|---|---|---|"]
         for k in R["paper"]:
-            L.append(f"| {k} | {R['what'][k]} | {R['paper'][k]:+.0%} | {R['apta_sim'][k]:+.0%} | {R['gem5'][k]:+.0%} |")
+            L.append(f"| {k} | {R['what'][k]} | {simeval.pct(R['paper'][k], k)} | {simeval.pct(R['apta_sim'][k], k)} | "
+                     f"{simeval.pct(R['gem5'][k], k)} |")
         L.append("")
     L += ["## Speed", "", "| app | trace events | apta-sim wall (s) | gem5 wall (s, sum of runs) | gem5 / apta-sim |",
           "|---|---|---|---|---|"]
