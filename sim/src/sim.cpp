@@ -1,8 +1,8 @@
 // apta-sim: the System of system.hpp on an analytical backend, one event queue in ns. Compute
 // servers replay trace phases through LRU caches of line keys at fixed latencies (an event's
 // misses overlap up to the MSHR count, its lines return at the L1-L2 path's bandwidth and its DRAM
-// lines one burst apart); the memory server's DRAM is
-// a bandwidth server with a fixed latency (controller + closed page) (sim/README.md "What it models").
+// lines one line period apart); the memory server's DRAM is a line stream with a fixed latency
+// (controller + closed page) (sim/README.md "What it models").
 #include "sim.hpp"
 
 #include <algorithm>
