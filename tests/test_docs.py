@@ -157,3 +157,31 @@ def test_tla_model_table_follows_the_pins(tmp_path):
     (tmp_path / "spec" / "tla" / "pins.json").write_text(json.dumps(pins))
     with pytest.raises(SystemExit, match=r"no pinned states for 'pipeline'.*--only pipeline --update-pins"):
         docs.render_tla_models(tmp_path)
+
+
+def _eval_record(tmp_path, edit) -> Path:
+    """A checkout in TMP_PATH holding this repo's eval record with EDIT applied to its data."""
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "schema").mkdir()
+    doc = json.loads((ROOT / "docs/results/eval.json").read_text())
+    edit(doc["data"])
+    (tmp_path / "docs/results/eval.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_eval_results_say_why_a_result_deviates(tmp_path):
+    """The R table is made from the record: a result that agrees has no why, one that deviates has the
+    mechanism for its side; a deviating result with no mechanism stops the render, naming it."""
+    row = lambda d, rid: next(r for r in d["comparison"] if r["id"] == rid)
+
+    def r3_above(d):
+        row(d, "R3").update(ours=row(d, "R3")["paper"] + 0.2, deviation_pp=20.0, agrees=False)
+    t = docs.render_sim_results(_eval_record(tmp_path / "a", r3_above))
+    line = next(l for l in t.splitlines() if l.startswith("| R3 "))
+    assert "| 20 pp | deviates | CXL cached's get fetches each missed line on demand" in line
+    assert "R3" not in t.split("(`AGREE_PP`): ")[1].split(" of ")[0]
+
+    def r5_off(d):
+        row(d, "R5").update(ours=0.5, deviation_pp=-40.0, agrees=False)
+    with pytest.raises(SystemExit, match="R5 deviates from the paper and .* does not say why"):
+        docs.render_sim_results(_eval_record(tmp_path / "b", r5_off))
