@@ -190,6 +190,30 @@ def test_jitter_changes_latency_but_keeps_order(sim, tmp_path):
     assert again["j1/cxl_uncached"]["get_ns"] == r["j1/cxl_uncached"]["get_ns"]  # deterministic per seed
 
 
+def test_cxl_cached_loads_fetch_their_lines_on_demand(sim, tmp_path):
+    """CXL cached: a get moves no data; the function's loads of the object's lines cross the link as
+    line reads when an event reaches them (a request and a data flit each, jittered like any
+    message), and a second read of the same lines hits the caches."""
+    n = 100
+    rd = f"@ 0,0,1,0 * {0x10000:#x} {0x10000 + n * 64 - 1:#x}"
+    def plan(name, get, comp):
+        d = trace(tmp_path / name, ["& GET", *get, "& COMPUTE", *comp, "& END"], [("get", "X", 0x10000, n * 64)])
+        return {"app": "t", "objects": ["X"], "instances": [inst("f", 0, d, reads=["X"])]}
+    rtt = 2 * p("links", "dm_latency_ns")
+    r = run(sim, plan("a.0", [rd], [rd]), [{"name": "x", "config": "cxl_cached"}], tmp_path)["x/cxl_cached"]
+    assert r["messages"] == 2 * n                       # n line reads in the GET phase, none after
+    assert r["get_ns"] > rtt and r["compute_ns"] < rtt / 10
+    late = run(sim, plan("b.0", [], [rd]), [{"name": "x", "config": "cxl_cached"}], tmp_path)["x/cxl_cached"]
+    assert late["messages"] == 2 * n and late["get_ns"] == 0 and late["compute_ns"] > rtt
+    # CXL uncached reads the object into a local copy at its get instead
+    un = run(sim, plan("b.0", [], [rd]), [{"name": "x", "config": "cxl_uncached"}], tmp_path)["x/cxl_uncached"]
+    assert un["messages"] == 2 * n and un["get_ns"] > rtt and un["compute_ns"] < rtt / 10
+    # the window's line reads are messages of the jittered link
+    sc = [{"name": f"j{k}", "config": "cxl_cached", "jitter": True, "seed": k} for k in range(1, 4)]
+    j = run(sim, plan("b.0", [], [rd]), sc, tmp_path)
+    assert len({j[f"j{k}/cxl_cached"]["compute_ns"] for k in range(1, 4)}) == 3
+
+
 def get_put_plan(tmp_path, lines=512):
     """One instance: a get of X and a put of Y, `lines` lines each: two store operations."""
     d = trace(tmp_path / "gp.0", ["& GET", "& COMPUTE", "& PUT", "& END"],

@@ -60,8 +60,15 @@ class Analytic final : public Backend {
   double now() const override { return now_; }
   void at(double t, std::function<void()> f) override { q_.push(Ev{std::max(t, now_), seq_++, std::move(f)}); }
   void compute(int i, int s, Phase ph, const Slots& slots, std::function<void(double)> done) override {
+    wev_.clear();
     double d = replay(i, s, ph, slots);
-    at(now_ + d, [done, d] { done(d); });
+    if (wev_.empty()) {
+      at(now_ + d, [done, d] { done(d); });
+      return;
+    }
+    auto w = std::make_shared<WindowRun>(WindowRun{std::move(wev_), 0, 0.0, d * P.clock_ghz, now_, s, std::move(done)});
+    wev_ = {};
+    window_step(w);
   }
   void ms_dram(double t, uint32_t, uint64_t, uint64_t lines, bool, std::function<void(double, double)> done) override {
     double last = msdram_.access(t, lines);
@@ -72,7 +79,8 @@ class Analytic final : public Backend {
     for (uint64_t l = 0; l < lines; ++l) l2.access(object_line_key(obj, ver, l));
   }
 
-  void bind(RunResult* r) { R_ = r; }  // where the replay's counters go (the system's result)
+  void bind(RunResult* r) { R_ = r; }
+  bool window = false;  // CXL cached: the objects a function got are read in the CXL window  // where the replay's counters go (the system's result)
 
   // the event loop: until the queue drains or the horizon
   void run(double horizon_ns) {
@@ -112,6 +120,38 @@ class Analytic final : public Backend {
   static constexpr size_t kChunkKeys = 4096;   // L1 misses buffered before the L2 pass
   static constexpr size_t kPrefetch = 16;      // L2 sets requested ahead
   struct EventMiss { uint32_t l1_hits, misses; };
+  // An event whose misses reach the CXL window (CXL cached): at cycle `at` of the phase its window
+  // lines go out as line requests over the server's link (the System's, jittered like any
+  // message), while its other misses take `local` cycles; the phase goes on when both are done.
+  struct WindowEvent { double at, local; uint32_t lines; };
+  std::vector<WindowEvent> wev_;               // of the phase being replayed
+  struct WindowRun {
+    std::vector<WindowEvent> ev;
+    size_t k;
+    double pos, total;                         // cycles of the phase timeline done, and in all
+    double t0;
+    int s;
+    std::function<void(double)> done;
+  };
+  void window_step(const std::shared_ptr<WindowRun>& w) {
+    if (w->k == w->ev.size()) {
+      at(now_ + (w->total - w->pos) / P.clock_ghz, [this, w] { w->done(now_ - w->t0); });
+      return;
+    }
+    const WindowEvent e = w->ev[w->k];
+    at(now_ + (e.at - w->pos) / P.clock_ghz, [this, w, e] {
+      auto pending = std::make_shared<int>(2);
+      auto next = [this, w, e, pending] {
+        if (--*pending) return;
+        w->pos = e.at + e.local;
+        ++w->k;
+        window_step(w);
+      };
+      window_fetch(w->s, e.lines, next);
+      at(now_ + e.local / P.clock_ghz, next);
+    });
+  }
+  static constexpr uint64_t kWindow = 1ull << 62;  // a line of the CXL window (object ids stay below 2^18)
   std::vector<uint64_t> miss_keys_;            // of the chunk, in order
   std::vector<uint8_t> miss_dram_;             // per miss key: went to DRAM
   std::vector<EventMiss> chunk_;               // per event of the chunk
@@ -123,6 +163,7 @@ class Analytic final : public Backend {
     const double dram_cyc = (P.dram_ctrl_ns + P.dram_lat_ns) * P.clock_ghz;
     const double dram_line_cyc = P.dram_line_ns() * P.clock_ghz;
     const double l2_line_cyc = double(P.line) / P.l2_bytes_per_cycle;
+    // a window line: Req up, the directory, DRAM, DRS down; a stream of them at the link's flit rate
     double cyc = 0;
     uint64_t lines = 0;
     const uint32_t end = tr.phase_begin[ph + 1];
@@ -139,8 +180,9 @@ class Analytic final : public Backend {
           const Range& rg = tr.ranges[ev.first_range + k];
           lines += rg.lines;
           // keys of consecutive lines are consecutive (the line number is in the low bits)
-          const uint64_t key0 = rg.slot == 0xFF ? local_line_key(i, rg.first_line)
-                                                : object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line);
+          uint64_t key0 = rg.slot == 0xFF ? local_line_key(i, rg.first_line)
+                                          : object_line_key(slots.obj[rg.slot], slots.ver[rg.slot], rg.first_line);
+          if (window && rg.slot != 0xFF && tr.objects[rg.slot].kind == "get") key0 |= kWindow;
           for (uint32_t l = 0; l < rg.lines; ++l) {
             const uint64_t key = key0 + l;
             if (x.l1.access(key)) ++l1_hits;
@@ -163,8 +205,9 @@ class Analytic final : public Backend {
         const EventMiss& em = chunk_[e - e0];
         cyc += double(tr.events[e].ops) * P.cpi;
         const unsigned miss = em.misses;
-        uint64_t dram_lines = 0;
-        for (unsigned k = 0; k < miss; ++k) dram_lines += miss_dram_[m + k];
+        uint64_t dram_lines = 0, cxl_lines = 0;
+        for (unsigned k = 0; k < miss; ++k)
+          if (miss_dram_[m + k]) ++((miss_keys_[m + k] & kWindow) ? cxl_lines : dram_lines);
         m += miss;
         cyc += double(em.l1_hits) * P.l1_lat;
         R_->l1_hits += em.l1_hits;
@@ -173,10 +216,14 @@ class Analytic final : public Backend {
         const double maxlat = dram_lines == 0 ? double(P.l2_lat) : P.l2_lat + dram_cyc;
         // an event's misses overlap, at most `mshrs` outstanding; its DRAM lines leave one channel
         // one burst apart, the first after a whole miss latency (as the memory server's Dram), and
-        // all of its lines return over the L1-L2 data path, one line per l2_line_cyc
-        if (miss) cyc += std::max({std::ceil(double(miss) / P.mshrs) * maxlat,
-                                   dram_lines ? maxlat + double(dram_lines - 1) * dram_line_cyc : 0.0,
-                                   maxlat + double(miss - 1) * l2_line_cyc});
+        // all of its lines return over the L1-L2 data path, one line per l2_line_cyc; its window
+        // lines are the link's (window_step)
+        const double local = miss == 0 ? 0.0
+            : std::max({std::ceil(double(miss) / P.mshrs) * maxlat,
+                        dram_lines ? maxlat + double(dram_lines - 1) * dram_line_cyc : 0.0,
+                        maxlat + double(miss - 1) * l2_line_cyc});
+        if (cxl_lines) wev_.push_back(WindowEvent{cyc, local, uint32_t(cxl_lines)});
+        cyc += local;
       }
       e0 = e1;
     }
@@ -194,6 +241,7 @@ RunResult simulate(const Plan& plan, const std::string& params_path, const Scena
   Params p = Params::load(params_path, sc.overrides);
   Config c = Config::from(p, sc.config);
   Analytic backend(plan, p);
+  backend.window = c.line_gran && c.cache == Caching::Sync;
   System sys(plan, p, c, sc, backend);
   backend.bind(&sys.result());
   auto w0 = std::chrono::steady_clock::now();

@@ -8,6 +8,11 @@ namespace apta {
 System::System(const Plan& plan, Params p, Config c, Scenario s, Backend& b)
     : plan_(plan), P(std::move(p)), C(std::move(c)), S(std::move(s)), B(b), rng_(S.seed) {
   sv_.resize(size_t(P.servers));
+  // CXL cached: an event's loads of window lines are line reads through the directory, each an
+  // operation of its own (Operation jitter mode)
+  B.window_fetch = [this](int s, uint64_t n, std::function<void()> done) {
+    line_stream(s, 0, n, false, true, [this, s, done] { if (sv_[size_t(s)].alive) done(); }, op_z());
+  };
   double lat = C.rdma_link ? P.rdma_lat_ns : P.dm_lat_ns, bw = C.rdma_link ? P.rdma_gbps : P.dm_gbps;
   for (auto& x : sv_)
     for (Link* l : {&x.up, &x.down}) {
@@ -164,7 +169,7 @@ bool System::live(int i, uint64_t gen) const { return runs_[size_t(i)].gen == ge
 // §III-A a2); `cache`: it is also an object-cache copy (versioned)
 void System::install(int s, int obj, uint32_t ver, bool cache) {
   const uint64_t n = lines_of(obj);
-  if (fits_llc(n)) B.install(s, uint32_t(obj), ver, n);
+  if (fits_llc(n) && !(C.line_gran && C.cache == Caching::Sync)) B.install(s, uint32_t(obj), ver, n);
   if (cache) sv_[size_t(s)].held[obj] = ver;
 }
 
@@ -329,7 +334,8 @@ void System::fetch(int i, uint64_t gen, int s, int obj, uint32_t need, std::func
     };
     // with a packet-level link: CXL cached, the function's own loads fetch the lines as it reads
     // them; CXL uncached, the backend reads them into the local copy
-    if (!B.cxl_packets()) line_stream(s, obj, n, false, dir, fetched, op_z());
+    if (C.cache == Caching::Sync) at(now(), fetched);  // the function's own loads fetch the lines
+    else if (!B.cxl_packets()) line_stream(s, obj, n, false, dir, fetched, op_z());
     else if (C.cache == Caching::None)
       B.cxl_read_lines(s, uint32_t(obj), version_[size_t(obj)], n, [this, s, fetched] { if (sv_[size_t(s)].alive) fetched(); });
     else at(now(), fetched);

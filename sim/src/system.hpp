@@ -170,6 +170,10 @@ class Backend {
   virtual void cxl_back_invalidate(int x, uint32_t obj, uint64_t n, std::function<void()> done) {
     (void)x; (void)obj; (void)n; (void)done;
   }
+  // CXL cached on a backend without a link of its own: the backend's replay hands the lines of
+  // the CXL window an event misses to this, which sends them as line reads over server s's link
+  // (System::line_stream); done() when the last has arrived (never if s dies first).
+  std::function<void(int s, uint64_t lines, std::function<void()> done)> window_fetch;
   // Compute server s has died: whatever it was replaying stops.
   virtual void failed(int s) { (void)s; }
   // Every instance has finished (gem5 leaves its event loop here; apta-sim's queue just drains).
