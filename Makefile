@@ -11,7 +11,7 @@ PY      := $(VENV)/bin/python
 APT     := tools/install-apt.sh
 SUB     := $(MAKE) --no-print-directory
 
-.PHONY: help verify verify-murphi verify-tla verify-deep vectors test clean deps-murphi deps-tla venv \
+.PHONY: help verify verify-murphi verify-tla verify-deep vectors test test-builds clean deps-murphi deps-tla venv \
         rtl deps-rtl deps-rtl-sim test-rtl synth synth-netlist test-long rtl-mutants rtl-mutation bench test-rtl-netlist workloads \
         test-history test-ms test-trace trace-validate verify-summary gem5 gem5-check test-gem5 eval-gem5 bench-gem5 \
         calibrate-gem5
@@ -131,8 +131,9 @@ vectors: deps-murphi venv
 # etcd + kube-apiserver (test-scheduler).
 # Each step is a phase of the profile (python/apta/testprofile.py): wall and CPU time per phase,
 # per pytest module and per Verilator build -> build/test-profile.json and a table at the end,
-# printed on failure too. The Go builds (compile only) run beside the model checking, whose
-# verifier builds leave a core idle for much of their time; the tests run in two lanes (TIMED_TESTS).
+# printed on failure too. The Go builds (compile only) and the builds the tests run on (test-builds)
+# run beside the model checking, whose verifier builds leave a core idle for much of their time; the
+# tests run in two lanes (TIMED_TESTS).
 PROFILE_LOG := build/test-profile.ndjson
 PROFILE     := python3 python/apta/testprofile.py
 PHASE       := $(PROFILE) run
@@ -153,18 +154,18 @@ test:
 	mkdir -p build
 	$(PHASE) go-build -- $(SUB) scheduler e2e-bin > build/go-build.log 2>&1 &
 	gobuild=$$!
+	echo "--- the builds the tests need (test-builds) beside the model checking -> build/test-builds.log ---"
+	set -m                                          # in a process group of its own, stopped with the run
+	( trap - EXIT; $(SUB) test-builds ) > build/test-builds.log 2>&1 &
+	builds=$$!
+	set +m
+	trap 'kill -TERM -- -$$builds 2>/dev/null; $(PROFILE) report $(PROFILE_LOG) build/test-profile.json' EXIT
 	$(PHASE) verify-murphi -- $(SUB) verify-murphi
 	$(PHASE) verify-tla -- $(SUB) verify-tla
 	$(PHASE) vectors -- $(SUB) vectors
 	$(PHASE) verify-summary -- $(SUB) verify-summary
-	$(PHASE) rtl -- $(SUB) rtl
-	$(PHASE) synth-netlist -- $(SUB) synth-netlist
-	$(PHASE) workloads -- $(SUB) workloads deps-traces
-	$(PHASE) sim -- $(SUB) sim
-	$(PHASE) traces-tiny -- $(SUB) traces TRACE_SIZE=tiny
-	$(PHASE) qemu-image -- $(SUB) qemu-image
-	$(PHASE) daemon -- $(SUB) daemon daemon-trace runner
-	$(PHASE) fuzz-build -- $(SUB) fuzz-build
+	wait $$builds || { tail -40 build/test-builds.log; echo "test-builds failed (build/test-builds.log)"; exit 1; }
+	grep -E '^=== .*: ' build/test-builds.log
 	wait $$gobuild || { tail -40 build/go-build.log; echo "go-build failed (build/go-build.log)"; exit 1; }
 	echo "--- the tests in two lanes: timed (daemons, guests, scheduler e2e) here; batch (cocotb, checkers, simulator, netlists) beside it -> build/test-batch.log ---"
 	set -m                                          # the lane in a process group of its own, stopped with the run
@@ -187,6 +188,18 @@ test:
 	trap - EXIT
 	$(PROFILE) report $(PROFILE_LOG) build/test-profile.json
 	echo "test: all pytest suites, the RTL regression on the yosys netlists, and the scheduler e2e (conforming control plane and the daemon) passed; profile in build/test-profile.json"
+
+# What the tests run on, built one after another; make test runs this beside the model checking,
+# which leaves a core idle for much of its time (each phase is still its own row of the profile).
+test-builds:
+	$(PHASE) rtl -- $(SUB) rtl
+	$(PHASE) synth-netlist -- $(SUB) synth-netlist
+	$(PHASE) workloads -- $(SUB) workloads deps-traces
+	$(PHASE) sim -- $(SUB) sim
+	$(PHASE) traces-tiny -- $(SUB) traces TRACE_SIZE=tiny
+	$(PHASE) qemu-image -- $(SUB) qemu-image
+	$(PHASE) daemon -- $(SUB) daemon daemon-trace runner
+	$(PHASE) fuzz-build -- $(SUB) fuzz-build
 
 # --- the figures in the READMEs (python/apta/docs.py) -------------------------------------------------
 # record: this checkout's results in build/ (after the run that measures them) -> docs/results/, the
