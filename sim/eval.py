@@ -85,7 +85,7 @@ def main(argv=None):
         sizes = bound_sizes(res, params)
         log(f"bound: one get and one put alone, {len(sizes)} object sizes x {len(CONFIGS)} configurations")
         ms, ms_why = bounds.load_ms_bench(args.ms_bench)
-        A["bounds"] = bound_table(sizes, bound_runs(args, sizes), params, ms, ms_why)
+        A["bounds"] = bound_table(sizes, bound_runs(args, sizes, params), params, ms, ms_why)
     except RuntimeError as e:
         sys.exit(f"eval: error: {e} (nothing written to {os.path.relpath(args.out, ROOT)}/results.json)")
     A["sensitivity"] = sensitivity(res, params, A)

@@ -30,9 +30,18 @@ def bound_sizes(apps: dict, params) -> dict:
     return out
 
 
+def object_reads(size: int, addr: int = 1 << 28, line: int = 64, per_event: int = 1000) -> list:
+    """The events of a GET phase that reads an object of SIZE bytes at ADDR once, one access per
+    line, PER_EVENT lines an event: what the tracer writes for a get (workloads/TRACES.md)."""
+    n = -(-size // line)
+    return [f"@ 0,0,{min(per_event, n - i)},0 $ * {hex(addr + i * line)} {hex(addr + min(n, i + per_event) * line - 1)}"
+            for i in range(0, n, per_event)]
+
+
 def bound_trace(d: str, phases: list, kind: str, name: str, size: int) -> str:
-    """A trace directory (workloads/TRACES.md) with empty phases and one object: no compute, so the
-    phase time is the store operation alone."""
+    """A trace directory (workloads/TRACES.md) with one object and no compute: the get's phase
+    reads the object once (as a traced get does; for CXL cached these loads are the transfer), so
+    the phase time is the store operation and that read."""
     import gzip
     os.makedirs(d, exist_ok=True)
     with gzip.open(os.path.join(d, "sigil.events.out-1.gz"), "wt") as fh:
@@ -44,16 +53,17 @@ def bound_trace(d: str, phases: list, kind: str, name: str, size: int) -> str:
     return d
 
 
-def bound_runs(args, sizes) -> dict:
+def bound_runs(args, sizes, params) -> dict:
     """Per size S: a plan of two instances on c1, one after the other: `get` gets object o of S
-    bytes (a workflow input nobody caches: a miss), then `put` puts object p of S bytes (nobody else
+    bytes (a workflow input nobody caches: a miss) and reads it once, then `put` puts object p of S bytes (nobody else
     holds it: no invalidation). Every configuration in one simulator run per size (a fresh system
     each, so nothing of another size is in flight). Returns {S: {config: {"get_ns", "put_ns"}}}."""
     root = os.path.join(args.out, "raw", "bound")
     out = {}
     for S in sorted(sizes):
         d = os.path.join(root, f"s{S}")
-        g = bound_trace(os.path.join(d, "get.0"), ["& GET", "& COMPUTE", "& END"], "get", "o", S)
+        g = bound_trace(os.path.join(d, "get.0"), ["& GET", *object_reads(S, line=pval(params, "compute", "line_bytes")),
+                                                    "& COMPUTE", "& END"], "get", "o", S)
         p = bound_trace(os.path.join(d, "put.0"), ["& GET", "& COMPUTE", "& PUT", "& END"], "put", "p", S)
         plan = {"app": f"bound{S}", "objects": ["o", "p"], "instances": [
             {"function": "get", "index": 0, "server": 0, "deps": [], "reads": ["o"], "writes": [], "trace": g},

@@ -772,20 +772,26 @@ def test_bound_arithmetic(tmp_path):
 
 
 def test_bound_runs_are_link_arithmetic(sim, tmp_path):
-    """eval.py's bound runs: a lone get of an uncached object and a lone put take exactly the
-    simulator's link arithmetic (test_object_get_latency_is_link_arithmetic), and the RTL column
-    says so when ms.json is missing."""
+    """eval.py's bound runs: a lone get of an uncached object, read once, and a lone put take
+    exactly the simulator's link arithmetic (test_object_get_latency_is_link_arithmetic) and the
+    L2's, and the RTL column says so when ms.json is missing."""
     import importlib
     ev = importlib.import_module("apta.sim.eval")
     args = type("Args", (), {"out": str(tmp_path), "sim": str(sim), "params": str(SIMDIR / "params.json")})()
     n = 100
     sizes = {n * 64: {"objects": ["t:x"], "reference": None}}
-    times = ev.bound_runs(args, sizes)
+    times = ev.bound_runs(args, sizes, PARAMS)
     lat, bw, flit = p("links", "dm_latency_ns"), p("links", "dm_bandwidth_gbps"), p("links", "flit_bytes")
     ms = (p("memory_server", "otc_lookup_cycles") + p("memory_server", "osc_translate_cycles")) / p("memory_server", "clock_ghz")
     dram = p("dram", "controller_ns") + p("dram", "latency_ns")
     get = flit * 8 / bw + lat + ms + dram + n * flit * 8 / bw + lat
+    # then the get's phase reads the object once, from the L2 it was installed in: the first line
+    # after the L2 latency, the others one per line_bytes / l2_bytes_per_cycle
+    get += (p("compute", "l2_latency_cycles") + (n - 1) * p("compute", "line_bytes") / p("compute", "l2_bytes_per_cycle")) \
+        / p("compute", "clock_ghz")
     assert times[n * 64]["apta"]["get_ns"] == pytest.approx(get, rel=1e-9)
+    # CXL cached's get moves nothing itself: those reads fetch the lines, so it is bound by the link too
+    assert times[n * 64]["cxl_cached"]["get_ns"] > 2 * lat + n * 64 * 8 / bw
     # put: prepare + n lines up, OTC lookup, commit flit down
     put = (n + 1) * flit * 8 / bw + lat + p("memory_server", "otc_lookup_cycles") / p("memory_server", "clock_ghz") + flit * 8 / bw + lat
     assert times[n * 64]["apta"]["put_ns"] == pytest.approx(put, rel=1e-9)
