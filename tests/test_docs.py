@@ -178,7 +178,7 @@ def test_eval_results_say_why_a_result_deviates(tmp_path):
         row(d, "R3").update(ours=row(d, "R3")["paper"] + 0.2, deviation_pp=20.0, agrees=False)
     t = docs.render_sim_results(_eval_record(tmp_path / "a", r3_above))
     line = next(l for l in t.splitlines() if l.startswith("| R3 "))
-    assert "| 20 pp | deviates | CXL cached's get fetches each missed line on demand" in line
+    assert "| 20 pp | deviates | CXL cached's loads fetch the object's lines on demand" in line
     assert "R3" not in t.split("(`AGREE_PP`): ")[1].split(" of ")[0]
 
     def r5_off(d):

@@ -379,6 +379,28 @@ def test_back_invalidation_keeps_cxl_cached_reads_fresh(tmp_path, mutant):
 
 
 @needs_gem5
+@pytest.mark.parametrize("window", [1, 0])
+def test_an_apta_sharer_answers_its_back_invalidation(tmp_path, window):
+    """c1 reads an object, c2 puts it, c1 reads it again, placed there only once c1 has answered
+    the put's object BISnp (the scheduling rule): the handler clean-invalidates c1's copy, its dirty
+    lines written back, and answers, so the re-read runs. Issued all at once (window 0), the
+    clean-invalidates stall gem5's caches and c1 never answers: the horizon ends the run unfinished."""
+    from apta.gem5 import calibrate
+    b = calibrate.microbenchmarks(tmp_path / "t", lines=256, mshrs=128)["bisnp"]
+    sc = {"name": "b", "config": "apta", "horizon_ns": 1e6}
+    r = gem5_run(tmp_path, "--plan", b["plan"], "--scenario", json.dumps(sc), "--flush-window", str(window),
+                 "--out", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads((tmp_path / "r.json").read_text())
+    link = g5.cxl_link_stats(g5.parse_stats((tmp_path / "stats.txt").read_text()))
+    assert link["cxl_flits"]["s2m_bisnp"] == 1
+    if window:
+        assert link["cxl_flits"]["m2s_birsp"] == 1 and out["completed"]
+    else:
+        assert link["cxl_flits"]["m2s_birsp"] == 0 and not out["completed"]
+
+
+@needs_gem5
 def test_the_links_credits_bound_what_is_in_flight(tmp_path):
     """A stream of CXL reads (bursts of 128 lines): with credits for a round trip of flits no
     message waits for one; with a tenth of that the DRS channel runs out, messages wait for credits

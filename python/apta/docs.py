@@ -445,8 +445,9 @@ def _eval_why(d: dict, rid: str, above: bool) -> str | None:
                  "our functions' transfers are small against their compute",
         "R2": "128 MSHRs of line reads nearly fill the link, so the bulk get gains less" if not above else
               "CXL's line-granular get and redo-logged put cost more here than in the paper's CXL",
-        "R3": "CXL cached's get fetches each missed line on demand, a round trip per MSHR slot, and its put is "
-              "redo-logged" if above else "CXL cached's caches hit like Āpta's, so it gains less than R2",
+        "R3": "CXL cached's loads fetch the object's lines on demand, each event's misses 128 at a time, where "
+              "Āpta streams it once; its put is redo-logged" if above else
+              "CXL cached's caches hit like Āpta's, so it gains less than R2",
         "R4": "per-message jitter: CXL's thousands of line messages see the running maximum, Āpta's few average out",
         "R5.faas": "its version check rides the slow RDMA link; the misses are the large objects",
         "R5.cxl": "the slow literal RDMA baseline",

@@ -21,6 +21,7 @@ class AptaCore(ClockedObject):
     mshrs = Param.Unsigned("line accesses in flight at most (the L2's MSHRs, Table II)")
     line_bytes = Param.Unsigned("cache line size")
     mem_range = Param.AddrRange("this server's local memory (the page table's frames)")
+    flush_window = Param.Unsigned(1, "the invalidation handler's clean-invalidates in flight at most")
 
 
 class AptaMemServer(ClockedObject):

@@ -13,7 +13,7 @@ AptaCore::AptaCore(const Params &p)
     : ClockedObject(p),
       port(name() + ".port", *this, p.mshrs, p.line_bytes),
       fillPort(name() + ".fill_port", *this, p.mshrs, p.line_bytes),
-      cpi(p.cpi), lineBytes(p.line_bytes), memBase(p.mem_range.start()),
+      cpi(p.cpi), lineBytes(p.line_bytes), flushWindow(p.flush_window), memBase(p.mem_range.start()),
       frames(p.mem_range.size() / (uint64_t(p.line_bytes) * kPageLines)),
       stepEvent([this] { access(); }, name() + ".step")
 {
@@ -217,6 +217,10 @@ AptaCore::flushCopy(uint32_t obj, uint32_t ver, uint64_t n, std::function<void()
     b->addrOf = [addrs](uint64_t k) { return (*addrs)[k]; };
     b->readCmd = MemCmd::CleanInvalidReq;
     b->flags = Request::CLEAN | Request::INVALIDATE | Request::DST_POC;
+    // Clean-invalidates of dirty L1 lines, all at once, stall gem5's classic caches: each sends a
+    // WriteClean whose retry the L2 crossbar never gives while the others hold it, and the point
+    // of coherence answers a clean-invalidate only with its WriteClean. `flush_window` at a time.
+    b->window = flushWindow;
     const uint64_t g = gen;
     b->done = [this, g, done = std::move(done)](Tick, Tick) { if (g == gen) done(); };
     port.enqueue(b);

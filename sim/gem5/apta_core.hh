@@ -76,6 +76,7 @@ class AptaCore : public ClockedObject
     AptaLinePort port, fillPort;
     const double cpi;
     const unsigned lineBytes;
+    const unsigned flushWindow;  // the handler's clean-invalidates in flight (flushCopy)
     const Addr memBase;
     const uint64_t frames;
 

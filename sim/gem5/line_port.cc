@@ -56,6 +56,8 @@ AptaLinePort::issue()
     if (blocked || queue.empty() || inFlight >= maxOutstanding)
         return;
     auto b = queue.front();
+    if (b->window && b->issued - b->completed >= b->window)
+        return;  // a response of this batch issues the next (recvTimingResp)
     const uint64_t k = b->issued++;
     if (b->issued == b->n)
         queue.pop_front();

@@ -43,6 +43,7 @@ class AptaLinePort : public RequestPort
         // a write's data (it starts zeroed) and a read response's check, by access (may be null)
         std::function<void(uint64_t, PacketPtr)> fillData, checkData;
         std::function<void(Tick, Tick)> done;  // (first response, last response); may be null
+        unsigned window = 0;                   // of this batch in flight at most (0: the port's limit)
         uint64_t issued = 0, completed = 0;
         Tick first = 0;
         bool cancelled = false;

@@ -59,6 +59,9 @@ ap.add_argument("--mutant", default="", help="a mutant of the engine (vector rep
 ap.add_argument("--link", choices=("packet", "analytical"), default="packet",
                 help="the CXL configurations' traffic as packets through the links (the model), or apta-sim's "
                      "analytical link with bulk object copies (what the packets cost: make bench-gem5)")
+ap.add_argument("--flush-window", type=int, default=1,
+                help="the invalidation handler's clean-invalidates in flight (0: all at once, which stalls "
+                     "gem5's caches on dirty lines; tests/test_gem5.py shows it)")
 ap.add_argument("--out", required=True, help="result JSON")
 args = ap.parse_args()
 
@@ -114,7 +117,8 @@ system.mem_ranges = [AddrRange(start=lo, size=hi - lo) for lo, hi in ranges]
 cores = []
 for s in range(spec["servers"]):
     lo, hi = spec["local_ranges"][s]
-    core = AptaCore(cpi=spec["cpi"], mshrs=spec["mshrs"], line_bytes=spec["line_bytes"], mem_range=AddrRange(start=lo, size=hi - lo))
+    core = AptaCore(cpi=spec["cpi"], mshrs=spec["mshrs"], line_bytes=spec["line_bytes"], mem_range=AddrRange(start=lo, size=hi - lo),
+                    flush_window=args.flush_window)
     core.l1 = cache(spec["l1"])
     core.l2bus = L2XBar(width=spec["l2_bus_bytes"])
     core.l2 = cache(spec["l2"])
