@@ -19,6 +19,7 @@ Usage: rtl/synth/synth.py [--rtl build/rtl] [--out build/synth] [--readme rtl/RE
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import shutil
@@ -35,13 +36,29 @@ FINE_KEEP_MEM = "opt -fast -full; opt -full; techmap; opt -fast; abc -fast; opt 
 
 
 def yosys(script: str, log: Path) -> float:
+    """Run a yosys script; its seconds. A script run before on the same Verilog (the files it reads,
+    by content) with the same yosys is not run again: its outputs stand, and the seconds are the
+    run's that made them (LOG.key holds both), so a re-run of make test does not re-synthesize."""
+    read = [Path(w) for w in re.findall(r"read_verilog\s+(?:-\S+\s+)*([^\s;]+)", script)]
+    h = hashlib.sha256(script.encode())
+    h.update(subprocess.run(["yosys", "-V"], capture_output=True, text=True).stdout.encode())
+    for f in read:
+        h.update(f.read_bytes())
+    stamp = log.with_suffix(".key")
+    if stamp.exists() and log.exists():
+        key, _, secs = stamp.read_text().partition(" ")
+        if key == h.hexdigest():
+            return float(secs)
     t = time.time()
     log.parent.mkdir(parents=True, exist_ok=True)
+    stamp.unlink(missing_ok=True)
     with open(log, "w") as f:
         r = subprocess.run(["yosys", "-q", "-p", script], stdout=f, stderr=subprocess.STDOUT)
     if r.returncode != 0:
         sys.exit(f"synth: yosys failed, see {log}")
-    return time.time() - t
+    secs = time.time() - t
+    stamp.write_text(f"{h.hexdigest()} {secs:.3f}")
+    return secs
 
 
 def read_stat(path: Path) -> dict:
