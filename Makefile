@@ -354,8 +354,19 @@ bench-qemu: venv daemon daemon-trace
 	nice -n 10 $(PY) -m apta.qemu.trace_cost --rounds 5 --out build/bench/daemon-trace.json
 
 # --- RTL ----------------------------------------------------------------------------------------
+# Not re-run when nothing it reads changed (the Scala, the schema and its generators, variants.json,
+# the mill build), by content: build/rtl/.inputs holds their hash.
+RTL_INPUTS = find rtl schema python/apta build.sc mill -type f \( -name '*.scala' -o -name '*.json' -o -name '*.py' \
+               -o -name build.sc -o -name mill \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum
 rtl: deps-rtl
-	nice -n 10 ./mill rtl.run build/rtl
+	key=$$($(RTL_INPUTS))
+	if [ -f build/rtl/.inputs ] && [ -f build/rtl/mutants/mutants.json ] && [ "$$(cat build/rtl/.inputs)" = "$$key" ]; then
+	  echo "rtl: build/rtl is up to date with its sources"
+	else
+	  rm -f build/rtl/.inputs
+	  nice -n 10 ./mill rtl.run build/rtl
+	  echo "$$key" > build/rtl/.inputs
+	fi
 
 # Verilator builds are cached per variant under build/sim/<variant>/<hash of the Verilog>/.
 RTL_PYTEST := APTA_RTL=1 nice -n 10 $(PY) -m pytest -q -p no:cacheprovider
