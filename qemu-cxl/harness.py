@@ -530,10 +530,11 @@ def build_runner(target: Path = RUNNER) -> Path:
 class Runner:
     """One aptarun process playing guest g in life `boot`, mapping only guest g's file."""
 
-    def __init__(self, exe: Path, rack: Path, g: int, boot: int, log: Path):
+    def __init__(self, exe: Path, rack: Path, g: int, boot: int, log: Path, timeout_ms: int | None = None):
         self.g, self.boot = g, boot
         self.log = log
-        self.p = subprocess.Popen(["nice", "-n", "10", str(exe), "--region", str(LAY.guest_path(rack, g)), str(g), str(boot)],
+        opts = ["--timeout-ms", str(timeout_ms)] if timeout_ms else []
+        self.p = subprocess.Popen(["nice", "-n", "10", str(exe), "--region", str(LAY.guest_path(rack, g)), *opts, str(g), str(boot)],
                                   stdout=subprocess.DEVNULL, stderr=open(log, "a"))
 
     def kill(self):
@@ -551,15 +552,16 @@ class Runner:
 class World:
     """Runner processes on a Rack's guest files, and the executor's side of their job blocks."""
 
-    def __init__(self, rack: Rack, exe: Path, tmp: Path):
+    def __init__(self, rack: Rack, exe: Path, tmp: Path, runner_timeout_ms: int | None = None):
         self.rack, self.exe, self.tmp = rack, exe, tmp
+        self.runner_timeout_ms = runner_timeout_ms   # aptarun --timeout-ms (None: its default)
         self.r = jobs.Rack(rack.path)
         self.jb = [jobs.JobBlock(self.r, g) for g in range(3)]
         self.next_obj = 100            # the memory server allocates each object's storage
         self.runners: list[Runner] = []
 
     def start(self, g: int, boot: int, min_epoch: int = 1) -> Runner:
-        ru = Runner(self.exe, self.rack.path, g, boot, self.tmp / f"runner{g}.log")
+        ru = Runner(self.exe, self.rack.path, g, boot, self.tmp / f"runner{g}.log", self.runner_timeout_ms)
         deadline = time.time() + 15
         while not (self.jb[g].life[0] == boot and self.jb[g].life[1] >= min_epoch and self.jb[g].idle()):
             assert ru.p.poll() is None, f"runner {g} exited: {ru.log.read_text()[-2000:]}"

@@ -74,14 +74,14 @@ def world(runner_exe, exe, schema, tmp_path, request):
     """A daemon on a fresh region and three runner processes as guests 0..2 (boot 0, epoch 1).
     The API as deployed: TLS with the test CA and a bearer token per role (rack.auth,
     qemu-cxl/apiauth.py). A module may set WORLD_LEASE_MS (test_sched_daemon.py: a pending ack
-    must outlive a scheduling); indirect parametrization may add daemon arguments ({"extra":
+    must outlive a scheduling) and WORLD_RUNNER_TIMEOUT_MS (the runners' per-request timeout); indirect parametrization may add daemon arguments ({"extra":
     [...]}: a mutant)."""
     from apta.qemu import apiauth
     from apta.qemu import harness
     rack = harness.Rack(exe, schema, tmp_path, lease_ms=getattr(request.module, "WORLD_LEASE_MS", harness.LEASE_MS),
                         extra=getattr(request, "param", {}).get("extra"), data_bytes=harness.WORLD_DATA_BYTES,
                         auth=apiauth.ApiAuth(tmp_path / "auth"))
-    w = harness.World(rack, runner_exe, tmp_path)
+    w = harness.World(rack, runner_exe, tmp_path, getattr(request.module, "WORLD_RUNNER_TIMEOUT_MS", None))
     try:
         for g in rack.guests:
             g.alive = False                      # the runners heartbeat (library thread)

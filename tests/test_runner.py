@@ -21,9 +21,11 @@ import pytest
 from apta.qemu import jobs
 from apta.qemu.harness import LEASE_MS, identify_job, phi_records
 
-# The rack's lease here: twice the harness's, since a runner whose lease renewal a loaded 2-core
-# host delays past 1.5 s is fenced mid-job (make test runs the batch lane beside these tests).
+# The rack's lease here: twice the harness's, and the runners' per-request timeout 4x aptarun's
+# default: on a loaded 2-core host (make test runs the batch lane beside these tests) a 2000-line
+# put through the niced daemon outlasted 5 s, and the runner took it for a fence and rejoined.
 WORLD_LEASE_MS = 2 * LEASE_MS
+WORLD_RUNNER_TIMEOUT_MS = 20000
 
 
 def errors(recs):
