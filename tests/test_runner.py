@@ -143,9 +143,10 @@ def test_live_put_does_not_wait_for_a_dead_sharer(world, tmp_path, request):
         return
     assert time.time() - t_kill < WORLD_LEASE_MS / 1000, "too slow to test before the fence"
     # the proof is the state: the put had returned while cs1 was unfenced and still owed the ack;
-    # the bound only mirrors the mutant's (a loaded host slows the put, never past the fence)
+    # the bound only mirrors the mutant's, whose put waits for the fence at the lease (a loaded host
+    # slows the put, here up to 1.75 s, never to the fence)
     assert not owed["fenced"] and owed["pendingFor"].get(str(tagged[0])) == 1, owed
-    assert put["put_us"] < lease_us / 3, put
+    assert put["put_us"] < lease_us * 2 / 3, put
 
 
 def test_killed_runner_is_replaced_in_the_next_epoch(world, tmp_path):
