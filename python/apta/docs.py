@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import subprocess
 import sys
@@ -152,13 +151,13 @@ def _eval_at(root: Path, out: str) -> dict:
     A = json.loads((root / out / "results.json").read_text())
     params = json.loads(Path(A["params"]).read_text()) if Path(A["params"]).is_file() else \
         json.loads((root / "sim" / "params.json").read_text())
-    from apta.sim.eval_common import BASE, CONFIGS
+    from apta.sim.eval_common import BASE, CONFIGS, geomean
     bd, apps = A["breakdown"], A["apps"]
     comm = [(bd[a][BASE]["get_ns"] + bd[a][BASE]["put_ns"]) /
             (bd[a][BASE]["get_ns"] + bd[a][BASE]["put_ns"] + bd[a][BASE]["compute_ns"]) for a in apps]
     F = A["sensitivity"]["families"]
     rows = [r for r in A["bounds"]["rows"] if r["objects"]]
-    span = lambda xs: [round(min(xs), 4), round(max(xs), 4), round(math.exp(sum(map(math.log, xs)) / len(xs)), 4)]
+    span = lambda xs: [round(min(xs), 4), round(max(xs), 4), round(geomean(xs), 4)]
     bound = {c: {op: span([r[op][c]["ratio"] for r in rows]) for op in ("get", "put")} for c in CONFIGS}
     if A["bounds"]["rtl"]:
         bound["rtl"] = {op: span([r["rtl"][op]["ratio"] for r in rows]) for op in ("get", "put")}
@@ -433,7 +432,8 @@ def _eval_why(d: dict, rid: str, above: bool) -> str | None:
     bw, lat = sw("bandwidth_gbps"), sw("latency_ns")
     cpi = [(c["cpi"], c["R8"]) for c in d["weak_cpi"]]
     r8 = next(r["paper"] for r in d["comparison"] if r["id"] == "R8")
-    brk = next(((a, b) for a, b in zip(cpi, cpi[1:]) if (a[1] - r8) * (b[1] - r8) <= 0), None)
+    from apta.sim.eval_report import crossing
+    brk = crossing(cpi, r8)
     why = {
         "R1": f"§II-A's RDMA taken literally ({lit['latency_ns']:g} ns, {lit['bandwidth_gbps']:g} Gbps): the baseline "
               f"spends {lo * 100:.0f}–{hi * 100:.0f}% of its time moving objects",
